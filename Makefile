@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# gpusnoop: one non-recursive build, bpf/*.bpf.c -> .bpf.o -> .skel.h -> libgpusnoop.a -> gpusnoop
+OUTPUT := .output
+CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
+BPFTOOL ?= bpftool
+CC ?= cc
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+VERSION := 0.1.0
+
+PKGS := libbpf libelf zlib
+CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-initializers \
+	-Wno-unused-parameter -D_GNU_SOURCE -DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) \
+	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf
+
+ifeq ($(V),1)
+	Q =
+	msg =
+else
+	Q = @
+	msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+LIB_SRCS := $(wildcard user/*.c) $(wildcard stitch/*.c)
+LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
+CLI_SRCS := $(wildcard profilers/*.c)
+CLI_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(CLI_SRCS))
+LIB := $(OUTPUT)/libgpusnoop.a
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all test unit e2e demo vmlinux check clean setup fixtures
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: gpusnoop
+
+setup:
+	$(Q)./scripts/setup.sh
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/gs_event.h bpf/gs_common.bpf.h vmlinux/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/%.o: %.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# only profilers/ includes skeletons
+$(CLI_OBJS): $(SKELS)
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+gpusnoop: $(CLI_OBJS) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c tests/unit/harness.h $(LIB) $(FIXTURES)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -DGS_FIXTURES='"$(OUTPUT)/fixtures"' $< $(LIB) $(LDLIBS) -o $@
+
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+-include tests/fixtures/fixtures.mk
+
+unit: $(UNIT_BINS)
+	$(Q)./scripts/run-unit.sh $(UNIT_BINS)
+
+e2e: gpusnoop $(FIXTURES)
+	$(Q)./scripts/run-e2e.sh
+
+test: setup
+	$(Q)$(MAKE) --no-print-directory unit e2e
+
+demo: setup
+	$(Q)$(MAKE) --no-print-directory gpusnoop $(FIXTURES)
+	$(Q)./scripts/demo.sh
+
+vmlinux:
+	$(Q)./scripts/gen-vmlinux.sh
+
+check:
+	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch])
+
+clean:
+	$(Q)rm -rf $(OUTPUT) gpusnoop
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

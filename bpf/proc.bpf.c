@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* proc.bpf.c: process lifecycle (exec, exit) and dynamic-loader link-map changes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "gs_common.bpf.h"
+
+#define SIGSTOP 19
+
+/* every exec is reported in all-process mode: a new image may carry a static cudart */
+const volatile bool cfg_report_all_execs = false;
+
+static __always_inline void emit(__u16 type, __u16 flags, __u64 pid_tgid)
+{
+	struct gs_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		gs_count(GS_STAT_RINGBUF_FULL);
+		return;
+	}
+	gs_fill_hdr(&e->hdr, type, sizeof(*e), pid_tgid);
+	e->hdr.flags = flags;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * ld.so calls _dl_debug_state() (the debugger rendezvous) whenever its link map changes:
+ * before and after loading the program's libraries, and around each dlopen/dlclose, always
+ * before the new objects' constructors run. A spawned child is stopped here so that
+ * userspace attaches to the new libraries before the process can call into them.
+ */
+SEC("uprobe")
+int dl_debug_state_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+	__u32 *flags = bpf_map_lookup_elem(&targets, &pid);
+	__u16 ev_flags = 0;
+
+	if (!flags && !cfg_all_pids)
+		return 0;
+	if (flags && (*flags & GS_TARGET_STOP_ON_LOAD) && !bpf_send_signal(SIGSTOP))
+		ev_flags = GS_LIBS_F_STOPPED;
+	emit(GS_EV_LIBS_CHANGED, ev_flags, pid_tgid);
+	return 0;
+}
+
+/* BTF raw tracepoints: no tracefs needed, and the task arrives typed */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *task)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+
+	if (cfg_report_all_execs || bpf_map_lookup_elem(&targets, &pid))
+		emit(GS_EV_PROC_EXEC, 0, pid_tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *task)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+
+	if (!bpf_map_lookup_elem(&targets, &pid))
+		return 0;
+	/* do_exit() has already dropped this thread from signal->live: 0 means the last one */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	emit(GS_EV_PROC_EXIT, 0, pid_tgid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* leaks.c: `gpusnoop leaks`, outstanding CUDA allocations per process grouped by stack. */
+#include <argp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "profilers/cuda_api.h"
+#include "profilers/leak_report.h"
+#include "profilers/options.h"
+#include "profilers/subcommands.h"
+#include "profilers/tracker.h"
+#include "user/alloc_table.h"
+#include "user/log.h"
+#include "user/stack_table.h"
+
+#define PENDING_FREES 64	/* frees whose return we still wait for, per process */
+#define POLL_MS 100
+
+struct pending_free {
+	uint32_t tid;
+	struct gs_alloc alloc;
+};
+
+struct proc_state {
+	pid_t pid;
+	struct gs_alloc_table *allocs;
+	uint64_t failed_allocations, failed_frees, unknown_frees;
+	struct gs_fail_group *fails;
+	size_t nr_fails;
+	struct pending_free pending[PENDING_FREES];
+	size_t next_pending;
+};
+
+struct leaks_opts {
+	struct gs_common_opts common;
+	double interval_s;
+	double min_age_s;
+	size_t top;
+	bool json;
+};
+
+struct leaks {
+	struct leaks_opts opts;
+	struct gs_tracker *tracker;
+	struct gs_stack_table *stacks;
+	struct proc_state *procs;
+	size_t nr_procs, cap_procs;
+	FILE *out;
+	int error;	/* first fatal error inside a callback */
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	stop_requested = sig;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static struct proc_state *find_proc(struct leaks *l, pid_t pid)
+{
+	for (size_t i = 0; i < l->nr_procs; i++)
+		if (l->procs[i].pid == pid)
+			return &l->procs[i];
+	return NULL;
+}
+
+static struct proc_state *get_proc(struct leaks *l, pid_t pid)
+{
+	struct proc_state *p = find_proc(l, pid);
+
+	if (p)
+		return p;
+	if (l->nr_procs == l->cap_procs) {
+		size_t cap = l->cap_procs ? l->cap_procs * 2 : 8;
+		struct proc_state *grown = realloc(l->procs, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		l->procs = grown;
+		l->cap_procs = cap;
+	}
+	p = &l->procs[l->nr_procs];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->allocs = gs_alloc_table__new();
+	if (!p->allocs)
+		return NULL;
+	l->nr_procs++;
+	return p;
+}
+
+static void free_proc(struct proc_state *p)
+{
+	gs_alloc_table__free(p->allocs);
+	free(p->fails);
+}
+
+static void fatal(struct leaks *l, int err)
+{
+	if (!l->error) {
+		gs_err("out of memory tracking allocations");
+		l->error = err;
+	}
+}
+
+static void note_failure(struct leaks *l, struct proc_state *p, const struct gs_mem_alloc *e,
+			 uint32_t stack_id)
+{
+	struct gs_fail_group *grown;
+
+	p->failed_allocations++;
+	for (size_t i = 0; i < p->nr_fails; i++) {
+		struct gs_fail_group *g = &p->fails[i];
+
+		if (g->stack_id == stack_id && g->api == e->api && g->ret == e->ret) {
+			g->count++;
+			g->bytes_requested += e->size;
+			return;
+		}
+	}
+	grown = realloc(p->fails, (p->nr_fails + 1) * sizeof(*grown));
+	if (!grown) {
+		fatal(l, -ENOMEM);
+		return;
+	}
+	p->fails = grown;
+	p->fails[p->nr_fails++] = (struct gs_fail_group){
+		.count = 1, .bytes_requested = e->size, .stack_id = stack_id,
+		.api = e->api, .ret = e->ret,
+	};
+}
+
+static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
+{
+	struct leaks *l = ctx;
+	struct proc_state *p = get_proc(l, (pid_t)e->hdr.pid);
+	int64_t stack_id;
+	bool replaced;
+
+	if (!p) {
+		fatal(l, -ENOMEM);
+		return;
+	}
+	stack_id = gs_stack_table__intern(l->stacks, (pid_t)e->hdr.pid,
+					  (const uint64_t *)e->frames, e->nr_frames);
+	if (stack_id < 0) {
+		fatal(l, (int)stack_id);
+		return;
+	}
+	if (e->ret != 0) {
+		note_failure(l, p, e, (uint32_t)stack_id);
+		return;
+	}
+	if (!e->ptr)	/* a zero-byte request succeeds with NULL and holds nothing */
+		return;
+	if (gs_alloc_table__insert(p->allocs,
+				   &(struct gs_alloc){ .ptr = e->ptr, .size = e->size,
+						       .ts_ns = e->hdr.ts_ns,
+						       .stack_id = (uint32_t)stack_id,
+						       .api = e->api },
+				   &replaced))
+		fatal(l, -ENOMEM);
+	else if (replaced)
+		gs_dbg("pid %u: 0x%llx allocated again without a free we saw", e->hdr.pid,
+		       (unsigned long long)e->ptr);
+}
+
+static void on_free(void *ctx, const struct gs_mem_free *e)
+{
+	struct leaks *l = ctx;
+	struct proc_state *p = find_proc(l, (pid_t)e->hdr.pid);
+	struct pending_free *slot;
+	struct gs_alloc a;
+
+	if (!e->ptr)	/* cudaFree(NULL) is a documented no-op */
+		return;
+	if (!p || !gs_alloc_table__remove(p->allocs, e->ptr, &a)) {
+		if (p || (p = get_proc(l, (pid_t)e->hdr.pid)))
+			p->unknown_frees++;
+		return;
+	}
+	/* kept until the call returns: a failed free leaves the allocation in place */
+	slot = &p->pending[p->next_pending++ % PENDING_FREES];
+	slot->tid = e->hdr.tid;
+	slot->alloc = a;
+}
+
+static void on_free_failed(void *ctx, const struct gs_mem_free_failed *e)
+{
+	struct leaks *l = ctx;
+	struct proc_state *p = find_proc(l, (pid_t)e->hdr.pid);
+	bool replaced;
+
+	if (!p)
+		return;
+	p->failed_frees++;
+	for (size_t i = 0; i < PENDING_FREES; i++) {
+		struct pending_free *pf = &p->pending[i];
+
+		if (pf->tid != e->hdr.tid || pf->alloc.ptr != e->ptr || !pf->alloc.in_use)
+			continue;
+		if (!gs_alloc_table__contains(p->allocs, e->ptr))
+			gs_alloc_table__insert(p->allocs, &pf->alloc, &replaced);
+		pf->alloc.in_use = 0;
+		return;
+	}
+}
+
+static int cmp_group_key(const void *a, const void *b)
+{
+	const struct gs_leak_group *x = a, *y = b;
+
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	return (int)x->api - (int)y->api;
+}
+
+static int cmp_group_bytes(const void *a, const void *b)
+{
+	const struct gs_leak_group *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+static int cmp_fail_count(const void *a, const void *b)
+{
+	const struct gs_fail_group *x = a, *y = b;
+
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+/* Groups the outstanding allocations of p older than min_age by (stack, API). */
+static int build_proc_report(struct leaks *l, struct proc_state *p, uint64_t now,
+			     struct gs_leak_proc_report *out)
+{
+	uint64_t min_age_ns = (uint64_t)(l->opts.min_age_s * 1e9);
+	size_t n = 0, nr_groups = 0;
+	struct gs_leak_group *g;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = p->pid;
+	out->comm = gs_tracker__comm(l->tracker, p->pid);
+	out->failed_allocations = p->failed_allocations;
+	out->failed_frees = p->failed_frees;
+	out->unknown_frees = p->unknown_frees;
+	g = malloc((gs_alloc_table__count(p->allocs) + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	for (size_t i = 0; i < gs_alloc_table__slots(p->allocs); i++) {
+		const struct gs_alloc *a = gs_alloc_table__at(p->allocs, i);
+
+		if (!a || now - a->ts_ns < min_age_ns)
+			continue;
+		g[n++] = (struct gs_leak_group){ .bytes = a->size, .count = 1,
+						 .oldest_ts_ns = a->ts_ns,
+						 .stack_id = a->stack_id, .api = a->api };
+		out->outstanding_bytes += a->size;
+		out->outstanding_allocations++;
+	}
+	qsort(g, n, sizeof(*g), cmp_group_key);
+	for (size_t i = 0; i < n; i++) {
+		struct gs_leak_group *last = nr_groups ? &g[nr_groups - 1] : NULL;
+
+		if (last && !cmp_group_key(last, &g[i])) {
+			last->bytes += g[i].bytes;
+			last->count++;
+			if (g[i].oldest_ts_ns < last->oldest_ts_ns)
+				last->oldest_ts_ns = g[i].oldest_ts_ns;
+		} else {
+			g[nr_groups++] = g[i];
+		}
+	}
+	qsort(g, nr_groups, sizeof(*g), cmp_group_bytes);
+	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
+	out->groups = g;
+	out->nr_groups = nr_groups;
+	out->fails = p->fails;
+	out->nr_fails = p->nr_fails;
+	return 0;
+}
+
+static bool has_anything(const struct proc_state *p)
+{
+	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees;
+}
+
+/* Writes one report over the given processes (all of them when only is NULL). */
+static int write_report(struct leaks *l, const char *reason, struct proc_state *only)
+{
+	struct gs_leak_report r = {
+		.reason = reason, .now_ns = now_ns(), .min_age_s = l->opts.min_age_s,
+		.top = l->opts.top,
+	};
+	int err = 0;
+
+	r.procs = calloc(l->nr_procs + 1, sizeof(*r.procs));
+	if (!r.procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->nr_procs && !err; i++) {
+		struct proc_state *p = &l->procs[i];
+
+		if ((only && p != only) || (!only && !has_anything(p)))
+			continue;
+		err = build_proc_report(l, p, r.now_ns, &r.procs[r.nr_procs]);
+		if (!err) {
+			r.procs[r.nr_procs].exited = only && strcmp(reason, "interval");
+			r.procs[r.nr_procs].exec = only && !strcmp(reason, "exec");
+			r.nr_procs++;
+		}
+	}
+	gs_tracker__stats(l->tracker, r.stats);
+	if (!err) {
+		if (l->opts.json)
+			gs_leak_report__write_json(l->out, &r, l->stacks);
+		else
+			gs_leak_report__write_text(l->out, &r, l->stacks);
+		fflush(l->out);
+	}
+	for (size_t i = 0; i < r.nr_procs; i++)
+		free(r.procs[i].groups);
+	free(r.procs);
+	return err;
+}
+
+static void on_proc_gone(void *ctx, pid_t pid, bool exec)
+{
+	struct leaks *l = ctx;
+	struct proc_state *p = find_proc(l, pid);
+
+	if (!p) {
+		/* a target that never allocated still gets its (empty) exit report */
+		if (exec || !(p = get_proc(l, pid)))
+			return;
+	}
+	write_report(l, exec ? "exec" : "exit", p);
+	if (exec) {
+		gs_alloc_table__clear(p->allocs);
+		return;
+	}
+	free_proc(p);
+	*p = l->procs[--l->nr_procs];
+}
+
+static const struct argp_option leaks_options[] = {
+	{ "interval", 'i', "SECS", 0, "Also report every SECS seconds", 0 },
+	{ "min-age", 'm', "SECS", 0, "Only allocations at least SECS old", 0 },
+	{ "top", 't', "N", 0, "Stacks shown per process (default 10, 0: all)", 0 },
+	{ "format", 'f', "FMT", 0, "text (default) or json: one JSON document per report", 0 },
+	{ 0 },
+};
+
+static error_t leaks_parse(int key, char *arg, struct argp_state *state)
+{
+	struct leaks_opts *o = state->input;
+	char *end;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &o->common;
+		break;
+	case 'i':
+		if (gs_parse_seconds(arg, &o->interval_s) || o->interval_s <= 0)
+			argp_error(state, "invalid interval '%s'", arg);
+		break;
+	case 'm':
+		if (gs_parse_seconds(arg, &o->min_age_s))
+			argp_error(state, "invalid minimum age '%s'", arg);
+		break;
+	case 't':
+		o->top = strtoul(arg, &end, 10);
+		if (*end || *arg == '-')
+			argp_error(state, "invalid --top '%s'", arg);
+		break;
+	case 'f':
+		if (!strcmp(arg, "json"))
+			o->json = true;
+		else if (strcmp(arg, "text"))
+			argp_error(state, "unknown format '%s' (text or json)", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp_child leaks_children[] = {
+	{ &gs_common_argp, 0, "Targets and output:", 0 },
+	{ 0 },
+};
+
+static const char leaks_doc[] =
+	"Report outstanding CUDA allocations per process, grouped by the stack that made them.\v"
+	"Reports are written at the end (-d, Ctrl-C, SIGTERM), every --interval, and when a "
+	"target exits.\n\n"
+	"EXAMPLES:\n"
+	"  gpusnoop leaks -p 1234 -d 30           # what pid 1234 allocates and keeps for 30s\n"
+	"  gpusnoop leaks -p 1234 -i 10 -m 5      # every 10s, allocations older than 5s\n"
+	"  gpusnoop leaks --format json -- ./train  # run ./train, JSON report at its exit\n"
+	"  gpusnoop leaks -a -d 60 -o leaks.txt   # every CUDA process on the host";
+
+static const struct argp leaks_argp = {
+	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc,
+	leaks_children, NULL, NULL,
+};
+
+static int run_loop(struct leaks *l)
+{
+	uint64_t start = now_ns(), next_report = 0;
+	uint64_t duration_ns = (uint64_t)(l->opts.common.duration_s * 1e9);
+	uint64_t interval_ns = (uint64_t)(l->opts.interval_s * 1e9);
+
+	if (interval_ns)
+		next_report = start + interval_ns;
+	while (!stop_requested && !l->error) {
+		uint64_t now;
+		int n = gs_tracker__poll(l->tracker, POLL_MS);
+
+		if (n < 0) {
+			gs_err("reading events: %s", strerror(-n));
+			return n;
+		}
+		if (gs_tracker__done(l->tracker))
+			return 0;
+		now = now_ns();
+		if (duration_ns && now - start >= duration_ns)
+			break;
+		if (interval_ns && now >= next_report) {
+			write_report(l, "interval", NULL);
+			next_report += interval_ns;
+		}
+	}
+	gs_tracker__poll(l->tracker, 0);	/* what arrived before the stop */
+	if (l->error)
+		return l->error;
+	return write_report(l, "final", NULL);
+}
+
+int gs_cmd_leaks(int argc, char **argv)
+{
+	struct leaks l = { .opts = { .top = 10 } };
+	struct gs_tracker_opts topts;
+	struct gs_tracker_ops ops = {
+		.ctx = &l, .mem_alloc = on_alloc, .mem_free = on_free,
+		.mem_free_failed = on_free_failed, .proc_gone = on_proc_gone,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	int err, status = 1;
+
+	if (argp_parse(&leaks_argp, argc, argv, ARGP_IN_ORDER, NULL, &l.opts))
+		return 1;
+	gs_log_set_level(l.opts.common.verbosity >= 2 ? GS_LOG_LIBBPF :
+			 l.opts.common.verbosity == 1  ? GS_LOG_DEBUG :
+							 GS_LOG_INFO);
+	if (gs_common_opts__validate(&l.opts.common))
+		return 1;
+	l.out = stdout;
+	if (l.opts.common.output) {
+		l.out = fopen(l.opts.common.output, "we");
+		if (!l.out) {
+			gs_err("%s: %s", l.opts.common.output, strerror(errno));
+			return 1;
+		}
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	topts = (struct gs_tracker_opts){
+		.pids = l.opts.common.pids, .nr_pids = l.opts.common.nr_pids,
+		.all = l.opts.common.all, .argv = l.opts.common.argv,
+		.ringbuf_bytes = l.opts.common.ringbuf_bytes,
+	};
+	if (gs_tracker__open(&l.tracker, &topts, &ops))
+		goto out_close;
+	l.stacks = gs_stack_table__new(gs_tracker__symcache(l.tracker));
+	if (!l.stacks) {
+		gs_err("out of memory");
+		goto out_free;
+	}
+	if (gs_tracker__start(l.tracker))
+		goto out_free;
+	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
+		l.opts.common.all ? " of every process" : "");
+	err = run_loop(&l);
+	status = err ? 1 : 0;
+	if (!err && !gs_tracker__saw_cuda(l.tracker) && !l.opts.common.all) {
+		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
+		status = 1;
+	}
+
+out_free:
+	for (size_t i = 0; i < l.nr_procs; i++)
+		free_proc(&l.procs[i]);
+	free(l.procs);
+	gs_stack_table__free(l.stacks);
+	gs_tracker__free(l.tracker);
+out_close:
+	if (fflush(l.out) || ferror(l.out)) {
+		gs_err("writing %s: %s", l.opts.common.output ? l.opts.common.output : "stdout",
+		       strerror(errno));
+		status = 1;
+	}
+	if (l.out != stdout && fclose(l.out)) {
+		gs_err("closing %s: %s", l.opts.common.output, strerror(errno));
+		status = 1;
+	}
+	return status;
+}

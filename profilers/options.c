@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* options.c: -p/-a/-- CMD, -d, -o, -v, --ringbuf, shared by every subcommand. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include "profilers/options.h"
+#include "user/log.h"
+
+enum { OPT_RINGBUF = 0x1000 };
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
+	{ "all", 'a', NULL, 0, "Trace every process, including ones started later", 0 },
+	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
+	{ "output", 'o', "FILE", 0, "Write output to FILE instead of stdout", 0 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics (-vv: libbpf's too)", 0 },
+	{ "ringbuf", OPT_RINGBUF, "MiB", 0, "Ring buffer size (default 8, a power of 2)", 0 },
+	{ 0 },
+};
+
+int gs_parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct gs_common_opts *o = state->input;
+	char *end;
+	long v;
+
+	switch (key) {
+	case 'p':
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || *end || v <= 0 || v > 0x3fffffff)
+			argp_error(state, "invalid pid '%s'", arg);
+		if (o->nr_pids == GS_MAX_PIDS)
+			argp_error(state, "at most %d -p options", GS_MAX_PIDS);
+		o->pids[o->nr_pids++] = (pid_t)v;
+		break;
+	case 'a':
+		o->all = true;
+		break;
+	case 'd':
+		if (gs_parse_seconds(arg, &o->duration_s))
+			argp_error(state, "invalid duration '%s'", arg);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'v':
+		o->verbosity++;
+		break;
+	case OPT_RINGBUF:
+		v = strtol(arg, &end, 10);
+		if (*end || v <= 0 || v > 1024 || (v & (v - 1)))
+			argp_error(state, "invalid ring buffer size '%s' (MiB, a power of 2)", arg);
+		o->ringbuf_bytes = (size_t)v << 20;
+		break;
+	case ARGP_KEY_ARGS:
+		o->argv = state->argv + state->next;
+		state->next = state->argc;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp gs_common_argp = { options, parse, NULL, NULL, NULL, NULL, NULL };
+
+int gs_common_opts__validate(const struct gs_common_opts *opts)
+{
+	int modes = (opts->nr_pids > 0) + opts->all + (opts->argv != NULL);
+
+	if (modes != 1) {
+		gs_err("give exactly one of -p PID, -a or -- CMD ARGS");
+		return -EINVAL;
+	}
+	return 0;
+}

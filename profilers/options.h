@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* options.h: the target and output options every subcommand shares (an argp child). */
+#ifndef GS_OPTIONS_H
+#define GS_OPTIONS_H
+
+#include <argp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define GS_MAX_PIDS 256
+
+struct gs_common_opts {
+	pid_t pids[GS_MAX_PIDS];
+	size_t nr_pids;
+	bool all;
+	char **argv;		/* -- CMD ARGS, NULL-terminated */
+	double duration_s;	/* 0: until interrupted or the targets exit */
+	const char *output;	/* NULL: stdout */
+	int verbosity;
+	size_t ringbuf_bytes;
+};
+
+/* Pass as an argp child with the opts as input (see profilers/leaks.c). */
+extern const struct argp gs_common_argp;
+
+/* Checks that exactly one target mode was given; logs and returns -EINVAL otherwise. */
+int gs_common_opts__validate(const struct gs_common_opts *opts);
+/* Parses a non-negative number of seconds ("2", "0.5"); -EINVAL on junk. */
+int gs_parse_seconds(const char *s, double *out);
+
+#endif /* GS_OPTIONS_H */

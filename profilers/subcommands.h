@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* subcommands.h: entry points of the gpusnoop subcommands, dispatched by profilers/main.c. */
+#ifndef GS_SUBCOMMANDS_H
+#define GS_SUBCOMMANDS_H
+
+/* Each returns the process exit status (0 or 1). argv[0] is the subcommand name. */
+int gs_cmd_leaks(int argc, char **argv);
+
+#endif /* GS_SUBCOMMANDS_H */

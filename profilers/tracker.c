@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* tracker.c: load proc+mem BPF objects, follow targets, find CUDA libraries and attach. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "mem.skel.h"
+#include "proc.skel.h"
+#include "profilers/cuda_api.h"
+#include "profilers/tracker.h"
+#include "user/elf_file.h"
+#include "user/links.h"
+#include "user/log.h"
+#include "user/proc_maps.h"
+#include "user/spawn.h"
+#include "user/symcache.h"
+
+#define LIVENESS_CHECK_NS 500000000ULL
+#define DL_DEBUG_STATE "_dl_debug_state"
+#define STATIC_CUDART_MARKER "cudaMalloc"
+
+enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
+
+/* a file already probed, for one pid or for every process (pid -1) */
+struct attached_file {
+	pid_t scope;
+	uint64_t dev, inode;
+	enum lib_role role;
+};
+
+struct target {
+	pid_t pid;
+	bool alive;
+	bool has_cuda;
+	char comm[16];
+};
+
+struct gs_tracker {
+	struct gs_tracker_opts opts;
+	struct gs_tracker_ops ops;
+	struct proc_bpf *proc;
+	struct mem_bpf *mem;
+	struct ring_buffer *rb;
+	struct gs_links *links;
+	struct gs_symcache *symcache;
+	struct attached_file *files;
+	size_t nr_files, cap_files;
+	struct target *targets;
+	size_t nr_targets, cap_targets;
+	struct gs_child child;
+	int child_status;
+	bool child_reaped;
+	bool saw_cuda;
+	uint64_t last_liveness_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!gs_log_enabled(GS_LOG_LIBBPF) && level != LIBBPF_WARN)
+		return 0;
+	if (level == LIBBPF_WARN && !gs_log_enabled(GS_LOG_DEBUG))
+		return 0;	/* failures are reported once, by us, with context */
+	return vfprintf(stderr, fmt, ap);
+}
+
+static struct target *find_target(struct gs_tracker *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->nr_targets; i++)
+		if (t->targets[i].pid == pid)
+			return &t->targets[i];
+	return NULL;
+}
+
+static void read_comm(pid_t pid, char comm[16])
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f || !fgets(comm, 16, f))
+		snprintf(comm, 16, "?");
+	comm[strcspn(comm, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
+{
+	struct target *tg = find_target(t, pid);
+	__u32 key = (__u32)pid;
+
+	if (tg)
+		return tg;
+	if (t->nr_targets == t->cap_targets) {
+		size_t cap = t->cap_targets ? t->cap_targets * 2 : 16;
+		struct target *grown = realloc(t->targets, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		t->targets = grown;
+		t->cap_targets = cap;
+	}
+	tg = &t->targets[t->nr_targets++];
+	*tg = (struct target){ .pid = pid, .alive = true };
+	read_comm(pid, tg->comm);
+	if (bpf_map_update_elem(bpf_map__fd(t->proc->maps.targets), &key, &flags, BPF_ANY))
+		gs_warn("pid %d: cannot follow exits: %s", (int)pid, strerror(errno));
+	return tg;
+}
+
+static bool is_attached(struct gs_tracker *t, pid_t scope, const struct gs_mapping *m)
+{
+	for (size_t i = 0; i < t->nr_files; i++) {
+		const struct attached_file *f = &t->files[i];
+
+		if (f->scope == scope && f->dev == m->dev && f->inode == m->inode)
+			return true;
+	}
+	return false;
+}
+
+static int remember_attached(struct gs_tracker *t, pid_t scope, const struct gs_mapping *m,
+			     enum lib_role role)
+{
+	if (t->nr_files == t->cap_files) {
+		size_t cap = t->cap_files ? t->cap_files * 2 : 16;
+		struct attached_file *grown = realloc(t->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->files = grown;
+		t->cap_files = cap;
+	}
+	t->files[t->nr_files++] =
+		(struct attached_file){ .scope = scope, .dev = m->dev, .inode = m->inode, .role = role };
+	return 0;
+}
+
+static int attach_symbol(struct gs_tracker *t, struct gs_elf *elf, const char *path, pid_t scope,
+			 const char *name, struct bpf_program *entry, struct bpf_program *ret,
+			 uint64_t cookie)
+{
+	uint64_t vaddr = gs_elf__find_function(elf, name), off;
+	int err;
+
+	if (!vaddr)
+		return -ENOENT;
+	if (gs_elf__vaddr_to_offset(elf, vaddr, &off))
+		return -ENOEXEC;
+	/* the return probe first: an entry seen without its return would look like nesting */
+	if (ret) {
+		err = gs_links__attach_uprobe(t->links, ret, scope, path, off, true, cookie);
+		if (err)
+			return err;
+	}
+	return gs_links__attach_uprobe(t->links, entry, scope, path, off, false, cookie);
+}
+
+static int attach_cuda_lib(struct gs_tracker *t, struct gs_elf *elf, const char *path,
+			   const char *shown, pid_t scope, enum gs_cuda_lib lib)
+{
+	char missing[1024] = "";
+	size_t nr_apis, attached = 0, wanted = 0, len = 0;
+	const struct gs_mem_api *apis = gs_mem_apis(&nr_apis);
+	int first_err = 0;
+
+	for (size_t i = 1; i < nr_apis; i++) {
+		const struct gs_mem_api *api = &apis[i];
+		struct bpf_program *entry, *ret;
+		int err;
+
+		if (api->lib != lib)
+			continue;
+		wanted++;
+		switch (api->shape) {
+		case GS_SHAPE_ALLOC_PITCH:
+			entry = t->mem->progs.mem_alloc_pitch_enter;
+			ret = t->mem->progs.mem_alloc_exit;
+			break;
+		case GS_SHAPE_FREE:
+			entry = t->mem->progs.mem_free_enter;
+			ret = t->mem->progs.mem_free_exit;
+			break;
+		default:
+			entry = t->mem->progs.mem_alloc_enter;
+			ret = t->mem->progs.mem_alloc_exit;
+		}
+		err = attach_symbol(t, elf, path, scope, api->name, entry, ret, api->id);
+		if (!err) {
+			attached++;
+			continue;
+		}
+		if (err != -ENOENT) {
+			gs_warn("attach %s:%s: %s", shown, api->name, strerror(-err));
+			if (!first_err)
+				first_err = err;
+		}
+		if (len < sizeof(missing))
+			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s",
+						len ? " " : "", api->name);
+	}
+	if (!attached) {
+		gs_warn("%s: none of the %zu %s allocation functions could be probed", shown,
+			wanted, lib == GS_LIB_RUNTIME ? "runtime" : "driver");
+		return first_err ? first_err : -ENOENT;
+	}
+	if (scope > 0)
+		gs_info("pid %d: probing %zu/%zu allocation functions in %s", (int)scope, attached,
+			wanted, shown);
+	else
+		gs_info("probing %zu/%zu allocation functions in %s (all processes)", attached,
+			wanted, shown);
+	if (*missing)
+		gs_info("  not in this version: %s", missing);
+	t->saw_cuda = true;
+	return 0;
+}
+
+static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
+			  const struct gs_mapping *m, enum lib_role role, pid_t scope)
+{
+	char path[PATH_MAX];
+	struct gs_elf *elf;
+	int err;
+
+	if (is_attached(t, scope, m))
+		return 0;
+	elf = gs_symcache__elf(t->symcache, maps, m);
+	err = gs_mapping__open_path(maps, m, path, sizeof(path));
+	if (!elf || err) {
+		gs_warn("%s: cannot read: %s", m->path, strerror(err ? -err : errno));
+		return err ? err : -errno;
+	}
+	/* remembered even on failure: retrying on every loader event would only repeat it */
+	remember_attached(t, scope, m, role);
+	switch (role) {
+	case ROLE_LD_SO:
+		err = attach_symbol(t, elf, path, scope, DL_DEBUG_STATE,
+				    t->proc->progs.dl_debug_state_enter, NULL, 0);
+		if (err)
+			gs_warn("%s: cannot probe %s (%s): libraries loaded later are found late",
+				m->path, DL_DEBUG_STATE, strerror(-err));
+		return err;
+	case ROLE_RUNTIME:
+		return attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_RUNTIME);
+	case ROLE_DRIVER:
+		return attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_DRIVER);
+	}
+	return -EINVAL;
+}
+
+static bool exe_path(pid_t pid, char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, buf, len - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = '\0';
+	return true;
+}
+
+/* Attaches to every loader and CUDA library pid maps now. Returns true if it maps CUDA. */
+static bool scan_process(struct gs_tracker *t, pid_t pid)
+{
+	pid_t scope = t->opts.all ? -1 : pid;
+	char exe[PATH_MAX] = "";
+	const struct gs_maps *maps;
+	bool cuda = false;
+
+	if (gs_symcache__refresh(t->symcache, pid))
+		return false;
+	maps = gs_symcache__maps(t->symcache, pid);
+	exe_path(pid, exe, sizeof(exe));
+	for (size_t i = 0; i < maps->nr; i++) {
+		const struct gs_mapping *m = &maps->mappings[i];
+		struct gs_elf *elf;
+
+		if (!m->exec || !m->path)
+			continue;
+		if (gs_is_ld_so_name(m->path)) {
+			attach_mapping(t, maps, m, ROLE_LD_SO, scope);
+		} else if (gs_is_cudart_name(m->path)) {
+			cuda |= attach_mapping(t, maps, m, ROLE_RUNTIME, scope) == 0;
+		} else if (gs_is_libcuda_name(m->path)) {
+			cuda |= attach_mapping(t, maps, m, ROLE_DRIVER, scope) == 0;
+		} else if (*exe && !strcmp(m->path, exe)) {
+			/* a statically linked cudart lives in the executable itself */
+			elf = gs_symcache__elf(t->symcache, maps, m);
+			if (elf && gs_elf__find_function(elf, STATIC_CUDART_MARKER))
+				cuda |= attach_mapping(t, maps, m, ROLE_RUNTIME, scope) == 0;
+		}
+	}
+	if (cuda) {
+		struct target *tg = find_target(t, pid);
+
+		if (tg)
+			tg->has_cuda = true;
+	}
+	return cuda;
+}
+
+static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
+{
+	struct target *tg = find_target(t, pid);
+	__u32 key = (__u32)pid;
+
+	if (!tg || !tg->alive)
+		return;
+	if (t->ops.proc_gone)
+		t->ops.proc_gone(t->ops.ctx, pid, exec);
+	if (exec) {
+		read_comm(pid, tg->comm);
+		scan_process(t, pid);
+		return;
+	}
+	tg->alive = false;
+	bpf_map_delete_elem(bpf_map__fd(t->proc->maps.targets), &key);
+	gs_symcache__forget(t->symcache, pid);
+}
+
+/* Known to -a mode from its first CUDA event on; follows its exit from then on. */
+static void note_process(struct gs_tracker *t, pid_t pid)
+{
+	struct target *tg;
+
+	if (!t->opts.all || find_target(t, pid))
+		return;
+	tg = add_target(t, pid, GS_TARGET_TRACED);
+	if (tg)
+		tg->has_cuda = true;
+	gs_symcache__refresh(t->symcache, pid);
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct gs_tracker *t = ctx;
+	const struct gs_event_hdr *hdr = data;
+
+	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size) {
+		gs_warn("malformed ring buffer record (%zu bytes)", size);
+		return 0;
+	}
+	switch (hdr->type) {
+	case GS_EV_LIBS_CHANGED:
+		/* in -a mode every process reports here: keep snapshots only of CUDA users */
+		if (!scan_process(t, (pid_t)hdr->pid) && !find_target(t, (pid_t)hdr->pid))
+			gs_symcache__forget(t->symcache, (pid_t)hdr->pid);
+		if (hdr->flags & GS_LIBS_F_STOPPED)
+			kill((pid_t)hdr->pid, SIGCONT);
+		break;
+	case GS_EV_PROC_EXEC:
+		if (find_target(t, (pid_t)hdr->pid))
+			target_gone(t, (pid_t)hdr->pid, true);
+		else if (t->opts.all)
+			scan_process(t, (pid_t)hdr->pid);
+		break;
+	case GS_EV_PROC_EXIT:
+		target_gone(t, (pid_t)hdr->pid, false);
+		break;
+	case GS_EV_MEM_ALLOC: {
+		const struct gs_mem_alloc *e = data;
+
+		if (hdr->size < offsetof(struct gs_mem_alloc, frames) ||
+		    e->nr_frames > GS_MAX_STACK ||
+		    hdr->size < offsetof(struct gs_mem_alloc, frames) + e->nr_frames * 8u)
+			break;
+		note_process(t, (pid_t)hdr->pid);
+		if (t->ops.mem_alloc)
+			t->ops.mem_alloc(t->ops.ctx, e);
+		break;
+	}
+	case GS_EV_MEM_FREE:
+		if (hdr->size < sizeof(struct gs_mem_free))
+			break;
+		note_process(t, (pid_t)hdr->pid);
+		if (t->ops.mem_free)
+			t->ops.mem_free(t->ops.ctx, data);
+		break;
+	case GS_EV_MEM_FREE_FAILED:
+		if (hdr->size >= sizeof(struct gs_mem_free_failed) && t->ops.mem_free_failed)
+			t->ops.mem_free_failed(t->ops.ctx, data);
+		break;
+	default:
+		gs_dbg("unknown record type %u", hdr->type);
+	}
+	return 0;
+}
+
+static int check_environment(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		gs_err("this kernel has no BTF (/sys/kernel/btf/vmlinux): gpusnoop needs a kernel "
+		       "built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static int load_error(const char *what, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		gs_err("loading BPF programs (%s): permission denied: run as root, or grant "
+		       "CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE (CAP_SYS_ADMIN on kernels "
+		       "before 5.8)",
+		       what);
+	else
+		gs_err("loading BPF programs (%s): %s", what, strerror(-err));
+	return err;
+}
+
+int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
+		     const struct gs_tracker_ops *ops)
+{
+	struct gs_tracker *t;
+	int err;
+
+	err = check_environment();
+	if (err)
+		return err;
+	libbpf_set_print(libbpf_print);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->opts = *opts;
+	t->ops = *ops;
+	t->child.release_fd = t->child.error_fd = -1;
+	t->links = gs_links__new();
+	t->symcache = gs_symcache__new();
+	t->proc = proc_bpf__open();
+	t->mem = mem_bpf__open();
+	if (!t->links || !t->symcache || !t->proc || !t->mem) {
+		err = -errno ? -errno : -ENOMEM;
+		gs_err("opening BPF objects: %s", strerror(-err));
+		goto out_free;
+	}
+	t->proc->rodata->cfg_all_pids = opts->all;
+	t->proc->rodata->cfg_report_all_execs = opts->all;
+	t->mem->rodata->cfg_all_pids = opts->all;
+	if (opts->ringbuf_bytes)
+		bpf_map__set_max_entries(t->proc->maps.events, (__u32)opts->ringbuf_bytes);
+
+	err = proc_bpf__load(t->proc);
+	if (err) {
+		load_error("proc", err);
+		goto out_free;
+	}
+	/* one ring buffer, one target set, one set of loss counters for every object */
+	err = bpf_map__reuse_fd(t->mem->maps.events, bpf_map__fd(t->proc->maps.events));
+	err = err ?: bpf_map__reuse_fd(t->mem->maps.targets, bpf_map__fd(t->proc->maps.targets));
+	err = err ?: bpf_map__reuse_fd(t->mem->maps.stats, bpf_map__fd(t->proc->maps.stats));
+	err = err ?: mem_bpf__load(t->mem);
+	if (err) {
+		load_error("mem", err);
+		goto out_free;
+	}
+	err = proc_bpf__attach(t->proc);	/* the tracepoints; uprobes are attached per file */
+	if (err) {
+		load_error("proc attach", err);
+		goto out_free;
+	}
+	t->rb = ring_buffer__new(bpf_map__fd(t->proc->maps.events), handle_event, t, NULL);
+	if (!t->rb) {
+		err = -errno;
+		gs_err("ring buffer: %s", strerror(-err));
+		goto out_free;
+	}
+	*out = t;
+	return 0;
+
+out_free:
+	gs_tracker__free(t);
+	return err;
+}
+
+static int start_pids(struct gs_tracker *t)
+{
+	for (size_t i = 0; i < t->opts.nr_pids; i++) {
+		pid_t pid = t->opts.pids[i];
+
+		if (kill(pid, 0) && errno == ESRCH) {
+			gs_err("pid %d: no such process", (int)pid);
+			return -ESRCH;
+		}
+		if (!add_target(t, pid, GS_TARGET_TRACED))
+			return -ENOMEM;
+		if (!scan_process(t, pid))
+			gs_warn("pid %d (%s): no CUDA library loaded yet; waiting for one",
+				(int)pid, find_target(t, pid)->comm);
+	}
+	return 0;
+}
+
+static int start_all(struct gs_tracker *t)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *de;
+	pid_t self = getpid();
+
+	if (!dir) {
+		gs_err("/proc: %s", strerror(errno));
+		return -errno;
+	}
+	while ((de = readdir(dir))) {
+		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+
+		if (pid <= 0 || pid == self)
+			continue;
+		if (scan_process(t, pid))
+			note_process(t, pid);
+		else
+			gs_symcache__forget(t->symcache, pid);
+	}
+	closedir(dir);
+	return 0;
+}
+
+/*
+ * Probes go in before the command runs: its loader and, for a static cudart, the
+ * executable now; the libraries when the loader reports them (the child is held there).
+ */
+static int start_command(struct gs_tracker *t)
+{
+	char exe[PATH_MAX];
+	struct gs_elf *elf;
+	pid_t pid;
+	int err;
+
+	err = gs_find_executable(t->opts.argv[0], exe, sizeof(exe));
+	if (err) {
+		gs_err("cannot run '%s': %s", t->opts.argv[0], strerror(-err));
+		return err;
+	}
+	elf = gs_elf__open(exe);
+	if (!elf) {
+		gs_err("cannot run '%s': %s is not an ELF executable", t->opts.argv[0], exe);
+		return -ENOEXEC;
+	}
+	err = gs_spawn(t->opts.argv, &t->child);
+	if (err) {
+		gs_err("cannot start '%s': %s", t->opts.argv[0], strerror(-err));
+		gs_elf__free(elf);
+		return err;
+	}
+	pid = t->child.pid;
+	add_target(t, pid, GS_TARGET_TRACED | GS_TARGET_STOP_ON_LOAD);
+	if (gs_elf__interp(elf)) {
+		const char *interp = gs_elf__interp(elf);
+		struct gs_elf *ld = gs_elf__open(interp);
+		uint64_t vaddr = ld ? gs_elf__find_function(ld, DL_DEBUG_STATE) : 0, off;
+
+		if (!vaddr || gs_elf__vaddr_to_offset(ld, vaddr, &off) ||
+		    gs_links__attach_uprobe(t->links, t->proc->progs.dl_debug_state_enter, pid,
+					    interp, off, false, 0))
+			gs_warn("%s: cannot probe %s: CUDA libraries may be found late", interp,
+				DL_DEBUG_STATE);
+		gs_elf__free(ld);
+	}
+	if (gs_elf__find_function(elf, STATIC_CUDART_MARKER))
+		attach_cuda_lib(t, elf, exe, exe, pid, GS_LIB_RUNTIME);
+	gs_elf__free(elf);
+	err = gs_spawn__release(&t->child);
+	if (err) {
+		gs_err("cannot run '%s': %s", t->opts.argv[0], strerror(-err));
+		t->child_reaped = true;
+		find_target(t, pid)->alive = false;
+		return err;
+	}
+	return 0;
+}
+
+int gs_tracker__start(struct gs_tracker *t)
+{
+	if (t->opts.argv)
+		return start_command(t);
+	if (t->opts.all)
+		return start_all(t);
+	return start_pids(t);
+}
+
+static void reap_child(struct gs_tracker *t)
+{
+	int status;
+
+	if (!t->child.pid || t->child_reaped)
+		return;
+	if (waitpid(t->child.pid, &status, WNOHANG) == t->child.pid) {
+		t->child_reaped = true;
+		t->child_status = status;
+	}
+}
+
+/* The exit tracepoint is the usual path; this catches a dropped exit record. */
+static void check_liveness(struct gs_tracker *t)
+{
+	uint64_t now = now_ns();
+
+	if (now - t->last_liveness_ns < LIVENESS_CHECK_NS)
+		return;
+	t->last_liveness_ns = now;
+	for (size_t i = 0; i < t->nr_targets; i++) {
+		struct target *tg = &t->targets[i];
+
+		if (tg->alive && kill(tg->pid, 0) && errno == ESRCH)
+			target_gone(t, tg->pid, false);
+	}
+}
+
+int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
+{
+	int n = ring_buffer__poll(t->rb, timeout_ms);
+
+	if (n == -EINTR)
+		n = 0;
+	reap_child(t);
+	if (t->child_reaped && t->child.pid) {
+		/* drain what the child wrote before it died, then report it gone */
+		ring_buffer__consume(t->rb);
+		target_gone(t, t->child.pid, false);
+	}
+	check_liveness(t);
+	return n;
+}
+
+bool gs_tracker__done(const struct gs_tracker *t)
+{
+	if (t->opts.all)
+		return false;
+	for (size_t i = 0; i < t->nr_targets; i++)
+		if (t->targets[i].alive)
+			return false;
+	return true;
+}
+
+bool gs_tracker__saw_cuda(const struct gs_tracker *t)
+{
+	return t->saw_cuda;
+}
+
+void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX])
+{
+	int ncpus = libbpf_num_possible_cpus();
+	__u64 *values;
+
+	memset(out, 0, GS_STAT__MAX * sizeof(*out));
+	if (ncpus <= 0)
+		return;
+	values = calloc((size_t)ncpus, sizeof(*values));
+	if (!values)
+		return;
+	for (__u32 key = 0; key < GS_STAT__MAX; key++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(t->proc->maps.stats), &key, values))
+			continue;
+		for (int cpu = 0; cpu < ncpus; cpu++)
+			out[key] += values[cpu];
+	}
+	free(values);
+}
+
+uint64_t gs_tracker__dropped(const struct gs_tracker *t)
+{
+	uint64_t stats[GS_STAT__MAX];
+
+	gs_tracker__stats(t, stats);
+	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL];
+}
+
+struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t)
+{
+	return t->symcache;
+}
+
+pid_t gs_tracker__child(const struct gs_tracker *t)
+{
+	return t->child.pid;
+}
+
+int gs_tracker__child_status(const struct gs_tracker *t)
+{
+	return t->child_status;
+}
+
+const char *gs_tracker__comm(struct gs_tracker *t, pid_t pid)
+{
+	struct target *tg = find_target(t, pid);
+
+	return tg ? tg->comm : "?";
+}
+
+void gs_tracker__free(struct gs_tracker *t)
+{
+	if (!t)
+		return;
+	if (t->child.release_fd >= 0)
+		close(t->child.release_fd);
+	if (t->child.error_fd >= 0)
+		close(t->child.error_fd);
+	ring_buffer__free(t->rb);
+	gs_links__free(t->links);
+	mem_bpf__destroy(t->mem);
+	proc_bpf__destroy(t->proc);
+	gs_symcache__free(t->symcache);
+	free(t->files);
+	free(t->targets);
+	free(t);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* tracker.h: targets, CUDA library discovery and attach, and the event loop of a session. */
+#ifndef GS_TRACKER_H
+#define GS_TRACKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "bpf/gs_event.h"
+
+struct gs_symcache;
+struct gs_tracker;
+
+struct gs_tracker_opts {
+	const pid_t *pids;	/* -p */
+	size_t nr_pids;
+	bool all;		/* -a */
+	char *const *argv;	/* -- CMD ARGS */
+	size_t ringbuf_bytes;
+};
+
+/* What the tracker hands to a subcommand. Records are borrowed for the call. */
+struct gs_tracker_ops {
+	void *ctx;
+	void (*mem_alloc)(void *ctx, const struct gs_mem_alloc *e);
+	void (*mem_free)(void *ctx, const struct gs_mem_free *e);
+	void (*mem_free_failed)(void *ctx, const struct gs_mem_free_failed *e);
+	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
+	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
+};
+
+/* Checks privileges and BTF, loads the BPF objects. Returns 0 or -errno (already logged). */
+int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
+		     const struct gs_tracker_ops *ops);
+/* Resolves targets (spawning the command) and attaches. Returns 0 or -errno (logged). */
+int gs_tracker__start(struct gs_tracker *t);
+/* Drains events for at most timeout_ms; returns the number handled or -errno. */
+int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
+/* True once every -p/-- target is gone (never in -a mode). */
+bool gs_tracker__done(const struct gs_tracker *t);
+/* True once some target had CUDA probes attached. */
+bool gs_tracker__saw_cuda(const struct gs_tracker *t);
+/* Loss counters summed over CPUs, indexed by enum gs_stat. */
+void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX]);
+uint64_t gs_tracker__dropped(const struct gs_tracker *t);
+struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t);
+/* The spawned command's pid, 0 without one; its exit status once it was reaped. */
+pid_t gs_tracker__child(const struct gs_tracker *t);
+int gs_tracker__child_status(const struct gs_tracker *t);
+/* Comm of pid as last read (borrowed), "?" when unknown. */
+const char *gs_tracker__comm(struct gs_tracker *t, pid_t pid);
+void gs_tracker__free(struct gs_tracker *t);
+
+#endif /* GS_TRACKER_H */

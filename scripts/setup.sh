@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Installs the Debian bookworm packages gpusnoop needs to build, test and run its demo.
+set -euo pipefail
+
+PACKAGES=(
+	make gcc g++ clang llvm pkg-config
+	libbpf-dev bpftool
+	libelf-dev zlib1g-dev
+	python3 jq
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup: missing packages: ${missing[*]}; run as root (sudo make ...)" >&2
+	exit 1
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* demangle.h: Itanium C++ ABI demangling. */
+#ifndef GS_DEMANGLE_H
+#define GS_DEMANGLE_H
+
+/* The demangled form of a mangled C++ name, or NULL when name is not one; caller frees. */
+char *gs_demangle(const char *name);
+
+#endif /* GS_DEMANGLE_H */

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* elf_file.c: load function symbols (.symtab + .dynsym) and PT_LOAD segments with libelf. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/demangle.h"
+#include "user/elf_file.h"
+
+struct elf_sym {
+	uint64_t addr;
+	uint64_t size;
+	char *name;		/* mangled, as in the string table */
+	char *demangled;	/* filled on first symbolization; == name for C symbols */
+	int binding;
+};
+
+struct elf_segment {
+	uint64_t vaddr, memsz, offset, filesz;
+};
+
+struct gs_elf {
+	struct elf_sym *syms;	/* sorted by addr, preferred name first at each address */
+	size_t nr_syms;
+	struct elf_segment *segs;
+	size_t nr_segs;
+	char *interp;
+};
+
+static int binding_rank(int binding)
+{
+	return binding == STB_GLOBAL ? 0 : binding == STB_WEAK ? 1 : 2;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* at one address, prefer the exported name, then the larger symbol */
+	if (binding_rank(x->binding) != binding_rank(y->binding))
+		return binding_rank(x->binding) - binding_rank(y->binding);
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+static int add_symbols(struct gs_elf *elf, Elf *e, Elf_Scn *scn, GElf_Shdr *shdr, size_t *cap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n = shdr->sh_entsize ? shdr->sh_size / shdr->sh_entsize : 0;
+
+	if (!data)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_value)
+			continue;
+		name = elf_strptr(e, shdr->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (elf->nr_syms == *cap) {
+			struct elf_sym *grown;
+
+			*cap = *cap ? *cap * 2 : 1024;
+			grown = realloc(elf->syms, *cap * sizeof(*grown));
+			if (!grown)
+				return -ENOMEM;
+			elf->syms = grown;
+		}
+		elf->syms[elf->nr_syms] = (struct elf_sym){
+			.addr = sym.st_value,
+			.size = sym.st_size,
+			.name = strdup(name),
+			.binding = GELF_ST_BIND(sym.st_info),
+		};
+		if (!elf->syms[elf->nr_syms].name)
+			return -ENOMEM;
+		elf->nr_syms++;
+	}
+	return 0;
+}
+
+static int read_segments(struct gs_elf *elf, Elf *e)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(e, &phnum))
+		return -EINVAL;
+	elf->segs = calloc(phnum ? phnum : 1, sizeof(*elf->segs));
+	if (!elf->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_LOAD) {
+			elf->segs[elf->nr_segs++] = (struct elf_segment){
+				.vaddr = ph.p_vaddr,
+				.memsz = ph.p_memsz,
+				.offset = ph.p_offset,
+				.filesz = ph.p_filesz,
+			};
+		} else if (ph.p_type == PT_INTERP && !elf->interp) {
+			size_t len;
+			char *raw = elf_rawfile(e, &len);
+
+			if (raw && ph.p_offset + ph.p_filesz <= len && ph.p_filesz > 1)
+				elf->interp = strndup(raw + ph.p_offset, ph.p_filesz - 1);
+		}
+	}
+	return 0;
+}
+
+struct gs_elf *gs_elf__open(const char *path)
+{
+	struct gs_elf *elf = NULL;
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+	int fd, err = 0;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out_close;
+	}
+	elf = calloc(1, sizeof(*elf));
+	if (!elf) {
+		err = -ENOMEM;
+		goto out_end;
+	}
+	err = read_segments(elf, e);
+	while (!err && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) &&
+		    (shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM))
+			err = add_symbols(elf, e, scn, &shdr, &cap);
+	}
+	if (!err)
+		qsort(elf->syms, elf->nr_syms, sizeof(*elf->syms), cmp_sym);
+out_end:
+	elf_end(e);
+out_close:
+	close(fd);
+	if (err) {
+		gs_elf__free(elf);
+		errno = -err;
+		return NULL;
+	}
+	return elf;
+}
+
+void gs_elf__free(struct gs_elf *elf)
+{
+	if (!elf)
+		return;
+	for (size_t i = 0; i < elf->nr_syms; i++) {
+		if (elf->syms[i].demangled != elf->syms[i].name)
+			free(elf->syms[i].demangled);
+		free(elf->syms[i].name);
+	}
+	free(elf->syms);
+	free(elf->segs);
+	free(elf->interp);
+	free(elf);
+}
+
+uint64_t gs_elf__find_function(const struct gs_elf *elf, const char *name)
+{
+	for (size_t i = 0; i < elf->nr_syms; i++)
+		if (!strcmp(elf->syms[i].name, name))
+			return elf->syms[i].addr;
+	return 0;
+}
+
+int gs_elf__vaddr_to_offset(const struct gs_elf *elf, uint64_t vaddr, uint64_t *offset)
+{
+	for (size_t i = 0; i < elf->nr_segs; i++) {
+		const struct elf_segment *s = &elf->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+			*offset = vaddr - s->vaddr + s->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int gs_elf__offset_to_vaddr(const struct gs_elf *elf, uint64_t offset, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < elf->nr_segs; i++) {
+		const struct elf_segment *s = &elf->segs[i];
+
+		if (offset >= s->offset && offset < s->offset + s->filesz) {
+			*vaddr = offset - s->offset + s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* How far back to look for an enclosing symbol when smaller ones sit inside a big one. */
+#define MAX_NESTED_LOOKBACK 16
+
+const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_offset)
+{
+	size_t lo = 0, hi = elf->nr_syms;
+
+	/* first symbol with addr > vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (elf->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t back = 0; back < MAX_NESTED_LOOKBACK && lo > back; back++) {
+		struct elf_sym *s = &elf->syms[lo - 1 - back];
+
+		if (vaddr >= s->addr + s->size)
+			continue;
+		while (s > elf->syms && s[-1].addr == s->addr)	/* aliases: take the preferred */
+			s--;
+		if (!s->demangled) {
+			char *d = gs_demangle(s->name);
+
+			s->demangled = d ? d : s->name;
+		}
+		*sym_offset = vaddr - s->addr;
+		return s->demangled;
+	}
+	return NULL;
+}
+
+const char *gs_elf__interp(const struct gs_elf *elf)
+{
+	return elf->interp;
+}
+
+size_t gs_elf__nr_symbols(const struct gs_elf *elf)
+{
+	return elf->nr_syms;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* elf_file.h: the function symbols and load segments of one ELF file (libelf). */
+#ifndef GS_ELF_FILE_H
+#define GS_ELF_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gs_elf;
+
+/* Reads .symtab and .dynsym of path. Returns NULL with errno set; free with gs_elf__free(). */
+struct gs_elf *gs_elf__open(const char *path);
+void gs_elf__free(struct gs_elf *elf);
+
+/* Virtual address of the function named name (exact, unversioned), or 0. */
+uint64_t gs_elf__find_function(const struct gs_elf *elf, const char *name);
+/* Conversions between file offsets and link-time virtual addresses; 0 on success. */
+int gs_elf__vaddr_to_offset(const struct gs_elf *elf, uint64_t vaddr, uint64_t *offset);
+int gs_elf__offset_to_vaddr(const struct gs_elf *elf, uint64_t offset, uint64_t *vaddr);
+
+/*
+ * The function symbol covering vaddr: its demangled name (borrowed, valid until
+ * gs_elf__free()) and vaddr's distance from its start. NULL when no symbol covers it.
+ */
+const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_offset);
+
+/* PT_INTERP of an executable (borrowed), or NULL. */
+const char *gs_elf__interp(const struct gs_elf *elf);
+size_t gs_elf__nr_symbols(const struct gs_elf *elf);
+
+#endif /* GS_ELF_FILE_H */

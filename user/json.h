@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* json.h: a small streaming JSON writer (compact output, correct string escaping). */
+#ifndef GS_JSON_H
+#define GS_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GS_JSON_MAX_DEPTH 32
+
+struct gs_json {
+	FILE *f;
+	int depth;
+	bool has_items[GS_JSON_MAX_DEPTH];
+};
+
+void gs_json__init(struct gs_json *j, FILE *f);
+/* key is NULL inside arrays and at the top level */
+void gs_json__begin_object(struct gs_json *j, const char *key);
+void gs_json__end_object(struct gs_json *j);
+void gs_json__begin_array(struct gs_json *j, const char *key);
+void gs_json__end_array(struct gs_json *j);
+void gs_json__string(struct gs_json *j, const char *key, const char *value);	/* NULL: null */
+void gs_json__u64(struct gs_json *j, const char *key, uint64_t value);
+void gs_json__i64(struct gs_json *j, const char *key, int64_t value);
+void gs_json__double(struct gs_json *j, const char *key, double value);
+void gs_json__bool(struct gs_json *j, const char *key, bool value);
+
+/* Writes s as a JSON string literal, quotes included. */
+void gs_json_write_string(FILE *f, const char *s);
+
+#endif /* GS_JSON_H */

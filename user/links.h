@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* links.h: the uprobe links a session owns, destroyed together. */
+#ifndef GS_LINKS_H
+#define GS_LINKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct gs_links;
+
+struct gs_links *gs_links__new(void);
+/* Detaches everything; accepts NULL. */
+void gs_links__free(struct gs_links *links);
+
+/*
+ * Attaches prog at file offset off of path (pid -1: every process mapping the file).
+ * Returns 0 or -errno; logs nothing, the caller knows the context.
+ */
+int gs_links__attach_uprobe(struct gs_links *links, struct bpf_program *prog, pid_t pid,
+			    const char *path, uint64_t off, bool retprobe, uint64_t cookie);
+size_t gs_links__count(const struct gs_links *links);
+
+#endif /* GS_LINKS_H */

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* proc_maps.c: parse /proc/PID/maps, including escaped and deleted paths. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "user/proc_maps.h"
+
+#define DELETED_SUFFIX " (deleted)"
+
+/* The kernel escapes '\n' in paths as "\012" (seq_file_path); undo that in place. */
+static void unescape_path(char *s)
+{
+	char *out = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*out++ = *s++;
+		}
+	}
+	*out = '\0';
+}
+
+static int parse_line(char *line, struct gs_mapping *m)
+{
+	unsigned int major, minor;
+	char perms[5];
+	int path_at = 0;
+	size_t len;
+
+	memset(m, 0, sizeof(*m));
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n", &m->start,
+		   &m->end, perms, &m->pgoff, &major, &minor, &m->inode, &path_at) < 7)
+		return -EINVAL;
+	m->dev = makedev(major, minor);
+	m->exec = perms[2] == 'x';
+	if (!path_at || line[path_at] == '\0')
+		return 0;
+	len = strlen(line + path_at);
+	if (len && line[path_at + len - 1] == '\n')
+		line[path_at + --len] = '\0';
+	if (line[path_at] != '/')	/* [heap], [stack], [vdso], anon names */
+		return 0;
+	if (len > strlen(DELETED_SUFFIX) &&
+	    !strcmp(line + path_at + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX)) {
+		m->deleted = true;
+		line[path_at + len - strlen(DELETED_SUFFIX)] = '\0';
+	}
+	unescape_path(line + path_at);
+	m->path = strdup(line + path_at);
+	return m->path ? 0 : -ENOMEM;
+}
+
+struct gs_maps *gs_maps__parse(pid_t pid, const char *text)
+{
+	struct gs_maps *maps = calloc(1, sizeof(*maps));
+	size_t cap = 0;
+	const char *p = text;
+
+	if (!maps)
+		return NULL;
+	maps->pid = pid;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char *line = strndup(p, n);
+		int err;
+
+		if (!line)
+			goto out_nomem;
+		if (maps->nr == cap) {
+			struct gs_mapping *grown;
+
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(maps->mappings, cap * sizeof(*grown));
+			if (!grown) {
+				free(line);
+				goto out_nomem;
+			}
+			maps->mappings = grown;
+		}
+		err = parse_line(line, &maps->mappings[maps->nr]);
+		free(line);
+		if (err == -ENOMEM)
+			goto out_nomem;
+		if (!err)
+			maps->nr++;
+		p += n + (nl ? 1 : 0);
+	}
+	return maps;
+
+out_nomem:
+	gs_maps__free(maps);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct gs_maps *gs_maps__read(pid_t pid)
+{
+	char path[64], *text = NULL;
+	size_t len = 0;
+	struct gs_maps *maps;
+	FILE *f, *mem;
+	char buf[65536];
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	mem = open_memstream(&text, &len);
+	if (!mem) {
+		fclose(f);
+		return NULL;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, mem);
+	fclose(f);
+	if (fclose(mem)) {
+		free(text);
+		return NULL;
+	}
+	if (len == 0) {	/* a zombie or kernel thread has no address space */
+		free(text);
+		errno = ESRCH;
+		return NULL;
+	}
+	maps = gs_maps__parse(pid, text);
+	free(text);
+	return maps;
+}
+
+void gs_maps__free(struct gs_maps *maps)
+{
+	if (!maps)
+		return;
+	for (size_t i = 0; i < maps->nr; i++)
+		free(maps->mappings[i].path);
+	free(maps->mappings);
+	free(maps);
+}
+
+const struct gs_mapping *gs_maps__find(const struct gs_maps *maps, uint64_t addr)
+{
+	size_t lo = 0, hi = maps->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct gs_mapping *m = &maps->mappings[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+int gs_mapping__open_path(const struct gs_maps *maps, const struct gs_mapping *m, char *buf,
+			  size_t len)
+{
+	int n;
+
+	if (!m->path)
+		return -ENOENT;
+	n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)maps->pid,
+		     m->start, m->end);
+	if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
+		return 0;
+	/* a path now names another file, or none, once the mapped one was deleted */
+	if (m->deleted)
+		return -ENOENT;
+	n = snprintf(buf, len, "/proc/%d/root%s", (int)maps->pid, m->path);
+	if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
+		return 0;
+	n = snprintf(buf, len, "%s", m->path);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return access(buf, R_OK) ? -errno : 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* stack_table.h: interned, symbolized user stacks; an id names one (pid, frames) pair. */
+#ifndef GS_STACK_TABLE_H
+#define GS_STACK_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "user/symcache.h"
+
+struct gs_stack_table;
+
+struct gs_stack {
+	pid_t pid;
+	uint32_t nr_frames;
+	uint64_t *addrs;
+	struct gs_frame *frames;	/* owned copies of the symbolized frames */
+};
+
+struct gs_stack_table *gs_stack_table__new(struct gs_symcache *symcache);
+void gs_stack_table__free(struct gs_stack_table *t);
+
+/*
+ * Returns the id of this stack, symbolizing it the first time it is seen (while the process
+ * still lives). addrs are return addresses. Returns a negative errno on allocation failure.
+ */
+int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64_t *addrs,
+			       uint32_t nr);
+/* Borrowed; NULL for an unknown id. */
+const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint32_t id);
+size_t gs_stack_table__size(const struct gs_stack_table *t);
+
+#endif /* GS_STACK_TABLE_H */

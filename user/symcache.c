@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* symcache.c: per-process maps snapshots and per-file symbol tables for symbolization. */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/elf_file.h"
+#include "user/log.h"
+#include "user/proc_maps.h"
+#include "user/symcache.h"
+
+struct cached_file {
+	uint64_t dev, inode;
+	char *path;		/* identity when inode is 0 */
+	struct gs_elf *elf;	/* NULL: tried and failed, do not retry */
+};
+
+struct proc_snapshot {
+	pid_t pid;
+	struct gs_maps *maps;
+};
+
+struct gs_symcache {
+	struct cached_file *files;
+	size_t nr_files, cap_files;
+	struct proc_snapshot *procs;
+	size_t nr_procs, cap_procs;
+};
+
+struct gs_symcache *gs_symcache__new(void)
+{
+	return calloc(1, sizeof(struct gs_symcache));
+}
+
+void gs_symcache__free(struct gs_symcache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < cache->nr_files; i++) {
+		gs_elf__free(cache->files[i].elf);
+		free(cache->files[i].path);
+	}
+	for (size_t i = 0; i < cache->nr_procs; i++)
+		gs_maps__free(cache->procs[i].maps);
+	free(cache->files);
+	free(cache->procs);
+	free(cache);
+}
+
+static struct proc_snapshot *find_proc(struct gs_symcache *cache, pid_t pid)
+{
+	for (size_t i = 0; i < cache->nr_procs; i++)
+		if (cache->procs[i].pid == pid)
+			return &cache->procs[i];
+	return NULL;
+}
+
+int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
+{
+	struct proc_snapshot *p = find_proc(cache, pid);
+	struct gs_maps *maps = gs_maps__read(pid);
+
+	if (!maps)
+		return -errno;
+	if (!p) {
+		if (cache->nr_procs == cache->cap_procs) {
+			size_t cap = cache->cap_procs ? cache->cap_procs * 2 : 16;
+			struct proc_snapshot *grown = realloc(cache->procs, cap * sizeof(*grown));
+
+			if (!grown) {
+				gs_maps__free(maps);
+				return -ENOMEM;
+			}
+			cache->procs = grown;
+			cache->cap_procs = cap;
+		}
+		p = &cache->procs[cache->nr_procs++];
+		p->pid = pid;
+		p->maps = NULL;
+	}
+	gs_maps__free(p->maps);
+	p->maps = maps;
+	return 0;
+}
+
+void gs_symcache__forget(struct gs_symcache *cache, pid_t pid)
+{
+	struct proc_snapshot *p = find_proc(cache, pid);
+
+	if (!p)
+		return;
+	gs_maps__free(p->maps);
+	*p = cache->procs[--cache->nr_procs];
+}
+
+const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid)
+{
+	struct proc_snapshot *p = find_proc(cache, pid);
+
+	if (!p && gs_symcache__refresh(cache, pid) == 0)
+		p = find_proc(cache, pid);
+	return p ? p->maps : NULL;
+}
+
+struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,
+				const struct gs_mapping *m)
+{
+	char path[PATH_MAX];
+	struct cached_file *f;
+
+	if (!m->path)
+		return NULL;
+	for (size_t i = 0; i < cache->nr_files; i++) {
+		f = &cache->files[i];
+		if (m->inode ? (f->dev == m->dev && f->inode == m->inode) :
+			       (!f->inode && !strcmp(f->path, m->path)))
+			return f->elf;
+	}
+	if (cache->nr_files == cache->cap_files) {
+		size_t cap = cache->cap_files ? cache->cap_files * 2 : 32;
+		struct cached_file *grown = realloc(cache->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		cache->files = grown;
+		cache->cap_files = cap;
+	}
+	f = &cache->files[cache->nr_files];
+	*f = (struct cached_file){ .dev = m->dev, .inode = m->inode, .path = strdup(m->path) };
+	if (!f->path)
+		return NULL;
+	cache->nr_files++;
+	if (gs_mapping__open_path(maps, m, path, sizeof(path)) == 0)
+		f->elf = gs_elf__open(path);
+	if (!f->elf)
+		gs_dbg("symbols of %s: %s", m->path, strerror(errno));
+	return f->elf;
+}
+
+void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+			  struct gs_frame *frame)
+{
+	const struct gs_maps *maps = gs_symcache__maps(cache, pid);
+	const struct gs_mapping *m = maps ? gs_maps__find(maps, addr) : NULL;
+	struct gs_elf *elf;
+	uint64_t file_off, vaddr;
+
+	/* a library loaded since the snapshot: look again while the process lives */
+	if (!m && gs_symcache__refresh(cache, pid) == 0) {
+		maps = gs_symcache__maps(cache, pid);
+		m = gs_maps__find(maps, addr);
+	}
+	*frame = (struct gs_frame){ .address = addr, .offset = addr };
+	if (!m)
+		return;
+	frame->module = m->path;
+	file_off = addr - m->start + m->pgoff;
+	frame->offset = file_off;
+	elf = gs_symcache__elf(cache, maps, m);
+	if (!elf || gs_elf__offset_to_vaddr(elf, file_off, &vaddr))
+		return;
+	frame->symbol = gs_elf__symbolize(elf, vaddr, &frame->offset);
+	if (!frame->symbol)
+		frame->offset = file_off;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* symcache.h: user addresses to symbol/module/offset, ELF files cached by device and inode. */
+#ifndef GS_SYMCACHE_H
+#define GS_SYMCACHE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct gs_symcache;
+struct gs_elf;
+struct gs_maps;
+struct gs_mapping;
+
+struct gs_frame {
+	uint64_t address;
+	const char *symbol;	/* demangled; NULL when no symbol covers the address */
+	const char *module;	/* path of the mapped file; NULL for anonymous memory */
+	uint64_t offset;	/* from the symbol's start, or the file offset without a symbol */
+};
+
+struct gs_symcache *gs_symcache__new(void);
+void gs_symcache__free(struct gs_symcache *cache);
+
+/*
+ * Re-reads /proc/PID/maps. The previous snapshot is kept when the process is gone, so
+ * addresses of an exited process still resolve. Returns 0 or -errno.
+ */
+int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid);
+/* Drops the snapshot of pid (after its last report). */
+void gs_symcache__forget(struct gs_symcache *cache, pid_t pid);
+/* The current snapshot of pid, reading it if there is none; NULL if unreadable. Borrowed. */
+const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid);
+
+/*
+ * Resolves addr in pid. Strings in *frame are borrowed from the cache and stay valid until
+ * the next refresh/forget of pid (module) or gs_symcache__free() (symbol): copy to keep.
+ */
+void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+			  struct gs_frame *frame);
+
+/* The cached ELF of a mapping of pid (opened once per file); NULL when unreadable. Borrowed. */
+struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,
+				const struct gs_mapping *m);
+
+#endif /* GS_SYMCACHE_H */
