@@ -35,6 +35,9 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all test unit e2e demo vmlinux check clean setup fixtures
+
+# defines FIXTURES (fake CUDA libraries, workloads); needed before rules that list it
+include tests/fixtures/fixtures.mk
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -75,8 +78,6 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c tests/unit/harness.h $(LIB) $(FIXTUR
 
 $(OUTPUT):
 	$(Q)mkdir -p $@
-
--include tests/fixtures/fixtures.mk
 
 unit: $(UNIT_BINS)
 	$(Q)./scripts/run-unit.sh $(UNIT_BINS)

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Runs the end-to-end tests (real BPF against fixture processes); needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Debian's interpreter: the suite needs nothing beyond the standard library
+exec timeout 900 /usr/bin/python3 tests/e2e/test_leaks.py "$@"
