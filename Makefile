@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # gpusnoop: one non-recursive build, bpf/*.bpf.c -> .bpf.o -> .skel.h -> libgpusnoop.a -> gpusnoop
 OUTPUT := .output
 CLANG ?= clang
@@ -96,7 +96,8 @@ vmlinux:
 	$(Q)./scripts/gen-vmlinux.sh
 
 check:
-	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch])
+	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch] \
+		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch])
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* gs_common.bpf.h: maps and helpers every gpusnoop BPF object shares (one copy, fds reused). */
 #ifndef GS_COMMON_BPF_H
 #define GS_COMMON_BPF_H

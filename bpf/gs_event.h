@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* gs_event.h: record layouts and constants shared by the BPF programs and userspace. */
 #ifndef GS_EVENT_H
 #define GS_EVENT_H
@@ -8,36 +8,36 @@
  * <linux/types.h> in userspace). Fields are fixed width with explicit padding only.
  */
 
-#define GS_MAX_STACK 64		/* user frames captured per allocation */
-#define GS_MAX_TARGETS 16384	/* processes one session can follow */
-#define GS_MAX_INFLIGHT 65536	/* threads inside a probed call at once */
+#define GS_MAX_STACK	64    /* user frames captured per allocation */
+#define GS_MAX_TARGETS	16384 /* processes one session can follow */
+#define GS_MAX_INFLIGHT 65536 /* threads inside a probed call at once */
 
 enum gs_event_type {
 	/* process lifecycle, from bpf/proc.bpf.c: 1..15 */
 	GS_EV_PROC_EXEC = 1,
 	GS_EV_PROC_EXIT = 2,
-	GS_EV_LIBS_CHANGED = 3,	/* the dynamic loader changed the link map */
+	GS_EV_LIBS_CHANGED = 3, /* the dynamic loader changed the link map */
 	/* CUDA memory, from bpf/mem.bpf.c: 16..31 */
-	GS_EV_MEM_ALLOC = 16,	/* an allocation call returned, successfully or not */
-	GS_EV_MEM_FREE = 17,	/* a free call was entered */
-	GS_EV_MEM_FREE_FAILED = 18,	/* ... and returned an error */
+	GS_EV_MEM_ALLOC = 16,	    /* an allocation call returned, successfully or not */
+	GS_EV_MEM_FREE = 17,	    /* a free call was entered */
+	GS_EV_MEM_FREE_FAILED = 18, /* ... and returned an error */
 };
 
 struct gs_event_hdr {
 	__u16 type;
 	__u16 flags;
-	__u32 size;	/* bytes of this record that are valid */
-	__u64 ts_ns;	/* CLOCK_MONOTONIC */
-	__u32 pid;	/* thread group id */
+	__u32 size;  /* bytes of this record that are valid */
+	__u64 ts_ns; /* CLOCK_MONOTONIC */
+	__u32 pid;   /* thread group id */
 	__u32 tid;
 };
 
 /* values of the targets map */
-#define GS_TARGET_TRACED 0x1
-#define GS_TARGET_STOP_ON_LOAD 0x2	/* SIGSTOP at each link-map change (spawned child) */
+#define GS_TARGET_TRACED       0x1
+#define GS_TARGET_STOP_ON_LOAD 0x2 /* SIGSTOP at each link-map change (spawned child) */
 
 /* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
-#define GS_LIBS_F_STOPPED 0x1	/* the process was sent SIGSTOP and waits for SIGCONT */
+#define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
 
 struct gs_proc_event {
 	struct gs_event_hdr hdr;
@@ -46,13 +46,13 @@ struct gs_proc_event {
 /* bpf_cookie of every memory probe: which API it is attached to (see profilers/cuda_api.c) */
 struct gs_mem_alloc {
 	struct gs_event_hdr hdr;
-	__u64 ptr;		/* 0 when the call failed */
+	__u64 ptr; /* 0 when the call failed */
 	__u64 size;
 	__u64 entry_ts_ns;
-	__s32 ret;		/* cudaError_t / CUresult; 0 = success */
+	__s32 ret; /* cudaError_t / CUresult; 0 = success */
 	__u16 api;
-	__u16 nr_frames;	/* valid entries of frames[] */
-	__u64 frames[GS_MAX_STACK];	/* user stack at return, innermost first */
+	__u16 nr_frames;	    /* valid entries of frames[] */
+	__u64 frames[GS_MAX_STACK]; /* user stack at return, innermost first */
 };
 
 struct gs_mem_free {
@@ -72,10 +72,10 @@ struct gs_mem_free_failed {
 
 /* slots of the per-CPU stats map: losses are counted, never silent */
 enum gs_stat {
-	GS_STAT_RINGBUF_FULL = 0,	/* records dropped: ring buffer had no room */
-	GS_STAT_INFLIGHT_FULL,		/* calls not followed: per-thread state map full */
-	GS_STAT_STACK_FAILED,		/* allocations recorded without a stack */
-	GS_STAT_USER_READ_FAILED,	/* out-parameter unreadable at return */
+	GS_STAT_RINGBUF_FULL = 0, /* records dropped: ring buffer had no room */
+	GS_STAT_INFLIGHT_FULL,	  /* calls not followed: per-thread state map full */
+	GS_STAT_STACK_FAILED,	  /* allocations recorded without a stack */
+	GS_STAT_USER_READ_FAILED, /* out-parameter unreadable at return */
 	GS_STAT__MAX,
 };
 

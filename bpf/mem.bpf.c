@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* mem.bpf.c: CUDA runtime and driver allocation calls, read at return, with user stacks. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,15 +15,15 @@ enum call_kind { CALL_ALLOC = 1, CALL_FREE = 2 };
 
 /* What the entry probe saves for the return probe of the same thread. */
 struct call {
-	__u64 out_ptr;		/* where the callee writes the new pointer */
+	__u64 out_ptr; /* where the callee writes the new pointer */
 	__u64 size;
-	__u64 pitch_ptr;	/* cudaMallocPitch: *pitch * height is the size */
+	__u64 pitch_ptr; /* cudaMallocPitch: *pitch * height is the size */
 	__u64 height;
 	__u64 free_ptr;
 	__u64 entry_ts_ns;
 	__u16 api;
 	__u16 kind;
-	__u32 depth;		/* nested probed calls (cudaMalloc -> cuMemAlloc_v2) */
+	__u32 depth; /* nested probed calls (cudaMalloc -> cuMemAlloc_v2) */
 };
 
 struct {

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* proc.bpf.c: process lifecycle (exec, exit) and dynamic-loader link-map changes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -1,11 +1,17 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* cuda_api.c: allocation APIs of libcudart and libcuda (names and argument shapes from the
  * CUDA 13 headers; per-thread-stream _ptsz variants are separate exports). */
 #include <string.h>
 #include "profilers/cuda_api.h"
 
-#define RT(n, shape, kind) { 0, #n, GS_LIB_RUNTIME, GS_SHAPE_##shape, GS_MEM_##kind }
-#define DRV(n, shape, kind) { 0, #n, GS_LIB_DRIVER, GS_SHAPE_##shape, GS_MEM_##kind }
+#define RT(n, shape, kind)                                             \
+	{                                                              \
+		0, #n, GS_LIB_RUNTIME, GS_SHAPE_##shape, GS_MEM_##kind \
+	}
+#define DRV(n, shape, kind)                                           \
+	{                                                             \
+		0, #n, GS_LIB_DRIVER, GS_SHAPE_##shape, GS_MEM_##kind \
+	}
 
 static struct gs_mem_api apis[] = {
 	{ 0, "unknown", GS_LIB_RUNTIME, GS_SHAPE_ALLOC, GS_MEM_DEVICE },

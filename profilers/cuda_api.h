@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* cuda_api.h: the CUDA allocation APIs gpusnoop probes, and how to recognise their libraries. */
 #ifndef GS_CUDA_API_H
 #define GS_CUDA_API_H
@@ -13,8 +13,8 @@ enum gs_api_shape { GS_SHAPE_ALLOC, GS_SHAPE_ALLOC_PITCH, GS_SHAPE_FREE };
 enum gs_mem_kind { GS_MEM_DEVICE, GS_MEM_MANAGED, GS_MEM_HOST };
 
 struct gs_mem_api {
-	uint16_t id;		/* the probe's bpf_cookie; index into the table */
-	const char *name;	/* exported symbol */
+	uint16_t id;	  /* the probe's bpf_cookie; index into the table */
+	const char *name; /* exported symbol */
 	enum gs_cuda_lib lib;
 	enum gs_api_shape shape;
 	enum gs_mem_kind kind;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* leak_report.c: text and JSON renderings of a leak report. */
 #include <inttypes.h>
 #include <time.h>
@@ -43,8 +43,8 @@ static void text_frames(FILE *f, const struct gs_stack *s)
 		const struct gs_frame *fr = &s->frames[i];
 
 		if (fr->symbol)
-			fprintf(f, "        #%-2u %s+0x%" PRIx64 " (%s)\n", i, fr->symbol, fr->offset,
-				fr->module ? fr->module : "?");
+			fprintf(f, "        #%-2u %s+0x%" PRIx64 " (%s)\n", i, fr->symbol,
+				fr->offset, fr->module ? fr->module : "?");
 		else if (fr->module)
 			fprintf(f, "        #%-2u %s+0x%" PRIx64 "\n", i, fr->module, fr->offset);
 		else
@@ -59,7 +59,10 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 
 	gs_format_bytes(p->outstanding_bytes, total, sizeof(total));
 	fprintf(f, "pid %d (%s)%s: %s outstanding in %" PRIu64 " allocation%s", (int)p->pid,
-		p->comm, p->exec ? " replaced by exec, held" : p->exited ? " exited holding" : "",
+		p->comm,
+		p->exec	    ? " replaced by exec, held"
+		: p->exited ? " exited holding"
+			    : "",
 		total, p->outstanding_allocations, p->outstanding_allocations == 1 ? "" : "s");
 	if (p->failed_allocations)
 		fprintf(f, ", %" PRIu64 " failed allocation%s", p->failed_allocations,
@@ -112,8 +115,9 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	for (size_t i = 0; i < r->nr_procs; i++)
 		text_proc(f, r, &r->procs[i], stacks);
 	if (dropped)
-		fprintf(f, "WARNING: %" PRIu64 " events were lost (ring buffer full: %" PRIu64
-			   "); counts may be incomplete\n",
+		fprintf(f,
+			"WARNING: %" PRIu64 " events were lost (ring buffer full: %" PRIu64
+			"); counts may be incomplete\n",
 			dropped, r->stats[GS_STAT_RINGBUF_FULL]);
 	fputc('\n', f);
 }

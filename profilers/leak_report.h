@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* leak_report.h: outstanding allocations grouped by stack, as text for people or JSON. */
 #ifndef GS_LEAK_REPORT_H
 #define GS_LEAK_REPORT_H
@@ -34,21 +34,21 @@ struct gs_fail_group {
 struct gs_leak_proc_report {
 	pid_t pid;
 	const char *comm;
-	bool exited;	/* what it held when it exited (or replaced itself by exec) */
+	bool exited; /* what it held when it exited (or replaced itself by exec) */
 	bool exec;
 	uint64_t outstanding_bytes, outstanding_allocations;
 	uint64_t failed_allocations, failed_frees, unknown_frees;
-	struct gs_leak_group *groups;	/* sorted by bytes, largest first */
+	struct gs_leak_group *groups; /* sorted by bytes, largest first */
 	size_t nr_groups;
-	struct gs_fail_group *fails;	/* sorted by count */
+	struct gs_fail_group *fails; /* sorted by count */
 	size_t nr_fails;
 };
 
 struct gs_leak_report {
-	const char *reason;	/* "final", "interval", "exit", "exec" */
-	uint64_t now_ns;	/* CLOCK_MONOTONIC, ages are measured from it */
+	const char *reason; /* "final", "interval", "exit", "exec" */
+	uint64_t now_ns;    /* CLOCK_MONOTONIC, ages are measured from it */
 	double min_age_s;
-	size_t top;		/* stacks shown per process; 0: all */
+	size_t top; /* stacks shown per process; 0: all */
 	struct gs_leak_proc_report *procs;
 	size_t nr_procs;
 	uint64_t stats[GS_STAT__MAX];

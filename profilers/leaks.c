@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* leaks.c: `gpusnoop leaks`, outstanding CUDA allocations per process grouped by stack. */
 #include <argp.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include "user/log.h"
 #include "user/stack_table.h"
 
-#define PENDING_FREES 64	/* frees whose return we still wait for, per process */
-#define POLL_MS 100
+#define PENDING_FREES 64 /* frees whose return we still wait for, per process */
+#define POLL_MS	      100
 
 struct pending_free {
 	uint32_t tid;
@@ -48,7 +48,7 @@ struct leaks {
 	struct proc_state *procs;
 	size_t nr_procs, cap_procs;
 	FILE *out;
-	int error;	/* first fatal error inside a callback */
+	int error; /* first fatal error inside a callback */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -135,8 +135,11 @@ static void note_failure(struct leaks *l, struct proc_state *p, const struct gs_
 	}
 	p->fails = grown;
 	p->fails[p->nr_fails++] = (struct gs_fail_group){
-		.count = 1, .bytes_requested = e->size, .stack_id = stack_id,
-		.api = e->api, .ret = e->ret,
+		.count = 1,
+		.bytes_requested = e->size,
+		.stack_id = stack_id,
+		.api = e->api,
+		.ret = e->ret,
 	};
 }
 
@@ -151,8 +154,8 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 		fatal(l, -ENOMEM);
 		return;
 	}
-	stack_id = gs_stack_table__intern(l->stacks, (pid_t)e->hdr.pid,
-					  (const uint64_t *)e->frames, e->nr_frames);
+	stack_id = gs_stack_table__intern(l->stacks, (pid_t)e->hdr.pid, (const uint64_t *)e->frames,
+					  e->nr_frames);
 	if (stack_id < 0) {
 		fatal(l, (int)stack_id);
 		return;
@@ -161,10 +164,11 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 		note_failure(l, p, e, (uint32_t)stack_id);
 		return;
 	}
-	if (!e->ptr)	/* a zero-byte request succeeds with NULL and holds nothing */
+	if (!e->ptr) /* a zero-byte request succeeds with NULL and holds nothing */
 		return;
 	if (gs_alloc_table__insert(p->allocs,
-				   &(struct gs_alloc){ .ptr = e->ptr, .size = e->size,
+				   &(struct gs_alloc){ .ptr = e->ptr,
+						       .size = e->size,
 						       .ts_ns = e->hdr.ts_ns,
 						       .stack_id = (uint32_t)stack_id,
 						       .api = e->api },
@@ -182,7 +186,7 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	struct pending_free *slot;
 	struct gs_alloc a;
 
-	if (!e->ptr)	/* cudaFree(NULL) is a documented no-op */
+	if (!e->ptr) /* cudaFree(NULL) is a documented no-op */
 		return;
 	if (!p || !gs_alloc_table__remove(p->allocs, e->ptr, &a)) {
 		if (p || (p = get_proc(l, (pid_t)e->hdr.pid)))
@@ -263,9 +267,11 @@ static int build_proc_report(struct leaks *l, struct proc_state *p, uint64_t now
 
 		if (!a || now - a->ts_ns < min_age_ns)
 			continue;
-		g[n++] = (struct gs_leak_group){ .bytes = a->size, .count = 1,
+		g[n++] = (struct gs_leak_group){ .bytes = a->size,
+						 .count = 1,
 						 .oldest_ts_ns = a->ts_ns,
-						 .stack_id = a->stack_id, .api = a->api };
+						 .stack_id = a->stack_id,
+						 .api = a->api };
 		out->outstanding_bytes += a->size;
 		out->outstanding_allocations++;
 	}
@@ -300,7 +306,9 @@ static bool has_anything(const struct proc_state *p)
 static int write_report(struct leaks *l, const char *reason, struct proc_state *only)
 {
 	struct gs_leak_report r = {
-		.reason = reason, .now_ns = now_ns(), .min_age_s = l->opts.min_age_s,
+		.reason = reason,
+		.now_ns = now_ns(),
+		.min_age_s = l->opts.min_age_s,
 		.top = l->opts.top,
 	};
 	int err = 0;
@@ -411,8 +419,8 @@ static const char leaks_doc[] =
 	"  gpusnoop leaks -a -d 60 -o leaks.txt   # every CUDA process on the host";
 
 static const struct argp leaks_argp = {
-	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc,
-	leaks_children, NULL, NULL,
+	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc, leaks_children,
+	NULL,	       NULL,
 };
 
 static int run_loop(struct leaks *l)
@@ -441,7 +449,7 @@ static int run_loop(struct leaks *l)
 			next_report += interval_ns;
 		}
 	}
-	gs_tracker__poll(l->tracker, 0);	/* what arrived before the stop */
+	gs_tracker__poll(l->tracker, 0); /* what arrived before the stop */
 	if (l->error)
 		return l->error;
 	return write_report(l, "final", NULL);
@@ -452,17 +460,20 @@ int gs_cmd_leaks(int argc, char **argv)
 	struct leaks l = { .opts = { .top = 10 } };
 	struct gs_tracker_opts topts;
 	struct gs_tracker_ops ops = {
-		.ctx = &l, .mem_alloc = on_alloc, .mem_free = on_free,
-		.mem_free_failed = on_free_failed, .proc_gone = on_proc_gone,
+		.ctx = &l,
+		.mem_alloc = on_alloc,
+		.mem_free = on_free,
+		.mem_free_failed = on_free_failed,
+		.proc_gone = on_proc_gone,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
 	int err, status = 1;
 
 	if (argp_parse(&leaks_argp, argc, argv, ARGP_IN_ORDER, NULL, &l.opts))
 		return 1;
-	gs_log_set_level(l.opts.common.verbosity >= 2 ? GS_LOG_LIBBPF :
-			 l.opts.common.verbosity == 1  ? GS_LOG_DEBUG :
-							 GS_LOG_INFO);
+	gs_log_set_level(l.opts.common.verbosity >= 2	? GS_LOG_LIBBPF
+			 : l.opts.common.verbosity == 1 ? GS_LOG_DEBUG
+							: GS_LOG_INFO);
 	if (gs_common_opts__validate(&l.opts.common))
 		return 1;
 	l.out = stdout;
@@ -478,8 +489,10 @@ int gs_cmd_leaks(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	topts = (struct gs_tracker_opts){
-		.pids = l.opts.common.pids, .nr_pids = l.opts.common.nr_pids,
-		.all = l.opts.common.all, .argv = l.opts.common.argv,
+		.pids = l.opts.common.pids,
+		.nr_pids = l.opts.common.nr_pids,
+		.all = l.opts.common.all,
+		.argv = l.opts.common.argv,
 		.ringbuf_bytes = l.opts.common.ringbuf_bytes,
 	};
 	if (gs_tracker__open(&l.tracker, &topts, &ops))

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* options.h: the target and output options every subcommand shares (an argp child). */
 #ifndef GS_OPTIONS_H
 #define GS_OPTIONS_H
@@ -14,9 +14,9 @@ struct gs_common_opts {
 	pid_t pids[GS_MAX_PIDS];
 	size_t nr_pids;
 	bool all;
-	char **argv;		/* -- CMD ARGS, NULL-terminated */
-	double duration_s;	/* 0: until interrupted or the targets exit */
-	const char *output;	/* NULL: stdout */
+	char **argv;	    /* -- CMD ARGS, NULL-terminated */
+	double duration_s;  /* 0: until interrupted or the targets exit */
+	const char *output; /* NULL: stdout */
 	int verbosity;
 	size_t ringbuf_bytes;
 };

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* tracker.c: load proc+mem BPF objects, follow targets, find CUDA libraries and attach. */
 #include <dirent.h>
 #include <errno.h>
@@ -24,8 +24,8 @@
 #include "user/spawn.h"
 #include "user/symcache.h"
 
-#define LIVENESS_CHECK_NS 500000000ULL
-#define DL_DEBUG_STATE "_dl_debug_state"
+#define LIVENESS_CHECK_NS    500000000ULL
+#define DL_DEBUG_STATE	     "_dl_debug_state"
 #define STATIC_CUDART_MARKER "cudaMalloc"
 
 enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
@@ -76,7 +76,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (!gs_log_enabled(GS_LOG_LIBBPF) && level != LIBBPF_WARN)
 		return 0;
 	if (level == LIBBPF_WARN && !gs_log_enabled(GS_LOG_DEBUG))
-		return 0;	/* failures are reported once, by us, with context */
+		return 0; /* failures are reported once, by us, with context */
 	return vfprintf(stderr, fmt, ap);
 }
 
@@ -149,8 +149,9 @@ static int remember_attached(struct gs_tracker *t, pid_t scope, const struct gs_
 		t->files = grown;
 		t->cap_files = cap;
 	}
-	t->files[t->nr_files++] =
-		(struct attached_file){ .scope = scope, .dev = m->dev, .inode = m->inode, .role = role };
+	t->files[t->nr_files++] = (struct attached_file){
+		.scope = scope, .dev = m->dev, .inode = m->inode, .role = role
+	};
 	return 0;
 }
 
@@ -476,7 +477,7 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 		load_error("mem", err);
 		goto out_free;
 	}
-	err = proc_bpf__attach(t->proc);	/* the tracepoints; uprobes are attached per file */
+	err = proc_bpf__attach(t->proc); /* the tracepoints; uprobes are attached per file */
 	if (err) {
 		load_error("proc attach", err);
 		goto out_free;

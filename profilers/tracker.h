@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* tracker.h: targets, CUDA library discovery and attach, and the event loop of a session. */
 #ifndef GS_TRACKER_H
 #define GS_TRACKER_H
@@ -14,10 +14,10 @@ struct gs_symcache;
 struct gs_tracker;
 
 struct gs_tracker_opts {
-	const pid_t *pids;	/* -p */
+	const pid_t *pids; /* -p */
 	size_t nr_pids;
-	bool all;		/* -a */
-	char *const *argv;	/* -- CMD ARGS */
+	bool all;	   /* -a */
+	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Regenerates vmlinux/vmlinux.h from the running kernel's BTF; never hand-edit the output.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # Runs the end-to-end tests (real BPF against fixture processes); needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."

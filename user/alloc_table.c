@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* alloc_table.c: open addressing with linear probing and backward-shift deletion. */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 
 struct gs_alloc_table {
 	struct gs_alloc *slots;
-	size_t nr_slots;	/* power of two */
+	size_t nr_slots; /* power of two */
 	size_t count;
 	uint64_t bytes;
 };

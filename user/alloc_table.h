@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* alloc_table.h: the outstanding allocations of one process, keyed by address. */
 #ifndef GS_ALLOC_TABLE_H
 #define GS_ALLOC_TABLE_H
@@ -10,10 +10,10 @@
 struct gs_alloc {
 	uint64_t ptr;
 	uint64_t size;
-	uint64_t ts_ns;		/* CLOCK_MONOTONIC at return of the allocation */
+	uint64_t ts_ns; /* CLOCK_MONOTONIC at return of the allocation */
 	uint32_t stack_id;
 	uint16_t api;
-	uint16_t in_use;	/* internal: slot occupied */
+	uint16_t in_use; /* internal: slot occupied */
 };
 
 struct gs_alloc_table;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* demangle.c: C++ demangling through libstdc++'s __cxa_demangle (the ABI's own demangler). */
 #include <stdlib.h>
 #include <string.h>

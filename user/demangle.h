@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* demangle.h: Itanium C++ ABI demangling. */
 #ifndef GS_DEMANGLE_H
 #define GS_DEMANGLE_H

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* elf_file.c: load function symbols (.symtab + .dynsym) and PT_LOAD segments with libelf. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 struct elf_sym {
 	uint64_t addr;
 	uint64_t size;
-	char *name;		/* mangled, as in the string table */
-	char *demangled;	/* filled on first symbolization; == name for C symbols */
+	char *name;	 /* mangled, as in the string table */
+	char *demangled; /* filled on first symbolization; == name for C symbols */
 	int binding;
 };
 
@@ -23,7 +23,7 @@ struct elf_segment {
 };
 
 struct gs_elf {
-	struct elf_sym *syms;	/* sorted by addr, preferred name first at each address */
+	struct elf_sym *syms; /* sorted by addr, preferred name first at each address */
 	size_t nr_syms;
 	struct elf_segment *segs;
 	size_t nr_segs;
@@ -239,7 +239,7 @@ const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_
 
 		if (vaddr >= s->addr + s->size)
 			continue;
-		while (s > elf->syms && s[-1].addr == s->addr)	/* aliases: take the preferred */
+		while (s > elf->syms && s[-1].addr == s->addr) /* aliases: take the preferred */
 			s--;
 		if (!s->demangled) {
 			char *d = gs_demangle(s->name);

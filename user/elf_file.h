@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* elf_file.h: the function symbols and load segments of one ELF file (libelf). */
 #ifndef GS_ELF_FILE_H
 #define GS_ELF_FILE_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* json.h: a small streaming JSON writer (compact output, correct string escaping). */
 #ifndef GS_JSON_H
 #define GS_JSON_H
@@ -21,7 +21,7 @@ void gs_json__begin_object(struct gs_json *j, const char *key);
 void gs_json__end_object(struct gs_json *j);
 void gs_json__begin_array(struct gs_json *j, const char *key);
 void gs_json__end_array(struct gs_json *j);
-void gs_json__string(struct gs_json *j, const char *key, const char *value);	/* NULL: null */
+void gs_json__string(struct gs_json *j, const char *key, const char *value); /* NULL: null */
 void gs_json__u64(struct gs_json *j, const char *key, uint64_t value);
 void gs_json__i64(struct gs_json *j, const char *key, int64_t value);
 void gs_json__double(struct gs_json *j, const char *key, double value);

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* links.h: the uprobe links a session owns, destroyed together. */
 #ifndef GS_LINKS_H
 #define GS_LINKS_H

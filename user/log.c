@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* log.c: leveled diagnostics on stderr, prefixed with the program name. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* log.h: leveled diagnostics on stderr; stdout is for data only. */
 #ifndef GS_LOG_H
 #define GS_LOG_H
@@ -12,16 +12,16 @@ bool gs_log_enabled(enum gs_log_level level);
 void gs_log(enum gs_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* the level is tested before the arguments are evaluated */
-#define gs_err(...) gs_log(GS_LOG_ERR, __VA_ARGS__)
+#define gs_err(...)  gs_log(GS_LOG_ERR, __VA_ARGS__)
 #define gs_warn(...) gs_log(GS_LOG_WARN, __VA_ARGS__)
-#define gs_info(...)                                  \
-	do {                                          \
-		if (gs_log_enabled(GS_LOG_INFO))      \
+#define gs_info(...)                                      \
+	do {                                              \
+		if (gs_log_enabled(GS_LOG_INFO))          \
 			gs_log(GS_LOG_INFO, __VA_ARGS__); \
 	} while (0)
-#define gs_dbg(...)                                    \
-	do {                                           \
-		if (gs_log_enabled(GS_LOG_DEBUG))      \
+#define gs_dbg(...)                                        \
+	do {                                               \
+		if (gs_log_enabled(GS_LOG_DEBUG))          \
 			gs_log(GS_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
 

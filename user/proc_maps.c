@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* proc_maps.c: parse /proc/PID/maps, including escaped and deleted paths. */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +47,7 @@ static int parse_line(char *line, struct gs_mapping *m)
 	len = strlen(line + path_at);
 	if (len && line[path_at + len - 1] == '\n')
 		line[path_at + --len] = '\0';
-	if (line[path_at] != '/')	/* [heap], [stack], [vdso], anon names */
+	if (line[path_at] != '/') /* [heap], [stack], [vdso], anon names */
 		return 0;
 	if (len > strlen(DELETED_SUFFIX) &&
 	    !strcmp(line + path_at + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX)) {
@@ -128,7 +128,7 @@ struct gs_maps *gs_maps__read(pid_t pid)
 		free(text);
 		return NULL;
 	}
-	if (len == 0) {	/* a zombie or kernel thread has no address space */
+	if (len == 0) { /* a zombie or kernel thread has no address space */
 		free(text);
 		errno = ESRCH;
 		return NULL;
@@ -173,8 +173,8 @@ int gs_mapping__open_path(const struct gs_maps *maps, const struct gs_mapping *m
 
 	if (!m->path)
 		return -ENOENT;
-	n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)maps->pid,
-		     m->start, m->end);
+	n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)maps->pid, m->start,
+		     m->end);
 	if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
 		return 0;
 	/* a path now names another file, or none, once the mapped one was deleted */

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* proc_maps.h: a snapshot of /proc/PID/maps, the address-to-file map of a process. */
 #ifndef GS_PROC_MAPS_H
 #define GS_PROC_MAPS_H
@@ -9,19 +9,19 @@
 #include <sys/types.h>
 
 struct gs_mapping {
-	uint64_t start, end;	/* [start, end) */
-	uint64_t pgoff;		/* file offset of start */
-	uint64_t dev;		/* makedev(major, minor) */
+	uint64_t start, end; /* [start, end) */
+	uint64_t pgoff;	     /* file offset of start */
+	uint64_t dev;	     /* makedev(major, minor) */
 	uint64_t inode;
 	bool exec;
-	bool deleted;		/* the file was unlinked or replaced since it was mapped */
-	char *path;		/* unescaped, without " (deleted)"; NULL for anonymous memory */
+	bool deleted; /* the file was unlinked or replaced since it was mapped */
+	char *path;   /* unescaped, without " (deleted)"; NULL for anonymous memory */
 };
 
 struct gs_maps {
 	pid_t pid;
 	size_t nr;
-	struct gs_mapping *mappings;	/* sorted by start */
+	struct gs_mapping *mappings; /* sorted by start */
 };
 
 /* Reads /proc/PID/maps. Returns NULL with errno set; caller frees with gs_maps__free(). */

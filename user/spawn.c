@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* spawn.c: fork, hold on a pipe until released, then exec; exec errors travel back. */
 #include <errno.h>
 #include <fcntl.h>

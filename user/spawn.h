@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* spawn.h: start a command held before exec, so probes are in place before it runs. */
 #ifndef GS_SPAWN_H
 #define GS_SPAWN_H
@@ -8,7 +8,7 @@
 
 struct gs_child {
 	pid_t pid;
-	int release_fd;	/* write end: closing it lets the child exec */
+	int release_fd; /* write end: closing it lets the child exec */
 	int error_fd;	/* read end: carries errno if exec fails */
 };
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* stack_table.c: hash-consing of user stacks with eager symbolization. */
 #include <errno.h>
 #include <stdbool.h>
@@ -7,10 +7,10 @@
 #include "user/stack_table.h"
 
 struct gs_stack_table {
-	struct gs_symcache *symcache;	/* borrowed */
-	struct gs_stack *stacks;	/* by id */
+	struct gs_symcache *symcache; /* borrowed */
+	struct gs_stack *stacks;      /* by id */
 	size_t nr, cap;
-	uint32_t *buckets;		/* id + 1; 0 = empty; open addressing */
+	uint32_t *buckets; /* id + 1; 0 = empty; open addressing */
 	size_t nr_buckets;
 };
 
@@ -118,7 +118,8 @@ int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64
 	uint64_t hash = hash_stack(pid, addrs, nr);
 	struct gs_stack *s;
 
-	for (size_t i = hash & (t->nr_buckets - 1); t->buckets[i]; i = (i + 1) & (t->nr_buckets - 1))
+	for (size_t i = hash & (t->nr_buckets - 1); t->buckets[i];
+	     i = (i + 1) & (t->nr_buckets - 1))
 		if (same_stack(&t->stacks[t->buckets[i] - 1], pid, addrs, nr))
 			return t->buckets[i] - 1;
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* stack_table.h: interned, symbolized user stacks; an id names one (pid, frames) pair. */
 #ifndef GS_STACK_TABLE_H
 #define GS_STACK_TABLE_H
@@ -14,7 +14,7 @@ struct gs_stack {
 	pid_t pid;
 	uint32_t nr_frames;
 	uint64_t *addrs;
-	struct gs_frame *frames;	/* owned copies of the symbolized frames */
+	struct gs_frame *frames; /* owned copies of the symbolized frames */
 };
 
 struct gs_stack_table *gs_stack_table__new(struct gs_symcache *symcache);

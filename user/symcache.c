@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* symcache.c: per-process maps snapshots and per-file symbol tables for symbolization. */
 #include <errno.h>
 #include <limits.h>
@@ -12,8 +12,8 @@
 
 struct cached_file {
 	uint64_t dev, inode;
-	char *path;		/* identity when inode is 0 */
-	struct gs_elf *elf;	/* NULL: tried and failed, do not retry */
+	char *path;	    /* identity when inode is 0 */
+	struct gs_elf *elf; /* NULL: tried and failed, do not retry */
 };
 
 struct proc_snapshot {
@@ -113,8 +113,8 @@ struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps 
 		return NULL;
 	for (size_t i = 0; i < cache->nr_files; i++) {
 		f = &cache->files[i];
-		if (m->inode ? (f->dev == m->dev && f->inode == m->inode) :
-			       (!f->inode && !strcmp(f->path, m->path)))
+		if (m->inode ? (f->dev == m->dev && f->inode == m->inode)
+			     : (!f->inode && !strcmp(f->path, m->path)))
 			return f->elf;
 	}
 	if (cache->nr_files == cache->cap_files) {

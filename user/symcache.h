@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* symcache.h: user addresses to symbol/module/offset, ELF files cached by device and inode. */
 #ifndef GS_SYMCACHE_H
 #define GS_SYMCACHE_H
@@ -13,9 +13,9 @@ struct gs_mapping;
 
 struct gs_frame {
 	uint64_t address;
-	const char *symbol;	/* demangled; NULL when no symbol covers the address */
-	const char *module;	/* path of the mapped file; NULL for anonymous memory */
-	uint64_t offset;	/* from the symbol's start, or the file offset without a symbol */
+	const char *symbol; /* demangled; NULL when no symbol covers the address */
+	const char *module; /* path of the mapped file; NULL for anonymous memory */
+	uint64_t offset;    /* from the symbol's start, or the file offset without a symbol */
 };
 
 struct gs_symcache *gs_symcache__new(void);
