@@ -18,6 +18,7 @@
 #include "profilers/cuda_api.h"
 #include "profilers/tracker.h"
 #include "user/elf_file.h"
+#include "user/event_decode.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
@@ -359,49 +360,42 @@ static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct gs_tracker *t = ctx;
 	const struct gs_event_hdr *hdr = data;
+	pid_t pid = (pid_t)hdr->pid;
+	int type = gs_event_decode(data, size);
 
-	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size) {
-		gs_warn("malformed ring buffer record (%zu bytes)", size);
+	if (type == -EINVAL) {
+		gs_warn("malformed ring buffer record (%zu bytes): skipped", size);
 		return 0;
 	}
-	switch (hdr->type) {
+	switch (type) {
 	case GS_EV_LIBS_CHANGED:
 		/* in -a mode every process reports here: keep snapshots only of CUDA users */
-		if (!scan_process(t, (pid_t)hdr->pid) && !find_target(t, (pid_t)hdr->pid))
-			gs_symcache__forget(t->symcache, (pid_t)hdr->pid);
+		if (!scan_process(t, pid) && !find_target(t, pid))
+			gs_symcache__forget(t->symcache, pid);
 		if (hdr->flags & GS_LIBS_F_STOPPED)
-			kill((pid_t)hdr->pid, SIGCONT);
+			kill(pid, SIGCONT);
 		break;
 	case GS_EV_PROC_EXEC:
-		if (find_target(t, (pid_t)hdr->pid))
-			target_gone(t, (pid_t)hdr->pid, true);
+		if (find_target(t, pid))
+			target_gone(t, pid, true);
 		else if (t->opts.all)
-			scan_process(t, (pid_t)hdr->pid);
+			scan_process(t, pid);
 		break;
 	case GS_EV_PROC_EXIT:
-		target_gone(t, (pid_t)hdr->pid, false);
+		target_gone(t, pid, false);
 		break;
-	case GS_EV_MEM_ALLOC: {
-		const struct gs_mem_alloc *e = data;
-
-		if (hdr->size < offsetof(struct gs_mem_alloc, frames) ||
-		    e->nr_frames > GS_MAX_STACK ||
-		    hdr->size < offsetof(struct gs_mem_alloc, frames) + e->nr_frames * 8u)
-			break;
-		note_process(t, (pid_t)hdr->pid);
+	case GS_EV_MEM_ALLOC:
+		note_process(t, pid);
 		if (t->ops.mem_alloc)
-			t->ops.mem_alloc(t->ops.ctx, e);
+			t->ops.mem_alloc(t->ops.ctx, data);
 		break;
-	}
 	case GS_EV_MEM_FREE:
-		if (hdr->size < sizeof(struct gs_mem_free))
-			break;
-		note_process(t, (pid_t)hdr->pid);
+		note_process(t, pid);
 		if (t->ops.mem_free)
 			t->ops.mem_free(t->ops.ctx, data);
 		break;
 	case GS_EV_MEM_FREE_FAILED:
-		if (hdr->size >= sizeof(struct gs_mem_free_failed) && t->ops.mem_free_failed)
+		if (t->ops.mem_free_failed)
 			t->ops.mem_free_failed(t->ops.ctx, data);
 		break;
 	default:

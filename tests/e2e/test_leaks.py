@@ -5,11 +5,12 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, LIB, MiB, Gpusnoop, Skip, Workload, expect_eq, main, process,
+from harness import (BIN, GPUSNOOP, LIB, MiB, Gpusnoop, Skip, Workload, expect_eq, main, process,
                      run_gpusnoop, stacks_by_function, test)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
@@ -364,6 +365,36 @@ def target_exit_ends_the_session_with_its_report():
         leaky_expectations(proc)
     finally:
         g.kill()
+
+
+@test
+def target_that_execs_is_followed_into_its_new_image():
+    # sh replaces itself with the workload: same pid, new image, probes follow the exec
+    cmd = "exec " + os.path.join(BIN, "gs_leaky")
+    status, out, err = run_gpusnoop("leaks", "--format", "json", "--", "/bin/sh", "-c", cmd,
+                                    env=NO_DRIVER)
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    expect_eq([r["report"] for r in reports], ["exit"], "reports")
+    proc = reports[0]["processes"][0]
+    expect_eq(proc["comm"], "gs_leaky", "comm after exec")
+    leaky_expectations(proc)
+
+
+@test
+def without_privileges_the_error_names_the_capabilities():
+    if not shutil.which("setpriv"):
+        raise Skip("setpriv (util-linux) not installed")
+    w = Workload("gs_leaky", env=NO_DRIVER)
+    try:
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "--inh-caps=-all", GPUSNOOP, "leaks", "-p", str(w.pid), "-d", "1"],
+                           capture_output=True, text=True, timeout=30)
+        expect_eq(p.returncode, 1, "status")
+        assert "CAP_BPF" in p.stderr and "CAP_PERFMON" in p.stderr, p.stderr
+        expect_eq(len(p.stderr.strip().splitlines()), 1, "one line of error")
+    finally:
+        w.kill()
 
 
 if __name__ == "__main__":

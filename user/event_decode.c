@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* event_decode.c: size checks of every record kind against the shared ABI. */
+#include <errno.h>
+#include "user/event_decode.h"
+
+/* The layouts are ABI between bpf/ and user space: a change must be deliberate. */
+_Static_assert(sizeof(struct gs_event_hdr) == 24, "gs_event_hdr layout");
+_Static_assert(sizeof(struct gs_proc_event) == 24, "gs_proc_event layout");
+_Static_assert(sizeof(struct gs_mem_alloc) == 24 + 32 + 8 * GS_MAX_STACK, "gs_mem_alloc layout");
+_Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames offset");
+_Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
+_Static_assert(sizeof(struct gs_mem_free_failed) == 40, "gs_mem_free_failed layout");
+
+int gs_event_decode(const void *data, size_t size)
+{
+	const struct gs_event_hdr *hdr = data;
+	const struct gs_mem_alloc *alloc = data;
+	size_t need;
+
+	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
+		return -EINVAL;
+	switch (hdr->type) {
+	case GS_EV_PROC_EXEC:
+	case GS_EV_PROC_EXIT:
+	case GS_EV_LIBS_CHANGED:
+		need = sizeof(struct gs_proc_event);
+		break;
+	case GS_EV_MEM_ALLOC:
+		need = offsetof(struct gs_mem_alloc, frames);
+		if (hdr->size < need || alloc->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += alloc->nr_frames * sizeof(alloc->frames[0]);
+		break;
+	case GS_EV_MEM_FREE:
+		need = sizeof(struct gs_mem_free);
+		break;
+	case GS_EV_MEM_FREE_FAILED:
+		need = sizeof(struct gs_mem_free_failed);
+		break;
+	default:
+		return -ENOENT;
+	}
+	return hdr->size < need ? -EINVAL : hdr->type;
+}

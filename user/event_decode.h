@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* event_decode.h: validation of ring-buffer records before any field is trusted. */
+#ifndef GS_EVENT_DECODE_H
+#define GS_EVENT_DECODE_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "bpf/gs_event.h"
+
+/*
+ * Checks a record of size bytes from the ring buffer: a whole header, a hdr.size that fits
+ * in the record, and at least the fixed part of its type (for allocations, also the frames
+ * it claims). Returns its type, or -EINVAL for a malformed record and -ENOENT for a type
+ * this build does not know.
+ */
+int gs_event_decode(const void *data, size_t size);
+
+#endif /* GS_EVENT_DECODE_H */
