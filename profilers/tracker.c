@@ -560,7 +560,11 @@ static int start_command(struct gs_tracker *t)
 		return err;
 	}
 	pid = t->child.pid;
-	add_target(t, pid, GS_TARGET_TRACED | GS_TARGET_STOP_ON_LOAD);
+	if (!add_target(t, pid, GS_TARGET_TRACED | GS_TARGET_STOP_ON_LOAD)) {
+		gs_err("out of memory");
+		gs_elf__free(elf);
+		return -ENOMEM;
+	}
 	if (gs_elf__interp(elf)) {
 		const char *interp = gs_elf__interp(elf);
 		struct gs_elf *ld = gs_elf__open(interp);
@@ -708,8 +712,15 @@ void gs_tracker__free(struct gs_tracker *t)
 {
 	if (!t)
 		return;
-	if (t->child.release_fd >= 0)
+	if (t->child.release_fd >= 0) {
+		/* set-up failed before the command ran: it must not run untraced */
+		kill(t->child.pid, SIGKILL);
+		waitpid(t->child.pid, NULL, 0);
 		close(t->child.release_fd);
+	} else if (t->child.pid && !t->child_reaped) {
+		/* never leave the command stopped at a loader event we will not answer */
+		kill(t->child.pid, SIGCONT);
+	}
 	if (t->child.error_fd >= 0)
 		close(t->child.error_fd);
 	ring_buffer__free(t->rb);

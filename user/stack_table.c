@@ -96,7 +96,7 @@ static int grow_buckets(struct gs_stack_table *t)
 	return 0;
 }
 
-static int symbolize(struct gs_stack_table *t, struct gs_stack *s)
+static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
 {
 	for (uint32_t i = 0; i < s->nr_frames; i++) {
 		struct gs_frame f;
@@ -109,7 +109,6 @@ static int symbolize(struct gs_stack_table *t, struct gs_stack *s)
 		f.module = f.module ? strdup(f.module) : NULL;
 		s->frames[i] = f;
 	}
-	return 0;
 }
 
 int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64_t *addrs,
