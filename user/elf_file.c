@@ -138,9 +138,13 @@ struct gs_elf *gs_elf__open(const char *path)
 	if (fd < 0)
 		return NULL;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
+	if (!e) {
 		err = -ENOEXEC;
 		goto out_close;
+	}
+	if (elf_kind(e) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out_end;
 	}
 	elf = calloc(1, sizeof(*elf));
 	if (!elf) {

@@ -12,15 +12,17 @@
 
 #define DELETED_SUFFIX " (deleted)"
 
-/* The kernel escapes '\n' in paths as "\012" (seq_file_path); undo that in place. */
+/*
+ * The kernel escapes only '\n' in paths, as "\012" (seq_file_path(m, file, "\n")); a
+ * backslash is printed as is. Undo exactly that, in place.
+ */
 static void unescape_path(char *s)
 {
 	char *out = s;
 
 	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+		if (!strncmp(s, "\\012", 4)) {
+			*out++ = '\n';
 			s += 4;
 		} else {
 			*out++ = *s++;

@@ -90,8 +90,8 @@ int gs_find_executable(const char *name, char *buf, size_t len)
 	for (p = path ? path : "/usr/local/bin:/usr/bin:/bin"; p && *p;) {
 		const char *end = strchrnul(p, ':');
 		/* an empty element means the current directory, as for execvp */
-		int n = end == p ? snprintf(buf, len, "./%s", name) :
-				   snprintf(buf, len, "%.*s/%s", (int)(end - p), p, name);
+		int n = end == p ? snprintf(buf, len, "./%s", name)
+				 : snprintf(buf, len, "%.*s/%s", (int)(end - p), p, name);
 
 		if (n > 0 && (size_t)n < len && access(buf, X_OK) == 0)
 			return 0;

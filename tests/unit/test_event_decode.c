@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* test_event_decode.c: synthetic ring-buffer records through the decoder's size checks. */
+#include <errno.h>
+#include <string.h>
+#include <linux/types.h>
+#include "tests/unit/harness.h"
+#include "user/event_decode.h"
+
+static struct gs_mem_alloc alloc_record(__u16 nr_frames, __u32 hdr_size)
+{
+	struct gs_mem_alloc e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = GS_EV_MEM_ALLOC;
+	e.hdr.size = hdr_size;
+	e.nr_frames = nr_frames;
+	return e;
+}
+
+GS_TEST(alloc_with_frames_is_valid)
+{
+	struct gs_mem_alloc e = alloc_record(3, offsetof(struct gs_mem_alloc, frames) + 3 * 8);
+
+	/* BPF reserves the whole struct; hdr.size says how much of it is valid */
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), GS_EV_MEM_ALLOC);
+	GS_EXPECT_EQ(gs_event_decode(&e, e.hdr.size), GS_EV_MEM_ALLOC);
+}
+
+GS_TEST(alloc_claiming_more_frames_than_it_holds)
+{
+	struct gs_mem_alloc e = alloc_record(4, offsetof(struct gs_mem_alloc, frames) + 3 * 8);
+
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+	e = alloc_record(GS_MAX_STACK + 1, sizeof(e));
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+	e = alloc_record(0, offsetof(struct gs_mem_alloc, frames) - 1);
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+}
+
+GS_TEST(header_size_must_fit_the_record)
+{
+	struct gs_mem_free e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = GS_EV_MEM_FREE;
+	e.hdr.size = sizeof(e);
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), GS_EV_MEM_FREE);
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e) - 1), -EINVAL);     /* hdr.size > record */
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e.hdr) - 1), -EINVAL); /* no whole header */
+	e.hdr.size = sizeof(e.hdr) - 1;
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+	e.hdr.size = sizeof(e) - 1; /* shorter than its type's fixed part */
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+}
+
+GS_TEST(each_type_needs_its_fixed_part)
+{
+	struct {
+		__u16 type;
+		__u32 size;
+	} cases[] = {
+		{ GS_EV_PROC_EXEC, sizeof(struct gs_proc_event) },
+		{ GS_EV_PROC_EXIT, sizeof(struct gs_proc_event) },
+		{ GS_EV_LIBS_CHANGED, sizeof(struct gs_proc_event) },
+		{ GS_EV_MEM_FREE, sizeof(struct gs_mem_free) },
+		{ GS_EV_MEM_FREE_FAILED, sizeof(struct gs_mem_free_failed) },
+	};
+	union {
+		struct gs_event_hdr hdr;
+		char bytes[128];
+	} rec;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&rec, 0, sizeof(rec));
+		rec.hdr.type = cases[i].type;
+		rec.hdr.size = cases[i].size;
+		GS_EXPECT_EQ(gs_event_decode(&rec, sizeof(rec)), cases[i].type);
+		rec.hdr.size = cases[i].size - 1;
+		if (cases[i].size > sizeof(rec.hdr))
+			GS_EXPECT_EQ(gs_event_decode(&rec, sizeof(rec)), -EINVAL);
+	}
+}
+
+GS_TEST(unknown_type_is_reported_as_such)
+{
+	struct gs_proc_event e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = 999;
+	e.hdr.size = sizeof(e);
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -ENOENT);
+}
+
+GS_TEST_MAIN(alloc_with_frames_is_valid, alloc_claiming_more_frames_than_it_holds,
+	     header_size_must_fit_the_record, each_type_needs_its_fixed_part,
+	     unknown_type_is_reported_as_such)
