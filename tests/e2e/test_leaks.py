@@ -397,5 +397,39 @@ def without_privileges_the_error_names_the_capabilities():
         w.kill()
 
 
+@test
+def full_ring_buffer_is_counted_and_reported():
+    # gpusnoop is stopped while 20000 alloc/free pairs flood a 1 MiB ring buffer
+    w = Workload("gs_leaky", env=dict(NO_DRIVER, GS_CHURN="20000"))
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--ringbuf", "1")
+    try:
+        g.wait_tracing()
+        os.kill(g.proc.pid, signal.SIGSTOP)
+        w.release()
+        w.wait_line("done")
+        os.kill(g.proc.pid, signal.SIGCONT)
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        text = g.stdout.decode()
+        assert "WARNING:" in text and "events were lost (ring buffer full:" in text, text
+    finally:
+        g.kill()
+        w.finish()
+    w = Workload("gs_leaky", env=dict(NO_DRIVER, GS_CHURN="20000"))
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--ringbuf", "1", "--format", "json")
+    try:
+        g.wait_tracing()
+        os.kill(g.proc.pid, signal.SIGSTOP)
+        w.release()
+        w.wait_line("done")
+        os.kill(g.proc.pid, signal.SIGCONT)
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        report = g.reports()[-1]
+        assert report["dropped_events"] > 0, report
+        expect_eq(report["dropped_events"], report["lost"]["ringbuf_full"], "cause")
+    finally:
+        g.kill()
+        w.finish()
+
+
 if __name__ == "__main__":
     sys.exit(main())
