@@ -18,9 +18,11 @@ enum gs_event_type {
 	GS_EV_PROC_EXIT = 2,
 	GS_EV_LIBS_CHANGED = 3, /* the dynamic loader changed the link map */
 	/* CUDA memory, from bpf/mem.bpf.c: 16..31 */
-	GS_EV_MEM_ALLOC = 16,	    /* an allocation call returned, successfully or not */
-	GS_EV_MEM_FREE = 17,	    /* a free call was entered */
-	GS_EV_MEM_FREE_FAILED = 18, /* ... and returned an error */
+	GS_EV_MEM_ALLOC = 16,	 /* an allocation call returned, successfully or not */
+	GS_EV_MEM_FREE = 17,	 /* a free call was entered */
+	GS_EV_MEM_FREE_RET = 18, /* ... returned: failures always, successes when asked */
+	/* launches, synchronization, copies and kernel naming, from bpf/cuda.bpf.c: 32..47 */
+	GS_EV_CUDA_CALL = 32, /* a probed call returned; userspace decodes args per API */
 };
 
 struct gs_event_hdr {
@@ -62,12 +64,48 @@ struct gs_mem_free {
 	__u16 pad[3];
 };
 
-struct gs_mem_free_failed {
+struct gs_mem_free_ret {
 	struct gs_event_hdr hdr;
 	__u64 ptr;
+	__u64 entry_ts_ns;
 	__s32 ret;
 	__u16 api;
-	__u16 pad;
+	__u16 nr_frames;	    /* stacks only when successes are reported too */
+	__u64 frames[GS_MAX_STACK]; /* user stack at return, innermost first */
+};
+
+/*
+ * bpf_cookie of the generic call probes (bpf/cuda.bpf.c): the API id in the low 16 bits,
+ * GS_CALL_F_* above them, telling the probe what to read besides the argument registers.
+ */
+#define GS_CALL_F_STACK_ARGS 0x1  /* arguments 7..9 from the caller's stack */
+#define GS_CALL_F_DEREF_ARG0 0x2  /* 40 bytes at argument 1 (a launch config struct) */
+#define GS_CALL_F_READ_OUT0  0x4  /* at return, the u64 argument 1 points to */
+#define GS_CALL_F_READ_STR2  0x8  /* at return, the string argument 3 points to */
+#define GS_CALL_F_USER_STACK 0x10 /* the user stack at return */
+
+#define GS_CALL_REG_ARGS    6
+#define GS_CALL_STACK_ARGS  3
+#define GS_CALL_DEREF_WORDS 5
+#define GS_CALL_ARGS	    (GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS + GS_CALL_DEREF_WORDS)
+#define GS_CALL_STR	    128
+
+/*
+ * args[0..5] are the argument registers at entry, args[6..8] the stack slots after the
+ * return address (7th.. arguments), args[9..13] the words of the struct argument 1 points to.
+ */
+struct gs_cuda_call {
+	struct gs_event_hdr hdr;
+	__u64 args[GS_CALL_ARGS];
+	__u64 out; /* GS_CALL_F_READ_OUT0 */
+	__u64 entry_ts_ns;
+	__s32 ret;   /* cudaError_t / CUresult; 0 for void functions */
+	__u32 flags; /* GS_CALL_F_* the probe ran with */
+	__u16 api;
+	__u16 nr_frames;
+	__u32 pad;
+	char str[GS_CALL_STR]; /* GS_CALL_F_READ_STR2, NUL-terminated */
+	__u64 frames[GS_MAX_STACK];
 };
 
 /* slots of the per-CPU stats map: losses are counted, never silent */

@@ -4,27 +4,24 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "gs_common.bpf.h"
-
-/*
- * An entry older than this is a call whose return we never saw (attached mid-call);
- * it must not make later calls on the thread look nested.
- */
-#define STALE_CALL_NS (60ULL * 1000000000ULL)
+#include "gs_calls.bpf.h"
 
 enum call_kind { CALL_ALLOC = 1, CALL_FREE = 2 };
 
 /* What the entry probe saves for the return probe of the same thread. */
 struct call {
+	struct gs_call_head head;
 	__u64 out_ptr; /* where the callee writes the new pointer */
 	__u64 size;
 	__u64 pitch_ptr; /* cudaMallocPitch: *pitch * height is the size */
 	__u64 height;
 	__u64 free_ptr;
-	__u64 entry_ts_ns;
-	__u16 api;
-	__u16 kind;
-	__u32 depth; /* nested probed calls (cudaMalloc -> cuMemAlloc_v2) */
+	__u32 kind;
+	__u32 pad;
 };
+
+/* a timeline draws every free with its duration; a leak report needs only the failures */
+const volatile bool cfg_free_returns = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -33,49 +30,6 @@ struct {
 	__type(value, struct call);
 } calls SEC(".maps");
 
-/*
- * Returns true when this thread is already inside a probed call: the runtime calls the
- * driver through exported entry points, and one user call must count once.
- */
-static __always_inline bool enter_nested(__u32 tid, __u64 now)
-{
-	struct call *c = bpf_map_lookup_elem(&calls, &tid);
-
-	if (!c || now - c->entry_ts_ns > STALE_CALL_NS)
-		return false;
-	c->depth++;
-	return true;
-}
-
-/*
- * Returns the outermost call of this thread at the return of api, NULL for a nested return.
- * A return whose entry was not counted (its probe was attached mid-call) carries another
- * API's cookie and must not consume the outer call's state.
- */
-static __always_inline struct call *exit_outermost(__u32 tid, __u16 api)
-{
-	struct call *c = bpf_map_lookup_elem(&calls, &tid);
-
-	if (!c)
-		return NULL;
-	if (c->depth) {
-		c->depth--;
-		return NULL;
-	}
-	return c->api == api ? c : NULL;
-}
-
-static __always_inline int save_call(struct call *c)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-	if (bpf_map_update_elem(&calls, &tid, c, BPF_ANY)) {
-		gs_count(GS_STAT_INFLIGHT_FULL);
-		return -1;
-	}
-	return 0;
-}
-
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height)
 {
@@ -83,16 +37,16 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 	__u64 now = bpf_ktime_get_ns();
 	struct call c = {};
 
-	if (!gs_is_target(pid_tgid >> 32) || enter_nested((__u32)pid_tgid, now))
+	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, (__u32)pid_tgid, now))
 		return 0;
 	c.out_ptr = out_ptr;
 	c.size = size;
 	c.pitch_ptr = pitch_ptr;
 	c.height = height;
-	c.entry_ts_ns = now;
-	c.api = bpf_get_attach_cookie(ctx);
+	c.head.entry_ts_ns = now;
+	c.head.api = bpf_get_attach_cookie(ctx);
 	c.kind = CALL_ALLOC;
-	save_call(&c);
+	gs_call_save(&calls, &c);
 	return 0;
 }
 
@@ -119,7 +73,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	struct call *c;
 	long nbytes;
 
-	c = exit_outermost(tid, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_ALLOC)
 		return 0;
 
@@ -130,8 +84,8 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 		return 0;
 	}
 	e->ret = (__s32)ret;
-	e->api = c->api;
-	e->entry_ts_ns = c->entry_ts_ns;
+	e->api = c->head.api;
+	e->entry_ts_ns = c->head.entry_ts_ns;
 	e->size = c->size;
 	e->ptr = 0;
 	if (e->ret == 0) {
@@ -163,7 +117,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 
 /*
  * The free is reported at entry so that it is ordered before any allocation that reuses
- * the address on another thread; a failure is reported separately at return.
+ * the address on another thread; its return is reported separately.
  */
 SEC("uprobe")
 int BPF_KPROBE(mem_free_enter, __u64 ptr)
@@ -173,13 +127,13 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	struct gs_mem_free *e;
 	struct call c = {};
 
-	if (!gs_is_target(pid_tgid >> 32) || enter_nested((__u32)pid_tgid, now))
+	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, (__u32)pid_tgid, now))
 		return 0;
 	c.free_ptr = ptr;
-	c.entry_ts_ns = now;
-	c.api = bpf_get_attach_cookie(ctx);
+	c.head.entry_ts_ns = now;
+	c.head.api = bpf_get_attach_cookie(ctx);
 	c.kind = CALL_FREE;
-	if (save_call(&c))
+	if (gs_call_save(&calls, &c))
 		return 0;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -189,7 +143,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	}
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
 	e->ptr = ptr;
-	e->api = c.api;
+	e->api = c.head.api;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
 	bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -200,30 +154,39 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
-	struct gs_mem_free_failed *e;
+	struct gs_mem_free_ret *e;
 	struct call *c;
-	__u64 ptr;
-	__u16 api;
+	long nbytes = 0;
 
-	c = exit_outermost(tid, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_FREE)
 		return 0;
-	ptr = c->free_ptr;
-	api = c->api;
-	bpf_map_delete_elem(&calls, &tid);
-	if ((__s32)ret == 0)
+	if ((__s32)ret == 0 && !cfg_free_returns) {
+		bpf_map_delete_elem(&calls, &tid);
 		return 0;
-
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		gs_count(GS_STAT_RINGBUF_FULL);
+		bpf_map_delete_elem(&calls, &tid);
 		return 0;
 	}
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_FAILED, sizeof(*e), pid_tgid);
-	e->ptr = ptr;
+	e->ptr = c->free_ptr;
+	e->entry_ts_ns = c->head.entry_ts_ns;
+	e->api = c->head.api;
 	e->ret = (__s32)ret;
-	e->api = api;
-	e->pad = 0;
+	bpf_map_delete_elem(&calls, &tid);
+	if (cfg_free_returns) {
+		nbytes = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
+		if (nbytes < 0) {
+			gs_count(GS_STAT_STACK_FAILED);
+			nbytes = 0;
+		}
+	}
+	e->nr_frames = nbytes / sizeof(__u64);
+	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
+		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
+		    pid_tgid);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

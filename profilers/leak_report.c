@@ -78,7 +78,7 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 
 			gs_format_bytes(g->bytes, b, sizeof(b));
 			fprintf(f, "  %12s %8" PRIu64 " %8.1fs  %s\n", b, g->count,
-				age_s(r, g->oldest_ts_ns), gs_mem_api_name(g->api));
+				age_s(r, g->oldest_ts_ns), gs_cuda_api_name(g->api));
 			text_frames(f, gs_stack_table__get(stacks, g->stack_id));
 		}
 		if (shown(r, p->nr_groups) < p->nr_groups)
@@ -87,11 +87,11 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 	}
 	for (size_t i = 0; i < p->nr_fails; i++) {
 		const struct gs_fail_group *g = &p->fails[i];
-		const struct gs_mem_api *api = gs_mem_api_get(g->api);
+		const struct gs_cuda_api *api = gs_cuda_api_get(g->api);
 
 		gs_format_bytes(g->bytes_requested, b, sizeof(b));
 		fprintf(f, "  FAILED %" PRIu64 "x %s (%s requested): error %d %s\n", g->count,
-			gs_mem_api_name(g->api), b, g->ret,
+			gs_cuda_api_name(g->api), b, g->ret,
 			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, g->ret));
 		text_frames(f, gs_stack_table__get(stacks, g->stack_id));
 	}
@@ -155,14 +155,14 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 	gs_json__begin_array(j, "stacks");
 	for (size_t i = 0; i < shown(r, p->nr_groups); i++) {
 		const struct gs_leak_group *g = &p->groups[i];
-		const struct gs_mem_api *api = gs_mem_api_get(g->api);
+		const struct gs_cuda_api *api = gs_cuda_api_get(g->api);
 
 		gs_json__begin_object(j, NULL);
 		gs_json__u64(j, "bytes", g->bytes);
 		gs_json__u64(j, "allocations", g->count);
 		gs_json__double(j, "oldest_age_s", age_s(r, g->oldest_ts_ns));
-		gs_json__string(j, "api", gs_mem_api_name(g->api));
-		gs_json__string(j, "memory", api ? gs_mem_kind_name(api->kind) : "unknown");
+		gs_json__string(j, "api", gs_cuda_api_name(g->api));
+		gs_json__string(j, "memory", api ? gs_mem_kind_name(api->mem_kind) : "unknown");
 		json_frames(j, gs_stack_table__get(stacks, g->stack_id));
 		gs_json__end_object(j);
 	}
@@ -170,10 +170,10 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 	gs_json__begin_array(j, "failures");
 	for (size_t i = 0; i < p->nr_fails; i++) {
 		const struct gs_fail_group *g = &p->fails[i];
-		const struct gs_mem_api *api = gs_mem_api_get(g->api);
+		const struct gs_cuda_api *api = gs_cuda_api_get(g->api);
 
 		gs_json__begin_object(j, NULL);
-		gs_json__string(j, "api", gs_mem_api_name(g->api));
+		gs_json__string(j, "api", gs_cuda_api_name(g->api));
 		gs_json__i64(j, "error", g->ret);
 		gs_json__string(j, "error_name",
 				gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, g->ret));

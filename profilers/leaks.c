@@ -199,13 +199,13 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	slot->alloc = a;
 }
 
-static void on_free_failed(void *ctx, const struct gs_mem_free_failed *e)
+static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 {
 	struct leaks *l = ctx;
 	struct proc_state *p = find_proc(l, (pid_t)e->hdr.pid);
 	bool replaced;
 
-	if (!p)
+	if (!p || e->ret == 0)
 		return;
 	p->failed_frees++;
 	for (size_t i = 0; i < PENDING_FREES; i++) {
@@ -463,7 +463,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		.ctx = &l,
 		.mem_alloc = on_alloc,
 		.mem_free = on_free,
-		.mem_free_failed = on_free_failed,
+		.mem_free_ret = on_free_ret,
 		.proc_gone = on_proc_gone,
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -494,6 +494,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		.all = l.opts.common.all,
 		.argv = l.opts.common.argv,
 		.ringbuf_bytes = l.opts.common.ringbuf_bytes,
+		.families = GS_FAM_BIT(GS_FAM_MEM),
 	};
 	if (gs_tracker__open(&l.tracker, &topts, &ops))
 		goto out_close;

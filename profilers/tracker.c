@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cuda.skel.h"
 #include "mem.skel.h"
 #include "proc.skel.h"
 #include "profilers/cuda_api.h"
@@ -50,6 +51,7 @@ struct gs_tracker {
 	struct gs_tracker_ops ops;
 	struct proc_bpf *proc;
 	struct mem_bpf *mem;
+	struct cuda_bpf *cuda;
 	struct ring_buffer *rb;
 	struct gs_links *links;
 	struct gs_symcache *symcache;
@@ -176,36 +178,48 @@ static int attach_symbol(struct gs_tracker *t, struct gs_elf *elf, const char *p
 	return gs_links__attach_uprobe(t->links, entry, scope, path, off, false, cookie);
 }
 
+static void programs_for(struct gs_tracker *t, const struct gs_cuda_api *api,
+			 struct bpf_program **entry, struct bpf_program **ret)
+{
+	switch (api->shape) {
+	case GS_SHAPE_ALLOC:
+		*entry = t->mem->progs.mem_alloc_enter;
+		*ret = t->mem->progs.mem_alloc_exit;
+		break;
+	case GS_SHAPE_ALLOC_PITCH:
+		*entry = t->mem->progs.mem_alloc_pitch_enter;
+		*ret = t->mem->progs.mem_alloc_exit;
+		break;
+	case GS_SHAPE_FREE:
+		*entry = t->mem->progs.mem_free_enter;
+		*ret = t->mem->progs.mem_free_exit;
+		break;
+	default:
+		*entry = t->cuda->progs.cuda_call_enter;
+		*ret = t->cuda->progs.cuda_call_exit;
+	}
+}
+
 static int attach_cuda_lib(struct gs_tracker *t, struct gs_elf *elf, const char *path,
 			   const char *shown, pid_t scope, enum gs_cuda_lib lib)
 {
-	char missing[1024] = "";
+	char missing[2048] = "";
 	size_t nr_apis, attached = 0, wanted = 0, len = 0;
-	const struct gs_mem_api *apis = gs_mem_apis(&nr_apis);
+	const struct gs_cuda_api *apis = gs_cuda_apis(&nr_apis);
 	int first_err = 0;
 
 	for (size_t i = 1; i < nr_apis; i++) {
-		const struct gs_mem_api *api = &apis[i];
+		const struct gs_cuda_api *api = &apis[i];
 		struct bpf_program *entry, *ret;
+		uint64_t cookie;
 		int err;
 
-		if (api->lib != lib)
+		if (api->lib != lib || !(t->opts.families & GS_FAM_BIT(api->family)))
 			continue;
 		wanted++;
-		switch (api->shape) {
-		case GS_SHAPE_ALLOC_PITCH:
-			entry = t->mem->progs.mem_alloc_pitch_enter;
-			ret = t->mem->progs.mem_alloc_exit;
-			break;
-		case GS_SHAPE_FREE:
-			entry = t->mem->progs.mem_free_enter;
-			ret = t->mem->progs.mem_free_exit;
-			break;
-		default:
-			entry = t->mem->progs.mem_alloc_enter;
-			ret = t->mem->progs.mem_alloc_exit;
-		}
-		err = attach_symbol(t, elf, path, scope, api->name, entry, ret, api->id);
+		programs_for(t, api, &entry, &ret);
+		cookie = api->id | (uint64_t)gs_cuda_api_call_flags(api) << 16;
+		err = attach_symbol(t, elf, path, scope, api->name, entry, ret, cookie);
 		if (!err) {
 			attached++;
 			continue;
@@ -219,19 +233,21 @@ static int attach_cuda_lib(struct gs_tracker *t, struct gs_elf *elf, const char 
 			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s",
 						len ? " " : "", api->name);
 	}
+	if (!wanted)
+		return -ENOENT;
 	if (!attached) {
-		gs_warn("%s: none of the %zu %s allocation functions could be probed", shown,
-			wanted, lib == GS_LIB_RUNTIME ? "runtime" : "driver");
+		gs_warn("%s: none of the %zu %s functions asked for could be probed", shown, wanted,
+			lib == GS_LIB_RUNTIME ? "runtime" : "driver");
 		return first_err ? first_err : -ENOENT;
 	}
 	if (scope > 0)
-		gs_info("pid %d: probing %zu/%zu allocation functions in %s", (int)scope, attached,
+		gs_info("pid %d: probing %zu/%zu CUDA functions in %s", (int)scope, attached,
 			wanted, shown);
 	else
-		gs_info("probing %zu/%zu allocation functions in %s (all processes)", attached,
-			wanted, shown);
+		gs_info("probing %zu/%zu CUDA functions in %s (all processes)", attached, wanted,
+			shown);
 	if (*missing)
-		gs_info("  not in this version: %s", missing);
+		gs_dbg("  not in this version: %s", missing);
 	t->saw_cuda = true;
 	return 0;
 }
@@ -394,9 +410,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if (t->ops.mem_free)
 			t->ops.mem_free(t->ops.ctx, data);
 		break;
-	case GS_EV_MEM_FREE_FAILED:
-		if (t->ops.mem_free_failed)
-			t->ops.mem_free_failed(t->ops.ctx, data);
+	case GS_EV_MEM_FREE_RET:
+		if (t->ops.mem_free_ret)
+			t->ops.mem_free_ret(t->ops.ctx, data);
+		break;
+	case GS_EV_CUDA_CALL:
+		note_process(t, pid);
+		if (t->ops.cuda_call)
+			t->ops.cuda_call(t->ops.ctx, data);
 		break;
 	default:
 		gs_dbg("unknown record type %u", hdr->type);
@@ -446,7 +467,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->symcache = gs_symcache__new();
 	t->proc = proc_bpf__open();
 	t->mem = mem_bpf__open();
-	if (!t->links || !t->symcache || !t->proc || !t->mem) {
+	t->cuda = cuda_bpf__open();
+	if (!t->links || !t->symcache || !t->proc || !t->mem || !t->cuda) {
 		err = -errno ? -errno : -ENOMEM;
 		gs_err("opening BPF objects: %s", strerror(-err));
 		goto out_free;
@@ -454,6 +476,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->proc->rodata->cfg_all_pids = opts->all;
 	t->proc->rodata->cfg_report_all_execs = opts->all;
 	t->mem->rodata->cfg_all_pids = opts->all;
+	t->mem->rodata->cfg_free_returns = opts->free_returns;
+	t->cuda->rodata->cfg_all_pids = opts->all;
 	if (opts->ringbuf_bytes)
 		bpf_map__set_max_entries(t->proc->maps.events, (__u32)opts->ringbuf_bytes);
 
@@ -469,6 +493,14 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	err = err ?: mem_bpf__load(t->mem);
 	if (err) {
 		load_error("mem", err);
+		goto out_free;
+	}
+	err = bpf_map__reuse_fd(t->cuda->maps.events, bpf_map__fd(t->proc->maps.events));
+	err = err ?: bpf_map__reuse_fd(t->cuda->maps.targets, bpf_map__fd(t->proc->maps.targets));
+	err = err ?: bpf_map__reuse_fd(t->cuda->maps.stats, bpf_map__fd(t->proc->maps.stats));
+	err = err ?: cuda_bpf__load(t->cuda);
+	if (err) {
+		load_error("cuda", err);
 		goto out_free;
 	}
 	err = proc_bpf__attach(t->proc); /* the tracepoints; uprobes are attached per file */
@@ -726,6 +758,7 @@ void gs_tracker__free(struct gs_tracker *t)
 	ring_buffer__free(t->rb);
 	gs_links__free(t->links);
 	mem_bpf__destroy(t->mem);
+	cuda_bpf__destroy(t->cuda);
 	proc_bpf__destroy(t->proc);
 	gs_symcache__free(t->symcache);
 	free(t->files);

@@ -19,6 +19,8 @@ struct gs_tracker_opts {
 	bool all;	   /* -a */
 	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
+	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe */
+	bool free_returns; /* report every free's return, not only failures */
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -26,7 +28,8 @@ struct gs_tracker_ops {
 	void *ctx;
 	void (*mem_alloc)(void *ctx, const struct gs_mem_alloc *e);
 	void (*mem_free)(void *ctx, const struct gs_mem_free *e);
-	void (*mem_free_failed)(void *ctx, const struct gs_mem_free_failed *e);
+	void (*mem_free_ret)(void *ctx, const struct gs_mem_free_ret *e);
+	void (*cuda_call)(void *ctx, const struct gs_cuda_call *e);
 	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
 	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
 };

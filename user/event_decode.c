@@ -9,12 +9,15 @@ _Static_assert(sizeof(struct gs_proc_event) == 24, "gs_proc_event layout");
 _Static_assert(sizeof(struct gs_mem_alloc) == 24 + 32 + 8 * GS_MAX_STACK, "gs_mem_alloc layout");
 _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames offset");
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
-_Static_assert(sizeof(struct gs_mem_free_failed) == 40, "gs_mem_free_failed layout");
+_Static_assert(offsetof(struct gs_mem_free_ret, frames) == 48, "gs_mem_free_ret frames offset");
+_Static_assert(offsetof(struct gs_cuda_call, frames) == 296, "gs_cuda_call frames offset");
 
 int gs_event_decode(const void *data, size_t size)
 {
 	const struct gs_event_hdr *hdr = data;
 	const struct gs_mem_alloc *alloc = data;
+	const struct gs_mem_free_ret *free_ret = data;
+	const struct gs_cuda_call *call = data;
 	size_t need;
 
 	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
@@ -34,8 +37,17 @@ int gs_event_decode(const void *data, size_t size)
 	case GS_EV_MEM_FREE:
 		need = sizeof(struct gs_mem_free);
 		break;
-	case GS_EV_MEM_FREE_FAILED:
-		need = sizeof(struct gs_mem_free_failed);
+	case GS_EV_MEM_FREE_RET:
+		need = offsetof(struct gs_mem_free_ret, frames);
+		if (hdr->size < need || free_ret->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += free_ret->nr_frames * sizeof(free_ret->frames[0]);
+		break;
+	case GS_EV_CUDA_CALL:
+		need = offsetof(struct gs_cuda_call, frames);
+		if (hdr->size < need || call->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += call->nr_frames * sizeof(call->frames[0]);
 		break;
 	default:
 		return -ENOENT;

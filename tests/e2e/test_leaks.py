@@ -151,7 +151,7 @@ def library_loaded_after_attach_by_pid():
         g.wait_tracing()
         w.release()
         w.wait_line("loaded")
-        g.wait_stderr("allocation functions in " + os.path.join(LIB, "libcudart.so.13"))
+        g.wait_stderr("CUDA functions in " + os.path.join(LIB, "libcudart.so.13"))
         w.release()
         w.wait_line("done")
         expect_eq(g.stop(), 0, "gpusnoop status")
@@ -179,7 +179,7 @@ def library_loaded_by_command_is_probed_before_use():
 @test
 def static_cudart_in_the_executable():
     w, report, g = attach_by_pid("gs_static")
-    assert "allocation functions in " + os.path.join(BIN, "gs_static") in g.stderr_text()
+    assert "CUDA functions in " + os.path.join(BIN, "gs_static") in g.stderr_text()
     proc = process(report, w.pid)
     by_fn = stacks_by_function(proc)
     expect_eq(sorted(by_fn), ["leak_activations", "leak_weights"], "allocating functions")
@@ -193,7 +193,7 @@ def all_processes_mode_finds_new_processes():
     try:
         g.wait_tracing()
         w = Workload("gs_leaky", env=NO_DRIVER)
-        g.wait_stderr("allocation functions in " + os.path.join(LIB, "libcudart.so.13"))
+        g.wait_stderr("CUDA functions in " + os.path.join(LIB, "libcudart.so.13"))
         w.release()
         w.wait_line("done")
         w.finish()
@@ -242,7 +242,7 @@ def real_cudart_without_gpu_reports_failures():
     status, out, err = run_gpusnoop("leaks", "--format", "json", "--",
                                     os.path.join(BIN, "gs_leaky"), env=env)
     expect_eq(status, 0, f"gpusnoop status ({err})")
-    assert "allocation functions in " in err and "libcudart.so.13" in err, err
+    assert "CUDA functions in " in err and "libcudart.so.13" in err, err
     proc = json.loads(out.splitlines()[-1])["processes"][0]
     expect_eq(proc["outstanding_allocations"], 0, "allocations (no GPU: none succeed)")
     expect_eq(proc["failed_allocations"], 1, "failed allocations (the workload stops at one)")

@@ -63,11 +63,12 @@ GS_TEST(each_type_needs_its_fixed_part)
 		{ GS_EV_PROC_EXIT, sizeof(struct gs_proc_event) },
 		{ GS_EV_LIBS_CHANGED, sizeof(struct gs_proc_event) },
 		{ GS_EV_MEM_FREE, sizeof(struct gs_mem_free) },
-		{ GS_EV_MEM_FREE_FAILED, sizeof(struct gs_mem_free_failed) },
+		{ GS_EV_MEM_FREE_RET, offsetof(struct gs_mem_free_ret, frames) },
+		{ GS_EV_CUDA_CALL, offsetof(struct gs_cuda_call, frames) },
 	};
 	union {
 		struct gs_event_hdr hdr;
-		char bytes[128];
+		char bytes[512];
 	} rec;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -81,6 +82,19 @@ GS_TEST(each_type_needs_its_fixed_part)
 	}
 }
 
+GS_TEST(call_frames_must_fit)
+{
+	struct gs_cuda_call e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = GS_EV_CUDA_CALL;
+	e.nr_frames = 2;
+	e.hdr.size = offsetof(struct gs_cuda_call, frames) + 2 * 8;
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), GS_EV_CUDA_CALL);
+	e.nr_frames = 3;
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+}
+
 GS_TEST(unknown_type_is_reported_as_such)
 {
 	struct gs_proc_event e;
@@ -92,5 +106,5 @@ GS_TEST(unknown_type_is_reported_as_such)
 }
 
 GS_TEST_MAIN(alloc_with_frames_is_valid, alloc_claiming_more_frames_than_it_holds,
-	     header_size_must_fit_the_record, each_type_needs_its_fixed_part,
+	     header_size_must_fit_the_record, each_type_needs_its_fixed_part, call_frames_must_fit,
 	     unknown_type_is_reported_as_such)

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* cuda.bpf.c: CUDA launches, synchronizations, copies and kernel-naming calls, as raw args. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "gs_common.bpf.h"
+#include "gs_calls.bpf.h"
+
+/*
+ * One generic pair of programs serves every API: the entry saves the argument registers
+ * (and, per the cookie, stack arguments and a config struct), the return emits them with
+ * the result. Userspace knows each API's signature and decodes; the kernel side stays small.
+ */
+struct call {
+	struct gs_call_head head;
+	__u32 flags;
+	__u32 pad;
+	__u64 args[GS_CALL_ARGS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GS_MAX_INFLIGHT);
+	__type(key, __u32);
+	__type(value, struct call);
+} calls SEC(".maps");
+
+/* too big for the BPF stack next to the event; one per CPU (programs do not migrate) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct call);
+} scratch SEC(".maps");
+
+SEC("uprobe")
+int cuda_call_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 zero = 0;
+	struct call *c;
+
+	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, (__u32)pid_tgid, now))
+		return 0;
+	c = bpf_map_lookup_elem(&scratch, &zero);
+	if (!c)
+		return 0;
+	__builtin_memset(c, 0, sizeof(*c));
+	c->head.entry_ts_ns = now;
+	c->head.api = (__u16)cookie;
+	c->flags = (__u32)(cookie >> 16);
+	c->args[0] = PT_REGS_PARM1(ctx);
+	c->args[1] = PT_REGS_PARM2(ctx);
+	c->args[2] = PT_REGS_PARM3(ctx);
+	c->args[3] = PT_REGS_PARM4(ctx);
+	c->args[4] = PT_REGS_PARM5(ctx);
+	c->args[5] = GS_PT_REGS_PARM6(ctx);
+	/* at the first instruction the return address is at sp: arguments 7.. follow it */
+	if (c->flags & GS_CALL_F_STACK_ARGS)
+		bpf_probe_read_user(&c->args[GS_CALL_REG_ARGS], GS_CALL_STACK_ARGS * sizeof(__u64),
+				    (void *)(PT_REGS_SP(ctx) + sizeof(__u64)));
+	if ((c->flags & GS_CALL_F_DEREF_ARG0) && c->args[0])
+		bpf_probe_read_user(&c->args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS],
+				    GS_CALL_DEREF_WORDS * sizeof(__u64), (void *)c->args[0]);
+	gs_call_save(&calls, c);
+	return 0;
+}
+
+SEC("uretprobe")
+int cuda_call_exit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct gs_cuda_call *e;
+	struct call *c;
+	long nbytes = 0;
+
+	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
+	if (!c)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		gs_count(GS_STAT_RINGBUF_FULL);
+		bpf_map_delete_elem(&calls, &tid);
+		return 0;
+	}
+	__builtin_memcpy(e->args, c->args, sizeof(e->args));
+	e->entry_ts_ns = c->head.entry_ts_ns;
+	e->api = c->head.api;
+	e->flags = c->flags;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->out = 0;
+	e->pad = 0;
+	e->str[0] = '\0';
+	if ((c->flags & GS_CALL_F_READ_OUT0) &&
+	    bpf_probe_read_user(&e->out, sizeof(e->out), (void *)c->args[0]))
+		gs_count(GS_STAT_USER_READ_FAILED);
+	/* the callee has just read this string itself, so its page is resident */
+	if ((c->flags & GS_CALL_F_READ_STR2) &&
+	    bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)c->args[2]) < 0)
+		gs_count(GS_STAT_USER_READ_FAILED);
+	bpf_map_delete_elem(&calls, &tid);
+
+	if (e->flags & GS_CALL_F_USER_STACK) {
+		nbytes = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
+		if (nbytes < 0) {
+			gs_count(GS_STAT_STACK_FAILED);
+			nbytes = 0;
+		}
+	}
+	e->nr_frames = nbytes / sizeof(__u64);
+	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
+		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
