@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
+#include "profilers/mem_accounting.h"
 
 struct gs_stack_table;
 
@@ -20,15 +21,6 @@ struct gs_leak_group {
 	uint64_t oldest_ts_ns;
 	uint32_t stack_id;
 	uint16_t api;
-};
-
-/* failed allocation calls from one stack with one error */
-struct gs_fail_group {
-	uint64_t count;
-	uint64_t bytes_requested;
-	uint32_t stack_id;
-	uint16_t api;
-	int32_t ret;
 };
 
 struct gs_leak_proc_report {

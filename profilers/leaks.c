@@ -8,6 +8,7 @@
 #include <time.h>
 #include "profilers/cuda_api.h"
 #include "profilers/leak_report.h"
+#include "profilers/mem_accounting.h"
 #include "profilers/options.h"
 #include "profilers/subcommands.h"
 #include "profilers/tracker.h"
@@ -15,23 +16,7 @@
 #include "user/log.h"
 #include "user/stack_table.h"
 
-#define PENDING_FREES 64 /* frees whose return we still wait for, per process */
-#define POLL_MS	      100
-
-struct pending_free {
-	uint32_t tid;
-	struct gs_alloc alloc;
-};
-
-struct proc_state {
-	pid_t pid;
-	struct gs_alloc_table *allocs;
-	uint64_t failed_allocations, failed_frees, unknown_frees;
-	struct gs_fail_group *fails;
-	size_t nr_fails;
-	struct pending_free pending[PENDING_FREES];
-	size_t next_pending;
-};
+#define POLL_MS 100
 
 struct leaks_opts {
 	struct gs_common_opts common;
@@ -45,8 +30,7 @@ struct leaks {
 	struct leaks_opts opts;
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
-	struct proc_state *procs;
-	size_t nr_procs, cap_procs;
+	struct gs_mem_accounting mem;
 	FILE *out;
 	int error; /* first fatal error inside a callback */
 };
@@ -66,158 +50,35 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static struct proc_state *find_proc(struct leaks *l, pid_t pid)
-{
-	for (size_t i = 0; i < l->nr_procs; i++)
-		if (l->procs[i].pid == pid)
-			return &l->procs[i];
-	return NULL;
-}
-
-static struct proc_state *get_proc(struct leaks *l, pid_t pid)
-{
-	struct proc_state *p = find_proc(l, pid);
-
-	if (p)
-		return p;
-	if (l->nr_procs == l->cap_procs) {
-		size_t cap = l->cap_procs ? l->cap_procs * 2 : 8;
-		struct proc_state *grown = realloc(l->procs, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		l->procs = grown;
-		l->cap_procs = cap;
-	}
-	p = &l->procs[l->nr_procs];
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	p->allocs = gs_alloc_table__new();
-	if (!p->allocs)
-		return NULL;
-	l->nr_procs++;
-	return p;
-}
-
-static void free_proc(struct proc_state *p)
-{
-	gs_alloc_table__free(p->allocs);
-	free(p->fails);
-}
-
 static void fatal(struct leaks *l, int err)
 {
 	if (!l->error) {
-		gs_err("out of memory tracking allocations");
+		gs_err("tracking allocations: %s", strerror(-err));
 		l->error = err;
 	}
-}
-
-static void note_failure(struct leaks *l, struct proc_state *p, const struct gs_mem_alloc *e,
-			 uint32_t stack_id)
-{
-	struct gs_fail_group *grown;
-
-	p->failed_allocations++;
-	for (size_t i = 0; i < p->nr_fails; i++) {
-		struct gs_fail_group *g = &p->fails[i];
-
-		if (g->stack_id == stack_id && g->api == e->api && g->ret == e->ret) {
-			g->count++;
-			g->bytes_requested += e->size;
-			return;
-		}
-	}
-	grown = realloc(p->fails, (p->nr_fails + 1) * sizeof(*grown));
-	if (!grown) {
-		fatal(l, -ENOMEM);
-		return;
-	}
-	p->fails = grown;
-	p->fails[p->nr_fails++] = (struct gs_fail_group){
-		.count = 1,
-		.bytes_requested = e->size,
-		.stack_id = stack_id,
-		.api = e->api,
-		.ret = e->ret,
-	};
 }
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct leaks *l = ctx;
-	struct proc_state *p = get_proc(l, (pid_t)e->hdr.pid);
-	int64_t stack_id;
-	bool replaced;
+	int err = gs_mem_accounting__alloc(&l->mem, e, NULL);
 
-	if (!p) {
-		fatal(l, -ENOMEM);
-		return;
-	}
-	stack_id = gs_stack_table__intern(l->stacks, (pid_t)e->hdr.pid, (const uint64_t *)e->frames,
-					  e->nr_frames);
-	if (stack_id < 0) {
-		fatal(l, (int)stack_id);
-		return;
-	}
-	if (e->ret != 0) {
-		note_failure(l, p, e, (uint32_t)stack_id);
-		return;
-	}
-	if (!e->ptr) /* a zero-byte request succeeds with NULL and holds nothing */
-		return;
-	if (gs_alloc_table__insert(p->allocs,
-				   &(struct gs_alloc){ .ptr = e->ptr,
-						       .size = e->size,
-						       .ts_ns = e->hdr.ts_ns,
-						       .stack_id = (uint32_t)stack_id,
-						       .api = e->api },
-				   &replaced))
-		fatal(l, -ENOMEM);
-	else if (replaced)
-		gs_dbg("pid %u: 0x%llx allocated again without a free we saw", e->hdr.pid,
-		       (unsigned long long)e->ptr);
+	if (err)
+		fatal(l, err);
 }
 
 static void on_free(void *ctx, const struct gs_mem_free *e)
 {
 	struct leaks *l = ctx;
-	struct proc_state *p = find_proc(l, (pid_t)e->hdr.pid);
-	struct pending_free *slot;
-	struct gs_alloc a;
 
-	if (!e->ptr) /* cudaFree(NULL) is a documented no-op */
-		return;
-	if (!p || !gs_alloc_table__remove(p->allocs, e->ptr, &a)) {
-		if (p || (p = get_proc(l, (pid_t)e->hdr.pid)))
-			p->unknown_frees++;
-		return;
-	}
-	/* kept until the call returns: a failed free leaves the allocation in place */
-	slot = &p->pending[p->next_pending++ % PENDING_FREES];
-	slot->tid = e->hdr.tid;
-	slot->alloc = a;
+	gs_mem_accounting__free(&l->mem, e);
 }
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 {
 	struct leaks *l = ctx;
-	struct proc_state *p = find_proc(l, (pid_t)e->hdr.pid);
-	bool replaced;
 
-	if (!p || e->ret == 0)
-		return;
-	p->failed_frees++;
-	for (size_t i = 0; i < PENDING_FREES; i++) {
-		struct pending_free *pf = &p->pending[i];
-
-		if (pf->tid != e->hdr.tid || pf->alloc.ptr != e->ptr || !pf->alloc.in_use)
-			continue;
-		if (!gs_alloc_table__contains(p->allocs, e->ptr))
-			gs_alloc_table__insert(p->allocs, &pf->alloc, &replaced);
-		pf->alloc.in_use = 0;
-		return;
-	}
+	gs_mem_accounting__free_ret(&l->mem, e);
 }
 
 static int cmp_group_key(const void *a, const void *b)
@@ -246,7 +107,7 @@ static int cmp_fail_count(const void *a, const void *b)
 }
 
 /* Groups the outstanding allocations of p older than min_age by (stack, API). */
-static int build_proc_report(struct leaks *l, struct proc_state *p, uint64_t now,
+static int build_proc_report(struct leaks *l, struct gs_mem_proc *p, uint64_t now,
 			     struct gs_leak_proc_report *out)
 {
 	uint64_t min_age_ns = (uint64_t)(l->opts.min_age_s * 1e9);
@@ -297,13 +158,13 @@ static int build_proc_report(struct leaks *l, struct proc_state *p, uint64_t now
 	return 0;
 }
 
-static bool has_anything(const struct proc_state *p)
+static bool has_anything(const struct gs_mem_proc *p)
 {
 	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees;
 }
 
 /* Writes one report over the given processes (all of them when only is NULL). */
-static int write_report(struct leaks *l, const char *reason, struct proc_state *only)
+static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only)
 {
 	struct gs_leak_report r = {
 		.reason = reason,
@@ -313,11 +174,11 @@ static int write_report(struct leaks *l, const char *reason, struct proc_state *
 	};
 	int err = 0;
 
-	r.procs = calloc(l->nr_procs + 1, sizeof(*r.procs));
+	r.procs = calloc(l->mem.nr_procs + 1, sizeof(*r.procs));
 	if (!r.procs)
 		return -ENOMEM;
-	for (size_t i = 0; i < l->nr_procs && !err; i++) {
-		struct proc_state *p = &l->procs[i];
+	for (size_t i = 0; i < l->mem.nr_procs && !err; i++) {
+		struct gs_mem_proc *p = &l->mem.procs[i];
 
 		if ((only && p != only) || (!only && !has_anything(p)))
 			continue;
@@ -345,20 +206,16 @@ static int write_report(struct leaks *l, const char *reason, struct proc_state *
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct leaks *l = ctx;
-	struct proc_state *p = find_proc(l, pid);
+	struct gs_mem_proc *p = gs_mem_accounting__find(&l->mem, pid);
 
-	if (!p) {
-		/* a target that never allocated still gets its (empty) exit report */
-		if (exec || !(p = get_proc(l, pid)))
-			return;
-	}
-	write_report(l, exec ? "exec" : "exit", p);
-	if (exec) {
-		gs_alloc_table__clear(p->allocs);
+	/* a target that never allocated still gets its (empty) exit report */
+	if (!p && (exec || !(p = gs_mem_accounting__get(&l->mem, pid))))
 		return;
-	}
-	free_proc(p);
-	*p = l->procs[--l->nr_procs];
+	write_report(l, exec ? "exec" : "exit", p);
+	if (exec)
+		gs_alloc_table__clear(p->allocs);
+	else
+		gs_mem_accounting__remove(&l->mem, p);
 }
 
 static const struct argp_option leaks_options[] = {
@@ -503,6 +360,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		gs_err("out of memory");
 		goto out_free;
 	}
+	gs_mem_accounting__init(&l.mem, l.stacks);
 	if (gs_tracker__start(l.tracker))
 		goto out_free;
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
@@ -515,9 +373,7 @@ int gs_cmd_leaks(int argc, char **argv)
 	}
 
 out_free:
-	for (size_t i = 0; i < l.nr_procs; i++)
-		free_proc(&l.procs[i]);
-	free(l.procs);
+	gs_mem_accounting__release(&l.mem);
 	gs_stack_table__free(l.stacks);
 	gs_tracker__free(l.tracker);
 out_close:

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
 	make gcc g++ clang llvm pkg-config
 	libbpf-dev bpftool
-	libelf-dev
+	libelf-dev zlib1g-dev
 	python3 jq
 )
 

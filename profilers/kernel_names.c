@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* kernel_names.c: registrations, CUDA 13 handles, driver handles, then exact symbols. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profilers/kernel_names.h"
+#include "user/addr_map.h"
+#include "user/demangle.h"
+#include "user/log.h"
+#include "user/proc_mem.h"
+#include "user/symcache.h"
+
+#define MAX_KERNEL_NAME 4096
+
+struct gs_kernel_names {
+	struct gs_symcache *symcache;	/* borrowed */
+	struct gs_addr_map *registered; /* host function -> owned demangled name */
+	struct gs_addr_map *handles;	/* cudaKernel_t -> host function */
+	struct gs_addr_map *functions;	/* CUfunction/CUkernel -> owned demangled name */
+	struct gs_addr_map *resolved;	/* launched pointer -> owned name (cache) */
+	char unknown[64];
+};
+
+static void free_name(uint64_t value)
+{
+	free((char *)(uintptr_t)value);
+}
+
+struct gs_kernel_names *gs_kernel_names__new(struct gs_symcache *symcache)
+{
+	struct gs_kernel_names *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->symcache = symcache;
+	k->registered = gs_addr_map__new();
+	k->handles = gs_addr_map__new();
+	k->functions = gs_addr_map__new();
+	k->resolved = gs_addr_map__new();
+	if (!k->registered || !k->handles || !k->functions || !k->resolved) {
+		gs_kernel_names__free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void gs_kernel_names__free(struct gs_kernel_names *k)
+{
+	if (!k)
+		return;
+	if (k->registered)
+		gs_addr_map__for_each_value(k->registered, free_name);
+	if (k->functions)
+		gs_addr_map__for_each_value(k->functions, free_name);
+	if (k->resolved)
+		gs_addr_map__for_each_value(k->resolved, free_name);
+	gs_addr_map__free(k->registered);
+	gs_addr_map__free(k->handles);
+	gs_addr_map__free(k->functions);
+	gs_addr_map__free(k->resolved);
+	free(k);
+}
+
+/* Demangles when it can; takes ownership of nothing, returns an owned string. */
+static char *readable(const char *mangled)
+{
+	char *d = gs_demangle(mangled);
+
+	return d ? d : strdup(mangled);
+}
+
+static void put_owned(struct gs_addr_map *m, pid_t pid, uint64_t key, char *name)
+{
+	uint64_t old;
+
+	if (!name)
+		return;
+	if (gs_addr_map__get(m, pid, key, &old))
+		free_name(old);
+	if (gs_addr_map__set(m, pid, key, (uint64_t)(uintptr_t)name))
+		free(name);
+}
+
+void gs_kernel_names__add_registration(struct gs_kernel_names *k, pid_t pid, uint64_t host_fun,
+				       uint64_t name_addr)
+{
+	const struct gs_maps *maps = gs_symcache__maps(k->symcache, pid);
+	char mangled[MAX_KERNEL_NAME];
+
+	/* a library registering its kernels was just mapped: the snapshot may predate it */
+	if (maps && gs_read_process_string(maps, name_addr, mangled, sizeof(mangled)) &&
+	    gs_symcache__refresh(k->symcache, pid) == 0)
+		maps = gs_symcache__maps(k->symcache, pid);
+	if (!maps || gs_read_process_string(maps, name_addr, mangled, sizeof(mangled)) ||
+	    !*mangled) {
+		gs_dbg("pid %d: unreadable kernel name at 0x%" PRIx64, (int)pid, name_addr);
+		return;
+	}
+	put_owned(k->registered, pid, host_fun, readable(mangled));
+}
+
+void gs_kernel_names__add_handle(struct gs_kernel_names *k, pid_t pid, uint64_t handle,
+				 uint64_t host_fun)
+{
+	if (handle && handle != host_fun)
+		gs_addr_map__set(k->handles, pid, handle, host_fun);
+}
+
+void gs_kernel_names__add_function(struct gs_kernel_names *k, pid_t pid, uint64_t handle,
+				   const char *mangled)
+{
+	if (handle && *mangled)
+		put_owned(k->functions, pid, handle, readable(mangled));
+}
+
+/* An owned name for func, or NULL when no source knows it. */
+static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
+{
+	uint64_t host = func, name;
+	struct gs_frame frame;
+
+	if (gs_addr_map__get(k->functions, pid, func, &name))
+		return strdup((const char *)(uintptr_t)name);
+	gs_addr_map__get(k->handles, pid, func, &host);
+	if (gs_addr_map__get(k->registered, pid, host, &name))
+		return strdup((const char *)(uintptr_t)name);
+	/* a kernel's host function is launched by its entry address: anything else is a guess */
+	gs_symcache__resolve(k->symcache, pid, host, &frame);
+	if (frame.symbol && frame.offset == 0)
+		return strdup(frame.symbol);
+	return NULL;
+}
+
+const char *gs_kernel_names__resolve(struct gs_kernel_names *k, pid_t pid, uint64_t func)
+{
+	uint64_t cached;
+	char *name;
+
+	if (gs_addr_map__get(k->resolved, pid, func, &cached))
+		return (const char *)(uintptr_t)cached;
+	name = lookup(k, pid, func);
+	/* unknowns are not cached: a registration or handle may still name them later */
+	if (name && gs_addr_map__set(k->resolved, pid, func, (uint64_t)(uintptr_t)name) == 0)
+		return name;
+	snprintf(k->unknown, sizeof(k->unknown), "unknown 0x%" PRIx64, func);
+	free(name);
+	return k->unknown;
+}
+
+void gs_kernel_names__forget(struct gs_kernel_names *k, pid_t pid)
+{
+	gs_addr_map__forget_pid(k->registered, pid, free_name);
+	gs_addr_map__forget_pid(k->handles, pid, NULL);
+	gs_addr_map__forget_pid(k->functions, pid, free_name);
+	gs_addr_map__forget_pid(k->resolved, pid, free_name);
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* mem_accounting.h: CUDA memory each process holds, built from allocation/free records. */
+#ifndef GS_MEM_ACCOUNTING_H
+#define GS_MEM_ACCOUNTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "bpf/gs_event.h"
+#include "user/alloc_table.h"
+
+struct gs_stack_table;
+
+#define GS_PENDING_FREES 64 /* frees whose return we still wait for, per process */
+
+/* failed allocation calls from one stack with one error */
+struct gs_fail_group {
+	uint64_t count;
+	uint64_t bytes_requested;
+	uint32_t stack_id;
+	uint16_t api;
+	int32_t ret;
+};
+
+struct gs_pending_free {
+	uint32_t tid;
+	struct gs_alloc alloc;
+};
+
+struct gs_mem_proc {
+	pid_t pid;
+	struct gs_alloc_table *allocs;
+	uint64_t failed_allocations, failed_frees, unknown_frees;
+	struct gs_fail_group *fails;
+	size_t nr_fails;
+	struct gs_pending_free pending[GS_PENDING_FREES];
+	size_t next_pending;
+};
+
+struct gs_mem_accounting {
+	struct gs_stack_table *stacks; /* borrowed: stack ids index it */
+	struct gs_mem_proc *procs;
+	size_t nr_procs, cap_procs;
+};
+
+void gs_mem_accounting__init(struct gs_mem_accounting *a, struct gs_stack_table *stacks);
+void gs_mem_accounting__release(struct gs_mem_accounting *a);
+
+struct gs_mem_proc *gs_mem_accounting__find(struct gs_mem_accounting *a, pid_t pid);
+/* Finds or creates; NULL on allocation failure. Pointers stay valid until a removal. */
+struct gs_mem_proc *gs_mem_accounting__get(struct gs_mem_accounting *a, pid_t pid);
+void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *p);
+
+/*
+ * Applies a record. alloc interns the stack (its id in *stack_id when given) and returns
+ * 0 or -ENOMEM; a failed call is counted by stack and error, not held.
+ */
+int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_alloc *e,
+			     uint32_t *stack_id);
+void gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_free *e);
+/* A failed free leaves the allocation in place: it is restored. */
+void gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_mem_free_ret *e);
+
+#endif /* GS_MEM_ACCOUNTING_H */
