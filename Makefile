@@ -31,6 +31,8 @@ LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
 CLI_SRCS := $(wildcard profilers/*.c)
 CLI_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(CLI_SRCS))
 LIB := $(OUTPUT)/libgpusnoop.a
+# unit tests link the profilers' pure modules too (everything but the CLI's main)
+PROFILER_OBJS := $(filter-out $(OUTPUT)/profilers/main.o,$(CLI_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -71,10 +73,10 @@ gpusnoop: $(CLI_OBJS) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/tests/test_%: tests/unit/test_%.c tests/unit/harness.h $(LIB) $(FIXTURES)
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c tests/unit/harness.h $(PROFILER_OBJS) $(LIB) $(FIXTURES)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -DGS_FIXTURES='"$(OUTPUT)/fixtures"' $< $(LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) -DGS_FIXTURES='"$(OUTPUT)/fixtures"' $< $(PROFILER_OBJS) $(LIB) $(LDLIBS) -o $@
 
 $(OUTPUT):
 	$(Q)mkdir -p $@

@@ -12,6 +12,8 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{ "leaks", "outstanding CUDA allocations per process, grouped by stack", gs_cmd_leaks },
+	{ "record", "CUDA launches, syncs, copies and memory as a Perfetto timeline",
+	  gs_cmd_record },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

@@ -123,3 +123,9 @@ void gs_json__bool(struct gs_json *j, const char *key, bool value)
 	key_prefix(j, key);
 	fputs(value ? "true" : "false", j->f);
 }
+
+void gs_json__raw(struct gs_json *j, const char *key, const char *text)
+{
+	key_prefix(j, key);
+	fputs(text, j->f);
+}

@@ -26,6 +26,8 @@ void gs_json__u64(struct gs_json *j, const char *key, uint64_t value);
 void gs_json__i64(struct gs_json *j, const char *key, int64_t value);
 void gs_json__double(struct gs_json *j, const char *key, double value);
 void gs_json__bool(struct gs_json *j, const char *key, bool value);
+/* Writes text as the value verbatim: the caller guarantees it is valid JSON. */
+void gs_json__raw(struct gs_json *j, const char *key, const char *text);
 
 /* Writes s as a JSON string literal, quotes included. */
 void gs_json_write_string(FILE *f, const char *s);

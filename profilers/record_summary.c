@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* record_summary.c: bounded counters: one entry per kernel name and per process. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profilers/leak_report.h"
+#include "profilers/record_summary.h"
+
+#define TOP_KERNELS 10
+
+struct kernel_count {
+	char *name;
+	uint64_t launches;
+};
+
+struct proc_sync {
+	pid_t pid;
+	char comm[16];
+	struct gs_histogram durations;
+};
+
+struct gs_record_summary {
+	struct kernel_count *kernels; /* open addressing by name */
+	size_t nr_kernels, nr_slots;
+	struct proc_sync *syncs;
+	size_t nr_syncs;
+	uint64_t copy_bytes[GS_COPY__MAX], copy_calls[GS_COPY__MAX];
+};
+
+struct gs_record_summary *gs_record_summary__new(void)
+{
+	struct gs_record_summary *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->nr_slots = 64;
+	s->kernels = calloc(s->nr_slots, sizeof(*s->kernels));
+	if (!s->kernels) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void gs_record_summary__free(struct gs_record_summary *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nr_slots; i++)
+		free(s->kernels[i].name);
+	free(s->kernels);
+	free(s->syncs);
+	free(s);
+}
+
+static size_t name_hash(const char *name, size_t nr_slots)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return (size_t)h & (nr_slots - 1);
+}
+
+static struct kernel_count *slot_for(struct kernel_count *slots, size_t nr_slots, const char *name)
+{
+	size_t i = name_hash(name, nr_slots);
+
+	while (slots[i].name && strcmp(slots[i].name, name))
+		i = (i + 1) & (nr_slots - 1);
+	return &slots[i];
+}
+
+static void grow_kernels(struct gs_record_summary *s)
+{
+	size_t nr_slots = s->nr_slots * 2;
+	struct kernel_count *slots = calloc(nr_slots, sizeof(*slots));
+
+	if (!slots)
+		return; /* keep the old table: it still has room, only denser */
+	for (size_t i = 0; i < s->nr_slots; i++)
+		if (s->kernels[i].name)
+			*slot_for(slots, nr_slots, s->kernels[i].name) = s->kernels[i];
+	free(s->kernels);
+	s->kernels = slots;
+	s->nr_slots = nr_slots;
+}
+
+void gs_record_summary__launch(struct gs_record_summary *s, const char *kernel)
+{
+	struct kernel_count *k;
+
+	if ((s->nr_kernels + 1) * 2 > s->nr_slots)
+		grow_kernels(s);
+	k = slot_for(s->kernels, s->nr_slots, kernel);
+	if (!k->name) {
+		if (s->nr_kernels + 1 >= s->nr_slots || !(k->name = strdup(kernel)))
+			return;
+		s->nr_kernels++;
+	}
+	k->launches++;
+}
+
+void gs_record_summary__sync(struct gs_record_summary *s, pid_t pid, const char *comm,
+			     uint64_t dur_ns)
+{
+	struct proc_sync *p = NULL, *grown;
+
+	for (size_t i = 0; i < s->nr_syncs && !p; i++)
+		if (s->syncs[i].pid == pid)
+			p = &s->syncs[i];
+	if (!p) {
+		grown = realloc(s->syncs, (s->nr_syncs + 1) * sizeof(*grown));
+		if (!grown)
+			return;
+		s->syncs = grown;
+		p = &s->syncs[s->nr_syncs++];
+		p->pid = pid;
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		gs_histogram__init(&p->durations);
+	}
+	gs_histogram__add(&p->durations, dur_ns);
+}
+
+void gs_record_summary__copy(struct gs_record_summary *s, unsigned int kind, uint64_t bytes)
+{
+	if (kind >= GS_COPY__MAX)
+		return;
+	s->copy_bytes[kind] += bytes;
+	s->copy_calls[kind]++;
+}
+
+static int cmp_launches(const void *a, const void *b)
+{
+	const struct kernel_count *x = a, *y = b;
+
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void print_kernels(const struct gs_record_summary *s, FILE *f)
+{
+	struct kernel_count *sorted = calloc(s->nr_kernels + 1, sizeof(*sorted));
+	size_t n = 0;
+
+	if (!sorted)
+		return;
+	for (size_t i = 0; i < s->nr_slots; i++)
+		if (s->kernels[i].name)
+			sorted[n++] = s->kernels[i];
+	qsort(sorted, n, sizeof(*sorted), cmp_launches);
+	fprintf(f, "  kernels by launches:\n");
+	for (size_t i = 0; i < n && i < TOP_KERNELS; i++)
+		fprintf(f, "    %10" PRIu64 "  %s\n", sorted[i].launches, sorted[i].name);
+	if (n > TOP_KERNELS)
+		fprintf(f, "    ... %zu more kernels\n", n - TOP_KERNELS);
+	free(sorted);
+}
+
+void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
+			      uint64_t dropped, double seconds)
+{
+	char bytes[32];
+
+	fprintf(f, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n", events,
+		seconds, dropped);
+	if (s->nr_kernels)
+		print_kernels(s, f);
+	for (size_t i = 0; i < s->nr_syncs; i++) {
+		const struct gs_histogram *h = &s->syncs[i].durations;
+
+		fprintf(f,
+			"  sync: pid %d (%s): %" PRIu64 " calls, total %.3f ms, p50 %.3f ms, "
+			"p99 %.3f ms\n",
+			(int)s->syncs[i].pid, s->syncs[i].comm, h->count, (double)h->sum / 1e6,
+			(double)gs_histogram__quantile(h, 0.50) / 1e6,
+			(double)gs_histogram__quantile(h, 0.99) / 1e6);
+	}
+	for (unsigned int k = 0; k < GS_COPY__MAX; k++) {
+		if (!s->copy_calls[k])
+			continue;
+		gs_format_bytes(s->copy_bytes[k], bytes, sizeof(bytes));
+		fprintf(f, "  copies %-7s %12s in %" PRIu64 " calls\n", gs_copy_kind_name(k), bytes,
+			s->copy_calls[k]);
+	}
+	if (dropped)
+		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
+			dropped);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* record_summary.h: what `gpusnoop record` prints on stderr at the end of a recording. */
+#ifndef GS_RECORD_SUMMARY_H
+#define GS_RECORD_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "profilers/cuda_api.h"
+#include "user/histogram.h"
+
+struct gs_record_summary;
+
+struct gs_record_summary *gs_record_summary__new(void);
+void gs_record_summary__free(struct gs_record_summary *s);
+
+void gs_record_summary__launch(struct gs_record_summary *s, const char *kernel);
+void gs_record_summary__sync(struct gs_record_summary *s, pid_t pid, const char *comm,
+			     uint64_t dur_ns);
+void gs_record_summary__copy(struct gs_record_summary *s, unsigned int kind, uint64_t bytes);
+
+/* Top kernels, sync time per process (total, p50, p99), bytes per copy kind, drops. */
+void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
+			      uint64_t dropped, double seconds);
+
+#endif /* GS_RECORD_SUMMARY_H */

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* chrome_trace.c: {"traceEvents":[...],"displayTimeUnit":"ns","metadata":{...}} streamed. */
+#include <inttypes.h>
+#include "stitch/chrome_trace.h"
+
+enum { IN_EVENTS, IN_METADATA, FINISHED };
+
+void gs_chrome_trace_format_us(uint64_t ns, char *buf, size_t len)
+{
+	/* integer arithmetic: a double loses nanoseconds on an uptime of days */
+	snprintf(buf, len, "%" PRIu64 ".%03u", ns / 1000, (unsigned int)(ns % 1000));
+}
+
+void gs_chrome_trace__begin(struct gs_chrome_trace *t, FILE *f)
+{
+	gs_json__init(&t->json, f);
+	t->nr_events = 0;
+	t->state = IN_EVENTS;
+	gs_json__begin_object(&t->json, NULL);
+	gs_json__string(&t->json, "displayTimeUnit", "ns");
+	gs_json__begin_array(&t->json, "traceEvents");
+}
+
+struct gs_json *gs_chrome_trace__event(struct gs_chrome_trace *t, const char *ph, const char *name,
+				       const char *cat, int64_t pid, int64_t tid, uint64_t ts_ns)
+{
+	struct gs_json *j = &t->json;
+	char ts[32];
+
+	fputc('\n', j->f); /* one event per line: greppable, and diffs stay readable */
+	gs_json__begin_object(j, NULL);
+	gs_json__string(j, "ph", ph);
+	gs_json__string(j, "name", name);
+	if (cat)
+		gs_json__string(j, "cat", cat);
+	gs_json__i64(j, "pid", pid);
+	gs_json__i64(j, "tid", tid);
+	gs_chrome_trace_format_us(ts_ns, ts, sizeof(ts));
+	gs_json__raw(j, "ts", ts);
+	return j;
+}
+
+void gs_chrome_trace__end_event(struct gs_chrome_trace *t)
+{
+	gs_json__end_object(&t->json);
+	t->nr_events++;
+}
+
+static void metadata_event(struct gs_chrome_trace *t, const char *what, int64_t pid, int64_t tid,
+			   const char *name)
+{
+	struct gs_json *j = gs_chrome_trace__event(t, "M", what, NULL, pid, tid, 0);
+
+	gs_json__begin_object(j, "args");
+	gs_json__string(j, "name", name);
+	gs_json__end_object(j);
+	gs_chrome_trace__end_event(t);
+}
+
+void gs_chrome_trace__process_name(struct gs_chrome_trace *t, int64_t pid, const char *name)
+{
+	metadata_event(t, "process_name", pid, 0, name);
+}
+
+void gs_chrome_trace__thread_name(struct gs_chrome_trace *t, int64_t pid, int64_t tid,
+				  const char *name)
+{
+	metadata_event(t, "thread_name", pid, tid, name);
+}
+
+void gs_chrome_trace__counter(struct gs_chrome_trace *t, int64_t pid, const char *name,
+			      uint64_t ts_ns, const char *series, uint64_t value)
+{
+	struct gs_json *j = gs_chrome_trace__event(t, "C", name, NULL, pid, 0, ts_ns);
+
+	gs_json__begin_object(j, "args");
+	gs_json__u64(j, series, value);
+	gs_json__end_object(j);
+	gs_chrome_trace__end_event(t);
+}
+
+struct gs_json *gs_chrome_trace__metadata(struct gs_chrome_trace *t)
+{
+	if (t->state == IN_EVENTS) {
+		fputc('\n', t->json.f);
+		gs_json__end_array(&t->json);
+		gs_json__begin_object(&t->json, "metadata");
+		t->state = IN_METADATA;
+	}
+	return &t->json;
+}
+
+void gs_chrome_trace__finish(struct gs_chrome_trace *t)
+{
+	if (t->state == FINISHED)
+		return;
+	if (t->state == IN_EVENTS) {
+		fputc('\n', t->json.f);
+		gs_json__end_array(&t->json);
+	} else {
+		gs_json__end_object(&t->json);
+	}
+	gs_json__end_object(&t->json);
+	fputc('\n', t->json.f);
+	t->state = FINISHED;
+}

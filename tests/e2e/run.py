@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""run.py: every end-to-end test module, one summary line (names on the command line filter)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import test_leaks  # noqa: E402,F401  (registers its tests)
+import test_record  # noqa: E402,F401
+
+if __name__ == "__main__":
+    sys.exit(harness.main())
