@@ -7,7 +7,9 @@
 #include "profilers/kernel_names.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
+#include "user/elf_file.h"
 #include "user/log.h"
+#include "user/proc_maps.h"
 #include "user/proc_mem.h"
 #include "user/symcache.h"
 
@@ -19,6 +21,7 @@ struct gs_kernel_names {
 	struct gs_addr_map *handles;	/* cudaKernel_t -> host function */
 	struct gs_addr_map *functions;	/* CUfunction/CUkernel -> owned demangled name */
 	struct gs_addr_map *resolved;	/* launched pointer -> owned name (cache) */
+	struct gs_addr_map *misses;	/* launched pointers no source named, after a scan */
 	char unknown[64];
 };
 
@@ -38,7 +41,8 @@ struct gs_kernel_names *gs_kernel_names__new(struct gs_symcache *symcache)
 	k->handles = gs_addr_map__new();
 	k->functions = gs_addr_map__new();
 	k->resolved = gs_addr_map__new();
-	if (!k->registered || !k->handles || !k->functions || !k->resolved) {
+	k->misses = gs_addr_map__new();
+	if (!k->registered || !k->handles || !k->functions || !k->resolved || !k->misses) {
 		gs_kernel_names__free(k);
 		return NULL;
 	}
@@ -59,6 +63,7 @@ void gs_kernel_names__free(struct gs_kernel_names *k)
 	gs_addr_map__free(k->handles);
 	gs_addr_map__free(k->functions);
 	gs_addr_map__free(k->resolved);
+	gs_addr_map__free(k->misses);
 	free(k);
 }
 
@@ -114,6 +119,36 @@ void gs_kernel_names__add_function(struct gs_kernel_names *k, pid_t pid, uint64_
 		put_owned(k->functions, pid, handle, readable(mangled));
 }
 
+/*
+ * A process attached after its kernels were registered and their CUDA 13 handles made:
+ * read each `__device_stub__<kernel>::__handle` static of the objects it maps.
+ */
+static void read_handle_statics(struct gs_kernel_names *k, pid_t pid)
+{
+	const struct gs_maps *maps = gs_symcache__maps(k->symcache, pid);
+
+	for (size_t i = 0; maps && i < maps->nr; i++) {
+		const struct gs_mapping *m = &maps->mappings[i];
+		const struct gs_elf_kernel_handle *h;
+		struct gs_elf *elf;
+		uint64_t vaddr;
+		size_t n;
+
+		/* one mapping per file suffices: the one holding its first page gives the bias */
+		if (!m->path || m->pgoff != 0 || !(elf = gs_symcache__elf(k->symcache, maps, m)))
+			continue;
+		n = gs_elf__kernel_handles(elf, &h);
+		if (!n || gs_elf__offset_to_vaddr(elf, 0, &vaddr))
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			uint64_t handle = 0, at = h[j].vaddr - vaddr + m->start;
+
+			if (!gs_read_process_memory(maps, at, &handle, sizeof(handle)) && handle)
+				put_owned(k->functions, pid, handle, readable(h[j].kernel));
+		}
+	}
+}
+
 /* An owned name for func, or NULL when no source knows it. */
 static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 {
@@ -129,9 +164,15 @@ static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 	gs_symcache__resolve(k->symcache, pid, host, &frame);
 	if (frame.symbol && frame.offset == 0)
 		return strdup(frame.symbol);
+	/* once per unknown pointer: it may be a handle made before we attached */
+	if (!gs_addr_map__get(k->misses, pid, func, &name)) {
+		gs_addr_map__set(k->misses, pid, func, 1);
+		read_handle_statics(k, pid);
+		if (gs_addr_map__get(k->functions, pid, func, &name))
+			return strdup((const char *)(uintptr_t)name);
+	}
 	return NULL;
 }
-
 const char *gs_kernel_names__resolve(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 {
 	uint64_t cached;
@@ -154,4 +195,5 @@ void gs_kernel_names__forget(struct gs_kernel_names *k, pid_t pid)
 	gs_addr_map__forget_pid(k->handles, pid, NULL);
 	gs_addr_map__forget_pid(k->functions, pid, free_name);
 	gs_addr_map__forget_pid(k->resolved, pid, free_name);
+	gs_addr_map__forget_pid(k->misses, pid, NULL);
 }

@@ -28,7 +28,52 @@ struct gs_elf {
 	struct elf_segment *segs;
 	size_t nr_segs;
 	char *interp;
+	struct gs_elf_kernel_handle *handles;
+	size_t nr_handles;
 };
+
+#define STUB_PREFIX   "__device_stub__"
+#define HANDLE_SUFFIX "E8__handle"
+
+/*
+ * _ZZ27__device_stub__Z7add_onePfiPfiE8__handle: after "_ZZ", the length-prefixed stub name
+ * "__device_stub__Z7add_onePfi" (the kernel's mangled name less its leading '_'), its
+ * parameter types, then the static's name. Returns the kernel's mangled name, owned.
+ */
+static char *kernel_of_handle_static(const char *name)
+{
+	size_t len = strlen(name), stub_len;
+	char *end, *kernel;
+
+	if (strncmp(name, "_ZZ", 3) || len < strlen(HANDLE_SUFFIX) ||
+	    strcmp(name + len - strlen(HANDLE_SUFFIX), HANDLE_SUFFIX))
+		return NULL;
+	stub_len = strtoul(name + 3, &end, 10);
+	if (end == name + 3 || stub_len <= strlen(STUB_PREFIX) ||
+	    (size_t)(end - name) + stub_len > len || strncmp(end, STUB_PREFIX, strlen(STUB_PREFIX)))
+		return NULL;
+	kernel = malloc(stub_len - strlen(STUB_PREFIX) + 2);
+	if (!kernel)
+		return NULL;
+	kernel[0] = '_';
+	memcpy(kernel + 1, end + strlen(STUB_PREFIX), stub_len - strlen(STUB_PREFIX));
+	kernel[stub_len - strlen(STUB_PREFIX) + 1] = '\0';
+	return kernel;
+}
+
+static int add_kernel_handle(struct gs_elf *elf, uint64_t vaddr, char *kernel)
+{
+	struct gs_elf_kernel_handle *grown =
+		realloc(elf->handles, (elf->nr_handles + 1) * sizeof(*grown));
+
+	if (!grown) {
+		free(kernel);
+		return -ENOMEM;
+	}
+	elf->handles = grown;
+	elf->handles[elf->nr_handles++] = (struct gs_elf_kernel_handle){ vaddr, kernel };
+	return 0;
+}
 
 static int binding_rank(int binding)
 {
@@ -62,8 +107,18 @@ static int add_symbols(struct gs_elf *elf, Elf *e, Elf_Scn *scn, GElf_Shdr *shdr
 		if (!gelf_getsym(data, (int)i, &sym))
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_value)
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		if (type == STT_OBJECT && sym.st_size == sizeof(uint64_t)) {
+			char *kernel;
+
+			name = elf_strptr(e, shdr->sh_link, sym.st_name);
+			kernel = name ? kernel_of_handle_static(name) : NULL;
+			if (kernel && add_kernel_handle(elf, sym.st_value, kernel))
+				return -ENOMEM;
+			continue;
+		}
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
 		name = elf_strptr(e, shdr->sh_link, sym.st_name);
 		if (!name || !*name)
@@ -182,6 +237,9 @@ void gs_elf__free(struct gs_elf *elf)
 			free(elf->syms[i].demangled);
 		free(elf->syms[i].name);
 	}
+	for (size_t i = 0; i < elf->nr_handles; i++)
+		free(elf->handles[i].kernel);
+	free(elf->handles);
 	free(elf->syms);
 	free(elf->segs);
 	free(elf->interp);
@@ -264,4 +322,10 @@ const char *gs_elf__interp(const struct gs_elf *elf)
 size_t gs_elf__nr_symbols(const struct gs_elf *elf)
 {
 	return elf->nr_syms;
+}
+
+size_t gs_elf__kernel_handles(const struct gs_elf *elf, const struct gs_elf_kernel_handle **out)
+{
+	*out = elf->handles;
+	return elf->nr_handles;
 }

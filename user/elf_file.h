@@ -25,6 +25,17 @@ int gs_elf__offset_to_vaddr(const struct gs_elf *elf, uint64_t offset, uint64_t 
  */
 const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_offset);
 
+/*
+ * nvcc caches each kernel's CUDA 13 handle in a local static of its device stub,
+ * `__device_stub__<kernel>::__handle` (mangled _ZZ<n>__device_stub__...E8__handle): where
+ * that static is and which kernel (mangled) it belongs to. Only in files with a .symtab.
+ */
+struct gs_elf_kernel_handle {
+	uint64_t vaddr;
+	char *kernel;
+};
+size_t gs_elf__kernel_handles(const struct gs_elf *elf, const struct gs_elf_kernel_handle **out);
+
 /* PT_INTERP of an executable (borrowed), or NULL. */
 const char *gs_elf__interp(const struct gs_elf *elf);
 size_t gs_elf__nr_symbols(const struct gs_elf *elf);

@@ -44,6 +44,7 @@ static int parse_line(char *line, struct gs_mapping *m)
 		return -EINVAL;
 	m->dev = makedev(major, minor);
 	m->exec = perms[2] == 'x';
+	m->writable = perms[1] == 'w';
 	if (!path_at || line[path_at] == '\0')
 		return 0;
 	len = strlen(line + path_at);

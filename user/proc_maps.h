@@ -14,6 +14,7 @@ struct gs_mapping {
 	uint64_t dev;	     /* makedev(major, minor) */
 	uint64_t inode;
 	bool exec;
+	bool writable;
 	bool deleted; /* the file was unlinked or replaced since it was mapped */
 	char *path;   /* unescaped, without " (deleted)"; NULL for anonymous memory */
 };

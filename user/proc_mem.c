@@ -53,7 +53,8 @@ static ssize_t read_some(const struct gs_maps *maps, uint64_t addr, void *buf, s
 	const struct gs_mapping *m = gs_maps__find(maps, addr);
 	ssize_t n = -ENOENT;
 
-	if (m && m->path)
+	/* a private writable mapping (.data, .bss) no longer matches its file once written */
+	if (m && m->path && !m->writable)
 		n = read_mapped_file(maps, m, addr, buf, len);
 	if (n <= 0)
 		n = read_proc_mem(maps->pid, addr, buf, len);

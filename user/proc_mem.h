@@ -9,9 +9,10 @@
 struct gs_maps;
 
 /*
- * Reads the NUL-terminated string at addr into buf (truncated to len - 1). A file-backed
- * address is read from the file: its page may not be faulted in yet, which defeats
- * bpf_probe_read_user (notes §4); other memory through /proc/PID/mem. Returns 0 or -errno.
+ * Reads the NUL-terminated string at addr into buf (truncated to len - 1). An address in a
+ * read-only file mapping is read from the file: its page may not be faulted in yet, which
+ * defeats bpf_probe_read_user (notes §4); other memory through /proc/PID/mem. Returns 0 or
+ * -errno.
  */
 int gs_read_process_string(const struct gs_maps *maps, uint64_t addr, char *buf, size_t len);
 /* Reads len bytes at addr the same way. Returns 0 or -errno. */

@@ -11,6 +11,10 @@
 /* as nvcc emits it: the mangled name in .rodata, read from the file by the resolver */
 static const char registered_name[] = "_Z11gemm_kernelPfi";
 
+/* what nvcc 13 leaves in .bss for `relu_kernel(float*, int)` once it was launched */
+static volatile uint64_t relu_handle __asm__("_ZZ32__device_stub__Z11relu_kernelPfiPfiE8__handle")
+	__attribute__((used));
+
 __attribute__((noinline, used)) void host_shadow(void)
 {
 	__asm__ volatile("" ::: "memory");
@@ -82,6 +86,20 @@ GS_TEST(symbols_only_at_a_function_entry)
 	teardown(&f);
 }
 
+GS_TEST(handles_made_before_attach_are_read_from_the_stub_statics)
+{
+	struct fixture f;
+
+	if (!GS_EXPECT(setup(&f)))
+		return;
+	relu_handle = 0xabc0;
+	GS_EXPECT_STR_EQ(gs_kernel_names__resolve(f.names, getpid(), 0xabc0),
+			 "relu_kernel(float*, int)");
+	/* a pointer no static holds stays unknown */
+	GS_EXPECT_STR_EQ(gs_kernel_names__resolve(f.names, getpid(), 0xabc8), "unknown 0xabc8");
+	teardown(&f);
+}
+
 GS_TEST(forget_drops_a_process)
 {
 	struct fixture f;
@@ -128,4 +146,5 @@ GS_TEST(addr_map_set_get_forget)
 
 GS_TEST_MAIN(registration_names_the_host_function_and_its_handle,
 	     driver_handles_carry_their_lookup_name, symbols_only_at_a_function_entry,
-	     forget_drops_a_process, addr_map_set_get_forget)
+	     handles_made_before_attach_are_read_from_the_stub_statics, forget_drops_a_process,
+	     addr_map_set_get_forget)
