@@ -75,14 +75,12 @@ int cuda_call_exit(struct pt_regs *ctx)
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_cuda_call *e;
 	struct call *c;
-	long nbytes = 0;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c)
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = gs_reserve(sizeof(*e));
 	if (!e) {
-		gs_count(GS_STAT_RINGBUF_FULL);
 		bpf_map_delete_elem(&calls, &tid);
 		return 0;
 	}
@@ -103,14 +101,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 		gs_count(GS_STAT_USER_READ_FAILED);
 	bpf_map_delete_elem(&calls, &tid);
 
-	if (e->flags & GS_CALL_F_USER_STACK) {
-		nbytes = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
-		if (nbytes < 0) {
-			gs_count(GS_STAT_STACK_FAILED);
-			nbytes = 0;
-		}
-	}
-	e->nr_frames = nbytes / sizeof(__u64);
+	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	bpf_ringbuf_submit(e, 0);

@@ -41,6 +41,28 @@ static __always_inline bool gs_is_target(__u32 pid)
 	return cfg_all_pids || bpf_map_lookup_elem(&targets, &pid);
 }
 
+/* A record in the shared ring buffer; a full buffer is counted, never silent. */
+static __always_inline void *gs_reserve(__u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e)
+		gs_count(GS_STAT_RINGBUF_FULL);
+	return e;
+}
+
+/* Fills frames[GS_MAX_STACK] with the user stack; returns the frame count (0 if it failed). */
+static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
+{
+	long nbytes = bpf_get_stack(ctx, frames, GS_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
+
+	if (nbytes < 0) {
+		gs_count(GS_STAT_STACK_FAILED);
+		return 0;
+	}
+	return nbytes / sizeof(__u64);
+}
+
 static __always_inline void gs_fill_hdr(struct gs_event_hdr *hdr, __u16 type, __u32 size,
 					__u64 pid_tgid)
 {

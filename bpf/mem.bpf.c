@@ -71,15 +71,13 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_mem_alloc *e;
 	struct call *c;
-	long nbytes;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_ALLOC)
 		return 0;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = gs_reserve(sizeof(*e));
 	if (!e) {
-		gs_count(GS_STAT_RINGBUF_FULL);
 		bpf_map_delete_elem(&calls, &tid);
 		return 0;
 	}
@@ -103,12 +101,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	bpf_map_delete_elem(&calls, &tid);
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
-	nbytes = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
-	if (nbytes < 0) {
-		gs_count(GS_STAT_STACK_FAILED);
-		nbytes = 0;
-	}
-	e->nr_frames = nbytes / sizeof(__u64);
+	e->nr_frames = gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_ALLOC,
 		    offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	bpf_ringbuf_submit(e, 0);
@@ -136,11 +129,9 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	if (gs_call_save(&calls, &c))
 		return 0;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		gs_count(GS_STAT_RINGBUF_FULL);
+	e = gs_reserve(sizeof(*e));
+	if (!e)
 		return 0;
-	}
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
 	e->ptr = ptr;
 	e->api = c.head.api;
@@ -156,7 +147,6 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_mem_free_ret *e;
 	struct call *c;
-	long nbytes = 0;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_FREE)
@@ -165,9 +155,8 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 		bpf_map_delete_elem(&calls, &tid);
 		return 0;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = gs_reserve(sizeof(*e));
 	if (!e) {
-		gs_count(GS_STAT_RINGBUF_FULL);
 		bpf_map_delete_elem(&calls, &tid);
 		return 0;
 	}
@@ -176,14 +165,7 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	e->api = c->head.api;
 	e->ret = (__s32)ret;
 	bpf_map_delete_elem(&calls, &tid);
-	if (cfg_free_returns) {
-		nbytes = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
-		if (nbytes < 0) {
-			gs_count(GS_STAT_STACK_FAILED);
-			nbytes = 0;
-		}
-	}
-	e->nr_frames = nbytes / sizeof(__u64);
+	e->nr_frames = cfg_free_returns ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
 		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
 		    pid_tgid);

@@ -13,12 +13,10 @@ const volatile bool cfg_report_all_execs = false;
 
 static __always_inline void emit(__u16 type, __u16 flags, __u64 pid_tgid)
 {
-	struct gs_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct gs_proc_event *e = gs_reserve(sizeof(*e));
 
-	if (!e) {
-		gs_count(GS_STAT_RINGBUF_FULL);
+	if (!e)
 		return;
-	}
 	gs_fill_hdr(&e->hdr, type, sizeof(*e), pid_tgid);
 	e->hdr.flags = flags;
 	bpf_ringbuf_submit(e, 0);

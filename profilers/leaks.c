@@ -13,6 +13,7 @@
 #include "profilers/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/alloc_table.h"
+#include "user/clock.h"
 #include "user/log.h"
 #include "user/stack_table.h"
 
@@ -34,21 +35,6 @@ struct leaks {
 	FILE *out;
 	int error; /* first fatal error inside a callback */
 };
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	stop_requested = sig;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void fatal(struct leaks *l, int err)
 {
@@ -168,7 +154,7 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 {
 	struct gs_leak_report r = {
 		.reason = reason,
-		.now_ns = now_ns(),
+		.now_ns = gs_clock_ns(CLOCK_MONOTONIC),
 		.min_age_s = l->opts.min_age_s,
 		.top = l->opts.top,
 	};
@@ -282,13 +268,13 @@ static const struct argp leaks_argp = {
 
 static int run_loop(struct leaks *l)
 {
-	uint64_t start = now_ns(), next_report = 0;
+	uint64_t start = gs_clock_ns(CLOCK_MONOTONIC), next_report = 0;
 	uint64_t duration_ns = (uint64_t)(l->opts.common.duration_s * 1e9);
 	uint64_t interval_ns = (uint64_t)(l->opts.interval_s * 1e9);
 
 	if (interval_ns)
 		next_report = start + interval_ns;
-	while (!stop_requested && !l->error) {
+	while (!gs_stop_requested && !l->error) {
 		uint64_t now;
 		int n = gs_tracker__poll(l->tracker, POLL_MS);
 
@@ -298,7 +284,7 @@ static int run_loop(struct leaks *l)
 		}
 		if (gs_tracker__done(l->tracker))
 			return 0;
-		now = now_ns();
+		now = gs_clock_ns(CLOCK_MONOTONIC);
 		if (duration_ns && now - start >= duration_ns)
 			break;
 		if (interval_ns && now >= next_report) {
@@ -323,15 +309,11 @@ int gs_cmd_leaks(int argc, char **argv)
 		.mem_free_ret = on_free_ret,
 		.proc_gone = on_proc_gone,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
 	int err, status = 1;
 
 	if (argp_parse(&leaks_argp, argc, argv, ARGP_IN_ORDER, NULL, &l.opts))
 		return 1;
-	gs_log_set_level(l.opts.common.verbosity >= 2	? GS_LOG_LIBBPF
-			 : l.opts.common.verbosity == 1 ? GS_LOG_DEBUG
-							: GS_LOG_INFO);
-	if (gs_common_opts__validate(&l.opts.common))
+	if (gs_common_opts__finish(&l.opts.common))
 		return 1;
 	l.out = stdout;
 	if (l.opts.common.output) {
@@ -341,18 +323,7 @@ int gs_cmd_leaks(int argc, char **argv)
 			return 1;
 		}
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	topts = (struct gs_tracker_opts){
-		.pids = l.opts.common.pids,
-		.nr_pids = l.opts.common.nr_pids,
-		.all = l.opts.common.all,
-		.argv = l.opts.common.argv,
-		.ringbuf_bytes = l.opts.common.ringbuf_bytes,
-		.families = GS_FAM_BIT(GS_FAM_MEM),
-	};
+	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));
 	if (gs_tracker__open(&l.tracker, &topts, &ops))
 		goto out_close;
 	l.stacks = gs_stack_table__new(gs_tracker__symcache(l.tracker));

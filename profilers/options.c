@@ -78,13 +78,40 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 
 const struct argp gs_common_argp = { options, parse, NULL, NULL, NULL, NULL, NULL };
 
-int gs_common_opts__validate(const struct gs_common_opts *opts)
+volatile sig_atomic_t gs_stop_requested;
+
+static void on_stop_signal(int sig)
 {
+	gs_stop_requested = sig;
+}
+
+int gs_common_opts__finish(const struct gs_common_opts *opts)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
 	int modes = (opts->nr_pids > 0) + opts->all + (opts->argv != NULL);
 
+	gs_log_set_level(opts->verbosity >= 2	? GS_LOG_LIBBPF
+			 : opts->verbosity == 1 ? GS_LOG_DEBUG
+						: GS_LOG_INFO);
 	if (modes != 1) {
 		gs_err("give exactly one of -p PID, -a or -- CMD ARGS");
 		return -EINVAL;
 	}
+	/* no SA_RESTART: a signal must interrupt the ring buffer poll */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error, reported */
 	return 0;
+}
+
+struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts, uint32_t families)
+{
+	return (struct gs_tracker_opts){
+		.pids = opts->pids,
+		.nr_pids = opts->nr_pids,
+		.all = opts->all,
+		.argv = opts->argv,
+		.ringbuf_bytes = opts->ringbuf_bytes,
+		.families = families,
+	};
 }

@@ -4,9 +4,12 @@
 #define GS_OPTIONS_H
 
 #include <argp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include "profilers/tracker.h"
 
 #define GS_MAX_PIDS 256
 
@@ -24,8 +27,17 @@ struct gs_common_opts {
 /* Pass as an argp child with the opts as input (see profilers/leaks.c). */
 extern const struct argp gs_common_argp;
 
-/* Checks that exactly one target mode was given; logs and returns -EINVAL otherwise. */
-int gs_common_opts__validate(const struct gs_common_opts *opts);
+/* Set by SIGINT/SIGTERM once gs_common_opts__finish() ran: the CLI's one flag. */
+extern volatile sig_atomic_t gs_stop_requested;
+
+/*
+ * After argp: applies -v, checks that exactly one target mode was given (logs and returns
+ * -EINVAL otherwise), and turns SIGINT/SIGTERM into gs_stop_requested.
+ */
+int gs_common_opts__finish(const struct gs_common_opts *opts);
+/* The tracker's view of the common options, probing the given API families. */
+struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts,
+					       uint32_t families);
 /* Parses a non-negative number of seconds ("2", "0.5"); -EINVAL on junk. */
 int gs_parse_seconds(const char *s, double *out);
 

@@ -20,6 +20,7 @@
 #include "profilers/tracker.h"
 #include "stitch/chrome_trace.h"
 #include "user/addr_map.h"
+#include "user/clock.h"
 #include "user/log.h"
 #include "user/out_file.h"
 #include "user/stack_table.h"
@@ -49,21 +50,6 @@ struct record {
 	uint64_t events;
 	int error;
 };
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	stop_requested = sig;
-}
-
-static uint64_t clock_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void fatal(struct record *r, int err)
 {
@@ -361,7 +347,7 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	gs_kernel_names__forget(r->names, pid);
 	if (p && exec) {
 		gs_alloc_table__clear(p->allocs);
-		memory_counter(r, pid, clock_ns(CLOCK_MONOTONIC));
+		memory_counter(r, pid, gs_clock_ns(CLOCK_MONOTONIC));
 	} else if (p) {
 		gs_mem_accounting__remove(&r->mem, p);
 	}
@@ -426,7 +412,7 @@ static int run_loop(struct record *r)
 	uint64_t last_status = r->start_mono_ns, last_events = 0;
 	int err = 0;
 
-	while (!stop_requested && !r->error) {
+	while (!gs_stop_requested && !r->error) {
 		uint64_t now;
 		int n = gs_tracker__poll(r->tracker, POLL_MS);
 
@@ -437,7 +423,7 @@ static int run_loop(struct record *r)
 		}
 		if (gs_tracker__done(r->tracker))
 			break;
-		now = clock_ns(CLOCK_MONOTONIC);
+		now = gs_clock_ns(CLOCK_MONOTONIC);
 		if (duration_ns && now - r->start_mono_ns >= duration_ns)
 			break;
 		show_status(r, now, &last_status, &last_events);
@@ -503,7 +489,6 @@ int gs_cmd_record(int argc, char **argv)
 		.cuda_call = on_cuda_call,
 		.proc_gone = on_proc_gone,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct gs_tracker_opts topts;
 	int err, status = 1;
 
@@ -512,29 +497,15 @@ int gs_cmd_record(int argc, char **argv)
 			  GS_FAM_BIT(GS_FAM_COPY);
 	if (argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, &r.opts))
 		return 1;
-	gs_log_set_level(r.opts.common.verbosity >= 2	? GS_LOG_LIBBPF
-			 : r.opts.common.verbosity == 1 ? GS_LOG_DEBUG
-							: GS_LOG_INFO);
-	if (gs_common_opts__validate(&r.opts.common))
+	if (gs_common_opts__finish(&r.opts.common))
 		return 1;
 	r.out = gs_out_open(r.opts.common.output);
 	if (!r.out) {
 		gs_err("%s: %s", r.opts.common.output, strerror(errno));
 		return 1;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	topts = (struct gs_tracker_opts){
-		.pids = r.opts.common.pids,
-		.nr_pids = r.opts.common.nr_pids,
-		.all = r.opts.common.all,
-		.argv = r.opts.common.argv,
-		.ringbuf_bytes = r.opts.common.ringbuf_bytes,
-		.families = r.opts.families,
-		.free_returns = true,
-	};
+	topts = gs_common_opts__tracker(&r.opts.common, r.opts.families);
+	topts.free_returns = true; /* every free is a slice with its duration */
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
 		goto out_close;
 	r.stacks = gs_stack_table__new(gs_tracker__symcache(r.tracker));
@@ -546,8 +517,8 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	}
 	gs_mem_accounting__init(&r.mem, r.stacks);
-	r.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
-	r.start_real_ns = clock_ns(CLOCK_REALTIME);
+	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
+	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	/* from here on the file is always finished, whatever stops the recording */
 	gs_chrome_trace__begin(&r.trace, r.out);
 	err = gs_tracker__start(r.tracker);
@@ -558,7 +529,7 @@ int gs_cmd_record(int argc, char **argv)
 	write_metadata(&r);
 	status = err ? 1 : 0;
 	gs_record_summary__print(r.summary, stderr, r.events, gs_tracker__dropped(r.tracker),
-				 (double)(clock_ns(CLOCK_MONOTONIC) - r.start_mono_ns) / 1e9);
+				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r.start_mono_ns) / 1e9);
 	if (!err && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
 		status = 1;

@@ -21,6 +21,7 @@
 #include "user/elf_file.h"
 #include "user/event_decode.h"
 #include "user/links.h"
+#include "user/clock.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
 #include "user/spawn.h"
@@ -65,14 +66,6 @@ struct gs_tracker {
 	bool saw_cuda;
 	uint64_t last_liveness_ns;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -447,6 +440,16 @@ static int load_error(const char *what, int err)
 	return err;
 }
 
+/* One ring buffer, one target set, one set of loss counters for every object. */
+static int share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
+		      struct bpf_map *stats)
+{
+	int err = bpf_map__reuse_fd(events, bpf_map__fd(t->proc->maps.events));
+
+	err = err ?: bpf_map__reuse_fd(targets, bpf_map__fd(t->proc->maps.targets));
+	return err ?: bpf_map__reuse_fd(stats, bpf_map__fd(t->proc->maps.stats));
+}
+
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
 		     const struct gs_tracker_ops *ops)
 {
@@ -486,18 +489,13 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 		load_error("proc", err);
 		goto out_free;
 	}
-	/* one ring buffer, one target set, one set of loss counters for every object */
-	err = bpf_map__reuse_fd(t->mem->maps.events, bpf_map__fd(t->proc->maps.events));
-	err = err ?: bpf_map__reuse_fd(t->mem->maps.targets, bpf_map__fd(t->proc->maps.targets));
-	err = err ?: bpf_map__reuse_fd(t->mem->maps.stats, bpf_map__fd(t->proc->maps.stats));
+	err = share_maps(t, t->mem->maps.events, t->mem->maps.targets, t->mem->maps.stats);
 	err = err ?: mem_bpf__load(t->mem);
 	if (err) {
 		load_error("mem", err);
 		goto out_free;
 	}
-	err = bpf_map__reuse_fd(t->cuda->maps.events, bpf_map__fd(t->proc->maps.events));
-	err = err ?: bpf_map__reuse_fd(t->cuda->maps.targets, bpf_map__fd(t->proc->maps.targets));
-	err = err ?: bpf_map__reuse_fd(t->cuda->maps.stats, bpf_map__fd(t->proc->maps.stats));
+	err = share_maps(t, t->cuda->maps.events, t->cuda->maps.targets, t->cuda->maps.stats);
 	err = err ?: cuda_bpf__load(t->cuda);
 	if (err) {
 		load_error("cuda", err);
@@ -646,7 +644,7 @@ static void reap_child(struct gs_tracker *t)
 /* The exit tracepoint is the usual path; this catches a dropped exit record. */
 static void check_liveness(struct gs_tracker *t)
 {
-	uint64_t now = now_ns();
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
 
 	if (now - t->last_liveness_ns < LIVENESS_CHECK_NS)
 		return;
