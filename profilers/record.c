@@ -23,6 +23,7 @@
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_file.h"
+#include "user/proc_info.h"
 #include "user/stack_table.h"
 
 #define POLL_MS		100
@@ -59,20 +60,6 @@ static void fatal(struct record *r, int err)
 	}
 }
 
-static void read_thread_comm(pid_t pid, pid_t tid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f || !fgets(buf, (int)len, f))
-		snprintf(buf, len, "%d", (int)tid);
-	buf[strcspn(buf, "\n")] = '\0';
-	if (f)
-		fclose(f);
-}
-
 /* Names the process and the thread track the first time either appears. */
 static void name_tracks(struct record *r, pid_t pid, pid_t tid)
 {
@@ -84,7 +71,7 @@ static void name_tracks(struct record *r, pid_t pid, pid_t tid)
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}
 	if (!gs_addr_map__get(r->named, pid, (uint64_t)tid, &seen)) {
-		read_thread_comm(pid, tid, comm, sizeof(comm));
+		gs_read_comm(pid, tid, comm, sizeof(comm));
 		gs_chrome_trace__thread_name(&r->trace, pid, tid, comm);
 		gs_addr_map__set(r->named, pid, (uint64_t)tid, 1);
 	}

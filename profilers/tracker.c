@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* tracker.c: load proc+mem BPF objects, follow targets, find CUDA libraries and attach. */
+/* tracker.c: load the BPF objects, follow targets, find CUDA libraries and attach. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "user/elf_file.h"
 #include "user/event_decode.h"
 #include "user/links.h"
+#include "user/proc_info.h"
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
@@ -37,13 +37,10 @@ enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
 struct attached_file {
 	pid_t scope;
 	uint64_t dev, inode;
-	enum lib_role role;
 };
 
 struct target {
 	pid_t pid;
-	bool alive;
-	bool has_cuda;
 	char comm[16];
 };
 
@@ -84,20 +81,6 @@ static struct target *find_target(struct gs_tracker *t, pid_t pid)
 	return NULL;
 }
 
-static void read_comm(pid_t pid, char comm[16])
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f || !fgets(comm, 16, f))
-		snprintf(comm, 16, "?");
-	comm[strcspn(comm, "\n")] = '\0';
-	if (f)
-		fclose(f);
-}
-
 static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 {
 	struct target *tg = find_target(t, pid);
@@ -115,8 +98,8 @@ static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 		t->cap_targets = cap;
 	}
 	tg = &t->targets[t->nr_targets++];
-	*tg = (struct target){ .pid = pid, .alive = true };
-	read_comm(pid, tg->comm);
+	*tg = (struct target){ .pid = pid };
+	gs_read_comm(pid, pid, tg->comm, sizeof(tg->comm));
 	if (bpf_map_update_elem(bpf_map__fd(t->proc->maps.targets), &key, &flags, BPF_ANY))
 		gs_warn("pid %d: cannot follow exits: %s", (int)pid, strerror(errno));
 	return tg;
@@ -133,8 +116,7 @@ static bool is_attached(struct gs_tracker *t, pid_t scope, const struct gs_mappi
 	return false;
 }
 
-static int remember_attached(struct gs_tracker *t, pid_t scope, const struct gs_mapping *m,
-			     enum lib_role role)
+static int remember_attached(struct gs_tracker *t, pid_t scope, const struct gs_mapping *m)
 {
 	if (t->nr_files == t->cap_files) {
 		size_t cap = t->cap_files ? t->cap_files * 2 : 16;
@@ -145,9 +127,8 @@ static int remember_attached(struct gs_tracker *t, pid_t scope, const struct gs_
 		t->files = grown;
 		t->cap_files = cap;
 	}
-	t->files[t->nr_files++] = (struct attached_file){
-		.scope = scope, .dev = m->dev, .inode = m->inode, .role = role
-	};
+	t->files[t->nr_files++] =
+		(struct attached_file){ .scope = scope, .dev = m->dev, .inode = m->inode };
 	return 0;
 }
 
@@ -261,7 +242,7 @@ static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 		return err ? err : -errno;
 	}
 	/* remembered even on failure: retrying on every loader event would only repeat it */
-	remember_attached(t, scope, m, role);
+	remember_attached(t, scope, m);
 	switch (role) {
 	case ROLE_LD_SO:
 		err = attach_symbol(t, elf, path, scope, DL_DEBUG_STATE,
@@ -278,21 +259,6 @@ static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 	return -EINVAL;
 }
 
-static bool exe_path(pid_t pid, char *buf, size_t len)
-{
-	char link[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, buf, len - 1);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
-		buf[n - 10] = '\0';
-	return true;
-}
-
 /* Attaches to every loader and CUDA library pid maps now. Returns true if it maps CUDA. */
 static bool scan_process(struct gs_tracker *t, pid_t pid)
 {
@@ -304,7 +270,7 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 	if (gs_symcache__refresh(t->symcache, pid))
 		return false;
 	maps = gs_symcache__maps(t->symcache, pid);
-	exe_path(pid, exe, sizeof(exe));
+	gs_read_exe_path(pid, exe, sizeof(exe));
 	for (size_t i = 0; i < maps->nr; i++) {
 		const struct gs_mapping *m = &maps->mappings[i];
 		struct gs_elf *elf;
@@ -324,13 +290,13 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 				cuda |= attach_mapping(t, maps, m, ROLE_RUNTIME, scope) == 0;
 		}
 	}
-	if (cuda) {
-		struct target *tg = find_target(t, pid);
-
-		if (tg)
-			tg->has_cuda = true;
-	}
 	return cuda;
+}
+
+/* Forgets a target; in -a mode thousands come and go, so none is kept once gone. */
+static void drop_target(struct gs_tracker *t, struct target *tg)
+{
+	*tg = t->targets[--t->nr_targets];
 }
 
 static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
@@ -338,30 +304,26 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 	struct target *tg = find_target(t, pid);
 	__u32 key = (__u32)pid;
 
-	if (!tg || !tg->alive)
+	if (!tg)
 		return;
 	if (t->ops.proc_gone)
 		t->ops.proc_gone(t->ops.ctx, pid, exec);
 	if (exec) {
-		read_comm(pid, tg->comm);
+		gs_read_comm(pid, pid, tg->comm, sizeof(tg->comm));
 		scan_process(t, pid);
 		return;
 	}
-	tg->alive = false;
 	bpf_map_delete_elem(bpf_map__fd(t->proc->maps.targets), &key);
 	gs_symcache__forget(t->symcache, pid);
+	drop_target(t, tg);
 }
 
 /* Known to -a mode from its first CUDA event on; follows its exit from then on. */
 static void note_process(struct gs_tracker *t, pid_t pid)
 {
-	struct target *tg;
-
 	if (!t->opts.all || find_target(t, pid))
 		return;
-	tg = add_target(t, pid, GS_TARGET_TRACED);
-	if (tg)
-		tg->has_cuda = true;
+	add_target(t, pid, GS_TARGET_TRACED);
 	gs_symcache__refresh(t->symcache, pid);
 }
 
@@ -614,7 +576,7 @@ static int start_command(struct gs_tracker *t)
 	if (err) {
 		gs_err("cannot run '%s': %s", t->opts.argv[0], strerror(-err));
 		t->child_reaped = true;
-		find_target(t, pid)->alive = false;
+		drop_target(t, find_target(t, pid));
 		return err;
 	}
 	return 0;
@@ -649,11 +611,13 @@ static void check_liveness(struct gs_tracker *t)
 	if (now - t->last_liveness_ns < LIVENESS_CHECK_NS)
 		return;
 	t->last_liveness_ns = now;
-	for (size_t i = 0; i < t->nr_targets; i++) {
-		struct target *tg = &t->targets[i];
+	for (size_t i = 0; i < t->nr_targets;) {
+		pid_t pid = t->targets[i].pid;
 
-		if (tg->alive && kill(tg->pid, 0) && errno == ESRCH)
-			target_gone(t, tg->pid, false);
+		if (kill(pid, 0) && errno == ESRCH)
+			target_gone(t, pid, false); /* moves the last target into slot i */
+		else
+			i++;
 	}
 }
 
@@ -675,12 +639,8 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 
 bool gs_tracker__done(const struct gs_tracker *t)
 {
-	if (t->opts.all)
-		return false;
-	for (size_t i = 0; i < t->nr_targets; i++)
-		if (t->targets[i].alive)
-			return false;
-	return true;
+	/* only live targets are kept */
+	return !t->opts.all && t->nr_targets == 0;
 }
 
 bool gs_tracker__saw_cuda(const struct gs_tracker *t)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* links.c: attach uprobes with a bpf_cookie and keep the links. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <bpf/libbpf.h>
 #include "user/links.h"
@@ -15,13 +17,43 @@ struct gs_links *gs_links__new(void)
 	return calloc(1, sizeof(struct gs_links));
 }
 
+/*
+ * Detaching a perf-event uprobe waits for an RCU tasks-trace grace period
+ * (perf_event_detach_bpf_prog), ~80 ms here: one after another, a hundred probes take
+ * seconds. Closed from many threads at once, the waits share grace periods.
+ */
+#define MAX_DETACH_THREADS 64
+
+struct detach_work {
+	struct gs_links *links;
+	atomic_size_t next;
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach_work *w = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&w->next, 1)) < w->links->nr)
+		bpf_link__destroy(w->links->links[i]);
+	return NULL;
+}
+
 void gs_links__free(struct gs_links *links)
 {
+	pthread_t threads[MAX_DETACH_THREADS];
+	struct detach_work w = { .links = links };
+	size_t started = 0;
+
 	if (!links)
 		return;
-	/* newest first: entry probes were attached after their return probes */
-	while (links->nr)
-		bpf_link__destroy(links->links[--links->nr]);
+	atomic_init(&w.next, 0);
+	while (started < MAX_DETACH_THREADS && started < links->nr &&
+	       !pthread_create(&threads[started], NULL, detach_some, &w))
+		started++;
+	detach_some(&w); /* also the way it all gets done if no thread could start */
+	while (started)
+		pthread_join(threads[--started], NULL);
 	free(links->links);
 	free(links);
 }
