@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# `make demo`: run gpusnoop leaks on the bundled workload, which uses a stand-in CUDA runtime.
+# `make demo`: gpusnoop leaks and record on bundled workloads that use a stand-in CUDA runtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 workload=.output/fixtures/bin/gs_leaky
 json=.output/demo-leaks.json
+kernels=.output/fixtures/bin/gs_kernels
+trace=.output/demo-trace.json.gz
 cat <<EOT
 == gpusnoop demo ==
 The workload ($workload) links a stand-in libcudart.so.13 (host memory, no GPU needed).
@@ -23,3 +25,14 @@ EOT
 echo "\$ gpusnoop leaks --format json -o $json -- $workload"
 ./gpusnoop leaks --format json -o "$json" -- "$workload" >/dev/null 2>&1
 echo "wrote $json ($(wc -c <"$json") bytes): one JSON document per report"
+
+cat <<EOT
+
+Next, a workload that launches 3000 gemm_kernel, 1000 relu_kernel and 10 scale<float>
+kernels, synchronizes 100 times (each ~2 ms) and copies data. gpusnoop records every call
+as a timeline and prints a summary:
+
+\$ gpusnoop record -o $trace -- $kernels
+EOT
+./gpusnoop record -o "$trace" -- "$kernels"
+echo "wrote $trace ($(wc -c <"$trace") bytes): open it in https://ui.perfetto.dev"
