@@ -68,6 +68,24 @@ unsigned int gs_cpu_max_sample_rate(void)
 	return rate;
 }
 
+int gs_cpu_parse_hz(const char *arg, unsigned int *hz)
+{
+	unsigned int max = gs_cpu_max_sample_rate();
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0 || (unsigned long)v > max) {
+		gs_err("invalid frequency '%s': a number of Hz from 1 to %u "
+		       "(/proc/sys/kernel/perf_event_max_sample_rate)",
+		       arg, max);
+		return -EINVAL;
+	}
+	*hz = (unsigned int)v;
+	return 0;
+}
+
 static int open_event(__u32 type, __u64 config, unsigned int hz, int cpu)
 {
 	struct perf_event_attr attr = {

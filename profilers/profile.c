@@ -148,24 +148,6 @@ static int run_loop(struct profile *p)
 	return p->error;
 }
 
-static int parse_hz(const char *arg, unsigned int *hz)
-{
-	unsigned int max = gs_cpu_max_sample_rate();
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v <= 0 || (unsigned long)v > max) {
-		gs_err("invalid frequency '%s': a number of Hz from 1 to %u "
-		       "(/proc/sys/kernel/perf_event_max_sample_rate)",
-		       arg, max);
-		return -EINVAL;
-	}
-	*hz = (unsigned int)v;
-	return 0;
-}
-
 static const struct argp_option profile_options[] = {
 	{ "freq", 'F', "HZ", 0, "Samples per second on each CPU (default 99)", 0 },
 	{ "cgroup", OPT_CGROUP, "PATH", 0,
@@ -276,7 +258,7 @@ int gs_cmd_profile(int argc, char **argv)
 		p.opts.common.all = true;
 	if (gs_common_opts__finish(&p.opts.common))
 		return 1;
-	if (p.opts.freq && parse_hz(p.opts.freq, &p.hz))
+	if (p.opts.freq && gs_cpu_parse_hz(p.opts.freq, &p.hz))
 		return 1;
 	topts = gs_common_opts__tracker(&p.opts.common, 0); /* no CUDA probes */
 	if (gs_tracker__open(&p.tracker, &topts, &ops))
