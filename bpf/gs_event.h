@@ -23,6 +23,8 @@ enum gs_event_type {
 	GS_EV_MEM_FREE_RET = 18, /* ... returned: failures always, successes when asked */
 	/* launches, synchronization, copies and kernel naming, from bpf/cuda.bpf.c: 32..47 */
 	GS_EV_CUDA_CALL = 32, /* a probed call returned; userspace decodes args per API */
+	/* CPU samples, from bpf/cpu.bpf.c: 48..63 */
+	GS_EV_CPU_SAMPLE = 48, /* one perf_event sample of a target thread, with its stacks */
 };
 
 struct gs_event_hdr {
@@ -114,7 +116,31 @@ enum gs_stat {
 	GS_STAT_INFLIGHT_FULL,	  /* calls not followed: per-thread state map full */
 	GS_STAT_STACK_FAILED,	  /* allocations recorded without a stack */
 	GS_STAT_USER_READ_FAILED, /* out-parameter unreadable at return */
+	GS_STAT_CPU_STACK_LOST,	  /* CPU samples counted without a stack: stack map full */
+	GS_STAT_CPU_COUNTS_FULL,  /* CPU samples lost: the in-kernel counts map was full */
 	GS_STAT__MAX,
+};
+
+#define GS_CPU_KERNEL_STACK 32 /* kernel frames captured per CPU sample */
+
+/* One CPU sample (`record -e cpu`): where the thread was, user and kernel side. */
+struct gs_cpu_sample {
+	struct gs_event_hdr hdr;
+	__u32 cpu;
+	__u16 nr_kernel;		   /* valid entries of kernel[] */
+	__u16 nr_frames;		   /* valid entries of frames[] */
+	char comm[16];			   /* the thread's name */
+	__u64 kernel[GS_CPU_KERNEL_STACK]; /* kernel stack, innermost (the sampled IP) first */
+	__u64 frames[GS_MAX_STACK];	   /* user stack, innermost (the sampled IP) first */
+};
+
+/* Key of the in-kernel aggregation (`profile`): samples per thread name and stack pair. */
+struct gs_cpu_key {
+	__u32 pid;
+	__s32 user_stack_id;   /* in the stacks map; negative: none (kernel thread, lost) */
+	__s32 kernel_stack_id; /* negative: the sample hit user mode, or lost */
+	__u32 pad;
+	char comm[16];
 };
 
 #endif /* GS_EVENT_H */

@@ -14,6 +14,7 @@ static const struct subcommand subcommands[] = {
 	{ "leaks", "outstanding CUDA allocations per process, grouped by stack", gs_cmd_leaks },
 	{ "record", "CUDA launches, syncs, copies and memory as a Perfetto timeline",
 	  gs_cmd_record },
+	{ "profile", "sampled CPU stacks as folded stacks or pprof", gs_cmd_profile },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

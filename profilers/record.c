@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "profilers/cpu_sampler.h"
 #include "profilers/cuda_api.h"
 #include "profilers/cuda_call.h"
 #include "profilers/kernel_names.h"
@@ -19,8 +20,10 @@
 #include "profilers/subcommands.h"
 #include "profilers/tracker.h"
 #include "stitch/chrome_trace.h"
+#include "stitch/reorder.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
+#include "user/kallsyms.h"
 #include "user/log.h"
 #include "user/out_file.h"
 #include "user/proc_info.h"
@@ -29,10 +32,18 @@
 #define POLL_MS		100
 #define STATUS_EVERY_NS 1000000000ULL
 #define MEMORY_COUNTER	"CUDA memory"
+/*
+ * Records reach userspace from several CPUs through the ring buffer, and a call's slice only
+ * when it returns: events are held this long and written in timestamp order. A slice that
+ * starts more than this before its predecessor in the file is written anyway, and counted.
+ */
+#define REORDER_WINDOW_NS 500000000ULL
 
 struct record_opts {
 	struct gs_common_opts common;
 	uint32_t families;
+	bool cpu;	  /* -e cpu: CPU samples */
+	const char *freq; /* -F, validated after parsing */
 };
 
 struct record {
@@ -45,10 +56,20 @@ struct record {
 	struct gs_mem_accounting mem;
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
-	struct gs_chrome_trace trace;
+	struct gs_chrome_trace trace; /* the output file */
+	/* each event is rendered alone into render_buf, then ordered by the reorder window */
+	struct gs_chrome_trace render;
+	FILE *render_f;
+	char *render_buf;
+	size_t render_len;
+	uint64_t render_ts_ns;
+	struct gs_reorder *reorder;
+	struct gs_cpu_sampler *sampler;
+	struct gs_kallsyms *kallsyms;
+	unsigned int hz;
 	FILE *out;
 	uint64_t start_mono_ns, start_real_ns;
-	uint64_t events;
+	uint64_t events, cpu_samples;
 	int error;
 };
 
@@ -60,19 +81,55 @@ static void fatal(struct record *r, int err)
 	}
 }
 
+/* Starts rendering one event, which goes to the file in order of ts_ns. */
+static struct gs_chrome_trace *render_begin(struct record *r, uint64_t ts_ns)
+{
+	rewind(r->render_f);
+	gs_json__init(&r->render.json, r->render_f);
+	r->render_ts_ns = ts_ns;
+	return &r->render;
+}
+
+/* The rendered event ("\n{...}") into the reorder window, NUL included. */
+static void render_end(struct record *r)
+{
+	long len;
+
+	fputc('\0', r->render_f);
+	len = ftell(r->render_f);
+	if (fflush(r->render_f) || len <= 0) {
+		fatal(r, -ENOMEM);
+		return;
+	}
+	if (gs_reorder__push(r->reorder, r->render_ts_ns, r->render_buf, (size_t)len))
+		fatal(r, -ENOMEM);
+}
+
+/* Writes one event leaving the window; the comma separates it from the previous one. */
+static void emit_event(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
+{
+	struct record *r = ctx;
+
+	if (len && ((const char *)rec)[len - 1] == '\0')
+		gs_json__raw(&r->trace.json, NULL, rec);
+}
+
 /* Names the process and the thread track the first time either appears. */
-static void name_tracks(struct record *r, pid_t pid, pid_t tid)
+static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
 	uint64_t seen;
 	char comm[32];
 
 	if (!gs_addr_map__get(r->named, pid, 0, &seen)) {
-		gs_chrome_trace__process_name(&r->trace, pid, gs_tracker__comm(r->tracker, pid));
+		gs_chrome_trace__process_name(render_begin(r, ts_ns), pid,
+					      gs_tracker__comm(r->tracker, pid));
+		render_end(r);
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}
 	if (!gs_addr_map__get(r->named, pid, (uint64_t)tid, &seen)) {
 		gs_read_comm(pid, tid, comm, sizeof(comm));
-		gs_chrome_trace__thread_name(&r->trace, pid, tid, comm);
+		gs_chrome_trace__thread_name(render_begin(r, ts_ns), pid, tid, comm);
+		render_end(r);
 		gs_addr_map__set(r->named, pid, (uint64_t)tid, 1);
 	}
 }
@@ -92,9 +149,9 @@ static struct gs_json *begin_slice(struct record *r, const struct gs_event_hdr *
 	struct gs_json *j;
 	char dur[32];
 
-	name_tracks(r, (pid_t)hdr->pid, (pid_t)hdr->tid);
-	j = gs_chrome_trace__event(&r->trace, "X", gs_cuda_api_name(api_id), category(api),
-				   hdr->pid, hdr->tid, start);
+	name_tracks(r, (pid_t)hdr->pid, (pid_t)hdr->tid, start);
+	j = gs_chrome_trace__event(render_begin(r, start), "X", gs_cuda_api_name(api_id),
+				   category(api), hdr->pid, hdr->tid, start);
 	gs_chrome_trace_format_us(hdr->ts_ns - start, dur, sizeof(dur));
 	gs_json__raw(j, "dur", dur);
 	gs_json__begin_object(j, "args");
@@ -151,7 +208,8 @@ static void stack_arg(struct record *r, struct gs_json *j, pid_t pid, const __u6
 static void end_slice(struct record *r, struct gs_json *j)
 {
 	gs_json__end_object(j); /* args */
-	gs_chrome_trace__end_event(&r->trace);
+	gs_chrome_trace__end_event(&r->render);
+	render_end(r);
 	r->events++;
 }
 
@@ -159,9 +217,11 @@ static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 {
 	struct gs_mem_proc *p = gs_mem_accounting__find(&r->mem, pid);
 
-	if (p)
-		gs_chrome_trace__counter(&r->trace, pid, MEMORY_COUNTER, ts_ns, "bytes",
-					 gs_alloc_table__bytes(p->allocs));
+	if (p) {
+		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, MEMORY_COUNTER, ts_ns,
+					 "bytes", gs_alloc_table__bytes(p->allocs));
+		render_end(r);
+	}
 }
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
@@ -326,6 +386,75 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	}
 }
 
+/* "symbol+0xoff" of a kernel address (the first frame is the sampled IP, others return). */
+static void kernel_frame(struct record *r, uint64_t addr, bool leaf, char *buf, size_t len)
+{
+	uint64_t off;
+	const char *module = NULL;
+	const char *name =
+		r->kallsyms ? gs_kallsyms__lookup(r->kallsyms, addr - !leaf, &off, &module) : NULL;
+
+	if (!name)
+		snprintf(buf, len, "0x%" PRIx64, addr);
+	else if (module)
+		snprintf(buf, len, "%s+0x%" PRIx64 " [%s]", name, off + !leaf, module);
+	else
+		snprintf(buf, len, "%s+0x%" PRIx64, name, off + !leaf);
+}
+
+/*
+ * A CPU sample is an instant event on its thread's track, named after the function it hit
+ * (kernel or user), so it shows inside whatever slice the thread was in: a sync, a launch.
+ */
+static void on_cpu_sample(void *ctx, const struct gs_cpu_sample *e)
+{
+	struct record *r = ctx;
+	pid_t pid = (pid_t)e->hdr.pid;
+	const struct gs_stack *s = NULL;
+	const char *name = "[unknown]";
+	struct gs_json *j;
+	char buf[256];
+
+	if (e->nr_frames) {
+		int64_t id = gs_stack_table__intern(r->stacks, pid, (const uint64_t *)e->frames,
+						    e->nr_frames);
+
+		if (id < 0) {
+			fatal(r, (int)id);
+			return;
+		}
+		s = gs_stack_table__get(r->stacks, (uint32_t)id);
+	}
+	if (e->nr_kernel) {
+		uint64_t off;
+		const char *k = r->kallsyms
+					? gs_kallsyms__lookup(r->kallsyms, e->kernel[0], &off, NULL)
+					: NULL;
+
+		snprintf(buf, sizeof(buf), "%s_[k]", k ? k : "[unknown]");
+		name = buf;
+	} else if (s && s->frames[0].symbol) {
+		name = s->frames[0].symbol;
+	}
+	name_tracks(r, pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
+	j = gs_chrome_trace__event(render_begin(r, e->hdr.ts_ns), "i", name, "cpu_sample", pid,
+				   e->hdr.tid, e->hdr.ts_ns);
+	gs_json__string(j, "s", "t");
+	gs_json__begin_object(j, "args");
+	gs_json__u64(j, "cpu", e->cpu);
+	if (e->nr_kernel) {
+		gs_json__begin_array(j, "kernel_stack");
+		for (uint32_t i = 0; i < e->nr_kernel; i++) {
+			kernel_frame(r, e->kernel[i], i == 0, buf, sizeof(buf));
+			gs_json__string(j, NULL, buf);
+		}
+		gs_json__end_array(j);
+	}
+	stack_arg(r, j, pid, e->frames, e->nr_frames);
+	r->cpu_samples++;
+	end_slice(r, j);
+}
+
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
@@ -377,6 +506,19 @@ static void write_metadata(struct record *r)
 	gs_json__u64(j, "stack_failed", stats[GS_STAT_STACK_FAILED]);
 	gs_json__u64(j, "user_read_failed", stats[GS_STAT_USER_READ_FAILED]);
 	gs_json__end_object(j);
+	/* events written out of timestamp order: later than the reorder window allowed */
+	gs_json__begin_object(j, "reorder");
+	gs_json__u64(j, "window_ns", REORDER_WINDOW_NS);
+	gs_json__u64(j, "late_events", gs_reorder__late(r->reorder));
+	gs_json__end_object(j);
+	if (r->sampler) {
+		gs_json__begin_object(j, "cpu_sampling");
+		gs_json__string(j, "event", gs_cpu_sampler__event(r->sampler));
+		gs_json__u64(j, "frequency_hz", r->hz);
+		gs_json__u64(j, "cpus", gs_cpu_sampler__nr_cpus(r->sampler));
+		gs_json__u64(j, "samples", r->cpu_samples);
+		gs_json__end_object(j);
+	}
 	gs_chrome_trace__finish(&r->trace);
 }
 
@@ -413,18 +555,48 @@ static int run_loop(struct record *r)
 		now = gs_clock_ns(CLOCK_MONOTONIC);
 		if (duration_ns && now - r->start_mono_ns >= duration_ns)
 			break;
+		gs_reorder__advance(r->reorder, now);
 		show_status(r, now, &last_status, &last_events);
 	}
 	if (isatty(STDERR_FILENO))
 		fputs("\r\033[K", stderr);
 	gs_tracker__poll(r->tracker, 0); /* what arrived before the stop */
+	gs_reorder__flush(r->reorder);
 	return err ? err : r->error;
 }
 
 static const struct argp_option record_options[] = {
-	{ "events", 'e', "EVENTS", 0, "Comma list of " GS_EVENT_FAMILY_NAMES " (default: all)", 0 },
+	{ "events", 'e', "EVENTS", 0,
+	  "Comma list of " GS_EVENT_FAMILY_NAMES ", cpu (default: every cuda-*)", 0 },
+	{ "freq", 'F', "HZ", 0, "CPU samples per second on each CPU with -e cpu (default 99)", 0 },
 	{ 0 },
 };
+
+/* -e: the CUDA families, and "cpu" for CPU samples. Returns 0 or -EINVAL. */
+static int parse_events(const char *arg, struct record_opts *o)
+{
+	char *list = strdup(arg), *tok, *save = NULL, cuda[256] = "";
+	size_t len = 0;
+	int err = 0;
+
+	if (!list)
+		return -ENOMEM;
+	o->cpu = false;
+	for (tok = strtok_r(list, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "cpu"))
+			o->cpu = true;
+		else if (len + strlen(tok) + 2 < sizeof(cuda))
+			len += (size_t)snprintf(cuda + len, sizeof(cuda) - len, "%s%s",
+						len ? "," : "", tok);
+		else
+			err = -EINVAL;
+	}
+	free(list);
+	o->families = 0;
+	if (!err && (*cuda || !o->cpu))
+		err = gs_parse_event_families(cuda, &o->families);
+	return err;
+}
 
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
@@ -435,8 +607,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &o->common;
 		break;
 	case 'e':
-		if (gs_parse_event_families(arg, &o->families))
-			argp_error(state, "unknown events '%s' (%s)", arg, GS_EVENT_FAMILY_NAMES);
+		if (parse_events(arg, o))
+			argp_error(state, "unknown events '%s' (%s, cpu)", arg,
+				   GS_EVENT_FAMILY_NAMES);
+		break;
+	case 'F':
+		o->freq = arg;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -457,6 +633,7 @@ static const char record_doc[] =
 	"EXAMPLES:\n"
 	"  gpusnoop record -p 1234 -d 10 -o trace.json.gz    # 10 s of pid 1234\n"
 	"  gpusnoop record -e cuda-launch,cuda-sync -o t.json -- ./train\n"
+	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -d 5 -o t.json  # + CPU samples\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz              # every CUDA process";
 
 static const struct argp record_argp = {
@@ -474,9 +651,11 @@ int gs_cmd_record(int argc, char **argv)
 		.mem_free = on_free,
 		.mem_free_ret = on_free_ret,
 		.cuda_call = on_cuda_call,
+		.cpu_sample = on_cpu_sample,
 		.proc_gone = on_proc_gone,
 	};
 	struct gs_tracker_opts topts;
+	struct gs_cpu_sampler_opts sopts;
 	int err, status = 1;
 
 	r.opts.families = GS_FAM_BIT(GS_FAM_MEM) | GS_FAM_BIT(GS_FAM_LAUNCH) |
@@ -486,6 +665,12 @@ int gs_cmd_record(int argc, char **argv)
 		return 1;
 	if (gs_common_opts__finish(&r.opts.common))
 		return 1;
+	r.hz = GS_CPU_DEFAULT_HZ;
+	if (r.opts.freq && (!r.opts.cpu || gs_cpu_parse_hz(r.opts.freq, &r.hz))) {
+		if (!r.opts.cpu)
+			gs_err("-F is the CPU sampling frequency: it needs -e cpu");
+		return 1;
+	}
 	r.out = gs_out_open(r.opts.common.output);
 	if (!r.out) {
 		gs_err("%s: %s", r.opts.common.output, strerror(errno));
@@ -499,9 +684,23 @@ int gs_cmd_record(int argc, char **argv)
 	r.names = gs_kernel_names__new(gs_tracker__symcache(r.tracker));
 	r.named = gs_addr_map__new();
 	r.summary = gs_record_summary__new();
-	if (!r.stacks || !r.names || !r.named || !r.summary) {
+	r.reorder = gs_reorder__new(REORDER_WINDOW_NS, emit_event, &r);
+	r.render_f = open_memstream(&r.render_buf, &r.render_len);
+	if (!r.stacks || !r.names || !r.named || !r.summary || !r.reorder || !r.render_f) {
 		gs_err("out of memory");
 		goto out_free;
+	}
+	if (r.opts.cpu) {
+		sopts = (struct gs_cpu_sampler_opts){
+			.freq_hz = r.hz,
+			.records = true,
+			.all = r.opts.common.all,
+		};
+		if (gs_cpu_sampler__open(&r.sampler, r.tracker, &sopts))
+			goto out_free;
+		r.kallsyms = gs_kallsyms__read("/proc/kallsyms");
+		if (!r.kallsyms)
+			gs_warn("/proc/kallsyms: %s: kernel frames stay unnamed", strerror(errno));
 	}
 	gs_mem_accounting__init(&r.mem, r.stacks);
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
@@ -517,12 +716,18 @@ int gs_cmd_record(int argc, char **argv)
 	status = err ? 1 : 0;
 	gs_record_summary__print(r.summary, stderr, r.events, gs_tracker__dropped(r.tracker),
 				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r.start_mono_ns) / 1e9);
-	if (!err && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
+	if (!err && r.opts.families && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
 		status = 1;
 	}
 
 out_free:
+	gs_cpu_sampler__free(r.sampler);
+	gs_kallsyms__free(r.kallsyms);
+	gs_reorder__free(r.reorder);
+	if (r.render_f)
+		fclose(r.render_f);
+	free(r.render_buf);
 	gs_mem_accounting__release(&r.mem);
 	gs_record_summary__free(r.summary);
 	gs_addr_map__free(r.named);

@@ -374,6 +374,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if (t->ops.cuda_call)
 			t->ops.cuda_call(t->ops.ctx, data);
 		break;
+	case GS_EV_CPU_SAMPLE:
+		note_process(t, pid);
+		if (t->ops.cpu_sample)
+			t->ops.cpu_sample(t->ops.ctx, data);
+		break;
 	default:
 		gs_dbg("unknown record type %u", hdr->type);
 	}
@@ -410,6 +415,12 @@ static int share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_m
 
 	err = err ?: bpf_map__reuse_fd(targets, bpf_map__fd(t->proc->maps.targets));
 	return err ?: bpf_map__reuse_fd(stats, bpf_map__fd(t->proc->maps.stats));
+}
+
+int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
+			   struct bpf_map *stats)
+{
+	return share_maps(t, events, targets, stats);
 }
 
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
@@ -493,7 +504,7 @@ static int start_pids(struct gs_tracker *t)
 		}
 		if (!add_target(t, pid, GS_TARGET_TRACED))
 			return -ENOMEM;
-		if (!scan_process(t, pid))
+		if (!scan_process(t, pid) && t->opts.families)
 			gs_warn("pid %d (%s): no CUDA library loaded yet; waiting for one",
 				(int)pid, find_target(t, pid)->comm);
 	}

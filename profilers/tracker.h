@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 
+struct bpf_map;
 struct gs_symcache;
 struct gs_tracker;
 
@@ -19,7 +20,7 @@ struct gs_tracker_opts {
 	bool all;	   /* -a */
 	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
-	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe */
+	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
 	bool free_returns; /* report every free's return, not only failures */
 };
 
@@ -30,6 +31,7 @@ struct gs_tracker_ops {
 	void (*mem_free)(void *ctx, const struct gs_mem_free *e);
 	void (*mem_free_ret)(void *ctx, const struct gs_mem_free_ret *e);
 	void (*cuda_call)(void *ctx, const struct gs_cuda_call *e);
+	void (*cpu_sample)(void *ctx, const struct gs_cpu_sample *e);
 	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
 	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
 };
@@ -37,6 +39,12 @@ struct gs_tracker_ops {
 /* Checks privileges and BTF, loads the BPF objects. Returns 0 or -errno (already logged). */
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
 		     const struct gs_tracker_ops *ops);
+/*
+ * Makes another BPF object (opened, not loaded) use the session's ring buffer, target set
+ * and loss counters, so its records arrive through gs_tracker__poll(). Returns 0 or -errno.
+ */
+int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
+			   struct bpf_map *stats);
 /* Resolves targets (spawning the command) and attaches. Returns 0 or -errno (logged). */
 int gs_tracker__start(struct gs_tracker *t);
 /* Drains events for at most timeout_ms; returns the number handled or -errno. */

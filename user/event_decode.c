@@ -11,6 +11,9 @@ _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
 _Static_assert(offsetof(struct gs_mem_free_ret, frames) == 48, "gs_mem_free_ret frames offset");
 _Static_assert(offsetof(struct gs_cuda_call, frames) == 296, "gs_cuda_call frames offset");
+_Static_assert(offsetof(struct gs_cpu_sample, frames) == 48 + 8 * GS_CPU_KERNEL_STACK,
+	       "gs_cpu_sample frames offset");
+_Static_assert(sizeof(struct gs_cpu_key) == 32, "gs_cpu_key layout");
 
 int gs_event_decode(const void *data, size_t size)
 {
@@ -18,6 +21,7 @@ int gs_event_decode(const void *data, size_t size)
 	const struct gs_mem_alloc *alloc = data;
 	const struct gs_mem_free_ret *free_ret = data;
 	const struct gs_cuda_call *call = data;
+	const struct gs_cpu_sample *sample = data;
 	size_t need;
 
 	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
@@ -48,6 +52,13 @@ int gs_event_decode(const void *data, size_t size)
 		if (hdr->size < need || call->nr_frames > GS_MAX_STACK)
 			return -EINVAL;
 		need += call->nr_frames * sizeof(call->frames[0]);
+		break;
+	case GS_EV_CPU_SAMPLE:
+		need = offsetof(struct gs_cpu_sample, frames);
+		if (hdr->size < need || sample->nr_frames > GS_MAX_STACK ||
+		    sample->nr_kernel > GS_CPU_KERNEL_STACK)
+			return -EINVAL;
+		need += sample->nr_frames * sizeof(sample->frames[0]);
 		break;
 	default:
 		return -ENOENT;

@@ -95,6 +95,26 @@ GS_TEST(call_frames_must_fit)
 	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
 }
 
+GS_TEST(cpu_sample_stacks_must_fit)
+{
+	struct gs_cpu_sample e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = GS_EV_CPU_SAMPLE;
+	e.nr_frames = 2;
+	e.nr_kernel = GS_CPU_KERNEL_STACK;
+	e.hdr.size = offsetof(struct gs_cpu_sample, frames) + 2 * 8;
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), GS_EV_CPU_SAMPLE);
+	e.nr_frames = 3; /* more user frames than hdr.size holds */
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+	e.nr_frames = 2;
+	e.nr_kernel = GS_CPU_KERNEL_STACK + 1; /* more kernel frames than the array */
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+	e.nr_kernel = 0;
+	e.hdr.size = offsetof(struct gs_cpu_sample, frames) - 1;
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
+}
+
 GS_TEST(unknown_type_is_reported_as_such)
 {
 	struct gs_proc_event e;
@@ -107,4 +127,4 @@ GS_TEST(unknown_type_is_reported_as_such)
 
 GS_TEST_MAIN(alloc_with_frames_is_valid, alloc_claiming_more_frames_than_it_holds,
 	     header_size_must_fit_the_record, each_type_needs_its_fixed_part, call_frames_must_fit,
-	     unknown_type_is_reported_as_such)
+	     cpu_sample_stacks_must_fit, unknown_type_is_reported_as_such)

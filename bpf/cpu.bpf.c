@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* cpu.bpf.c: perf_event CPU samples of the targets: counted per stack, or one record each. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "gs_common.bpf.h"
+
+#define EEXIST 17
+#define ENOMEM 12
+
+#define STACK_MAP_ENTRIES  16384
+#define COUNTS_MAP_ENTRIES 16384
+
+/* per sample records (`record -e cpu`) instead of in-kernel counts (`profile`) */
+const volatile bool cfg_records = false;
+/* only tasks in the cgroup (v2) at index 0 of cgroups, or below it */
+const volatile bool cfg_cgroup = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, STACK_MAP_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, GS_MAX_STACK * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, COUNTS_MAP_ENTRIES);
+	__type(key, struct gs_cpu_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
+
+/* x86: the low two bits of cs are the privilege level the sample interrupted */
+static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
+{
+	/* the context allows only whole-register loads: volatile keeps clang from narrowing */
+	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+
+	return (cs & 3) == 3;
+}
+
+static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 flags)
+{
+	long id = bpf_get_stackid(ctx, &stacks, flags);
+
+	/* a bucket taken by another stack, or no memory: the sample keeps counting, stackless */
+	if (id == -EEXIST || id == -ENOMEM)
+		gs_count(GS_STAT_CPU_STACK_LOST);
+	return (__s32)id;
+}
+
+static __always_inline void count_sample(struct bpf_perf_event_data *ctx, __u32 pid)
+{
+	struct gs_cpu_key key = { .pid = pid, .kernel_stack_id = -1 };
+	__u64 zero = 0, *n;
+
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	key.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
+	if (!in_user_mode(ctx))
+		key.kernel_stack_id = stack_id(ctx, 0);
+	n = bpf_map_lookup_elem(&counts, &key);
+	if (!n) {
+		/* another CPU may have added it meanwhile: then the lookup below finds it */
+		bpf_map_update_elem(&counts, &key, &zero, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&counts, &key);
+		if (!n) {
+			gs_count(GS_STAT_CPU_COUNTS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(n, 1);
+}
+
+static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 pid_tgid)
+{
+	struct gs_cpu_sample *e = gs_reserve(sizeof(*e));
+	long nbytes;
+
+	if (!e)
+		return;
+	e->cpu = bpf_get_smp_processor_id();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->nr_kernel = 0;
+	if (!in_user_mode(ctx)) {
+		nbytes = bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0);
+		e->nr_kernel = nbytes > 0 ? nbytes / sizeof(__u64) : 0;
+	}
+	e->nr_frames = gs_user_stack(ctx, e->frames);
+	gs_fill_hdr(&e->hdr, GS_EV_CPU_SAMPLE,
+		    offsetof(struct gs_cpu_sample, frames) + e->nr_frames * sizeof(__u64),
+		    pid_tgid);
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("perf_event")
+int handle_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+
+	/* pid 0 is the idle task: a CPU with nothing to run */
+	if (!pid || !gs_is_target(pid))
+		return 0;
+	if (cfg_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
+		return 0;
+	if (cfg_records)
+		emit_sample(ctx, pid_tgid);
+	else
+		count_sample(ctx, pid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

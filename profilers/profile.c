@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* profile.c: `gpusnoop profile`, sampled CPU stacks counted in the kernel, folded or pprof. */
+#include <argp.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "profilers/cpu_sampler.h"
+#include "profilers/options.h"
+#include "profilers/subcommands.h"
+#include "profilers/tracker.h"
+#include "user/clock.h"
+#include "user/kallsyms.h"
+#include "user/log.h"
+#include "user/out_file.h"
+#include "user/profile.h"
+#include "user/stack_table.h"
+
+#define POLL_MS		 100
+#define DRAIN_EVERY_NS	 1000000000ULL
+#define KERNEL_IMAGE	 "[kernel.kallsyms]"
+#define MAX_MODULE_LABEL 80
+
+enum profile_format { FORMAT_FOLDED, FORMAT_PPROF };
+enum { OPT_CGROUP = 0x2000, OPT_FORMAT };
+
+struct profile_opts {
+	struct gs_common_opts common;
+	const char *freq; /* validated after parsing: a bad value is one line, not argp's two */
+	const char *cgroup;
+	enum profile_format format;
+};
+
+struct profile {
+	struct profile_opts opts;
+	unsigned int hz;
+	struct gs_tracker *tracker;
+	struct gs_cpu_sampler *sampler;
+	struct gs_stack_table *stacks;
+	struct gs_kallsyms *kallsyms;
+	struct gs_profile *profile;
+	uint64_t lost_stacks; /* user stacks the stack map had no room for */
+	int error;
+};
+
+/* Fills frames[] with the kernel stack's frames; module labels go to labels[]. */
+static size_t kernel_frames(struct profile *p, const __u64 *addrs, uint32_t nr,
+			    struct gs_profile_frame *frames, char (*labels)[MAX_MODULE_LABEL])
+{
+	for (uint32_t i = 0; i < nr; i++) {
+		/* the first is the interrupted instruction, the others return addresses */
+		uint64_t addr = addrs[i] - (i ? 1 : 0), off;
+		const char *module = NULL;
+		const char *name =
+			p->kallsyms ? gs_kallsyms__lookup(p->kallsyms, addr, &off, &module) : NULL;
+
+		if (module)
+			snprintf(labels[i], MAX_MODULE_LABEL, "[%s]", module);
+		frames[i] = (struct gs_profile_frame){
+			.name = name,
+			.module = module ? labels[i] : KERNEL_IMAGE,
+			.address = addrs[i],
+			.kernel = true,
+		};
+	}
+	return nr;
+}
+
+static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
+		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
+{
+	struct gs_profile_frame frames[GS_MAX_STACK * 2];
+	char labels[GS_MAX_STACK][MAX_MODULE_LABEL];
+	struct profile *p = ctx;
+	char comm[sizeof(key->comm) + 1];
+	size_t n;
+	int err;
+
+	memcpy(comm, key->comm, sizeof(key->comm));
+	comm[sizeof(key->comm)] = '\0';
+	n = kernel_frames(p, kernel, nr_kernel, frames, labels);
+	if (nr_user) {
+		int64_t id = gs_stack_table__intern(p->stacks, (pid_t)key->pid,
+						    (const uint64_t *)user, nr_user);
+		const struct gs_stack *s;
+
+		if (id < 0) {
+			p->error = (int)id;
+			return;
+		}
+		s = gs_stack_table__get(p->stacks, (uint32_t)id);
+		for (uint32_t i = 0; i < s->nr_frames; i++)
+			frames[n++] = (struct gs_profile_frame){
+				.name = s->frames[i].symbol,
+				.module = s->frames[i].module,
+				.address = s->frames[i].address,
+			};
+	}
+	err = gs_profile__add(p->profile, (pid_t)key->pid, comm, frames, n, count);
+	if (err && !p->error) {
+		gs_err("profile: %s", strerror(-err));
+		p->error = err;
+	}
+}
+
+static void drain(struct profile *p)
+{
+	int err = gs_cpu_sampler__drain(p->sampler, on_count, p);
+
+	if (err && !p->error) {
+		gs_err("reading samples: %s", strerror(-err));
+		p->error = err;
+	}
+}
+
+/* Stacks are symbolized while the process can still be read: before it is forgotten. */
+static void on_proc_gone(void *ctx, pid_t pid, bool exec)
+{
+	drain(ctx);
+}
+
+static int run_loop(struct profile *p)
+{
+	uint64_t start = gs_clock_ns(CLOCK_MONOTONIC), last_drain = start;
+	uint64_t duration_ns = (uint64_t)(p->opts.common.duration_s * 1e9);
+
+	while (!gs_stop_requested && !p->error) {
+		uint64_t now;
+		int n = gs_tracker__poll(p->tracker, POLL_MS);
+
+		if (n < 0) {
+			gs_err("reading events: %s", strerror(-n));
+			return n;
+		}
+		if (gs_tracker__done(p->tracker))
+			break;
+		now = gs_clock_ns(CLOCK_MONOTONIC);
+		if (duration_ns && now - start >= duration_ns)
+			break;
+		if (now - last_drain >= DRAIN_EVERY_NS) {
+			drain(p);
+			last_drain = now;
+		}
+	}
+	gs_tracker__poll(p->tracker, 0);
+	drain(p);
+	return p->error;
+}
+
+static const struct argp_option profile_options[] = {
+	{ "freq", 'F', "HZ", 0, "Samples per second on each CPU (default 99)", 0 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0,
+	  "Only tasks in this cgroup v2 directory or below it (alone: implies -a)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "folded (default) or pprof (gzip-compressed protobuf)",
+	  0 },
+	{ 0 },
+};
+
+static error_t profile_parse(int key, char *arg, struct argp_state *state)
+{
+	struct profile_opts *o = state->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &o->common;
+		break;
+	case 'F':
+		o->freq = arg;
+		break;
+	case OPT_CGROUP:
+		o->cgroup = arg;
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "pprof"))
+			o->format = FORMAT_PPROF;
+		else if (!strcmp(arg, "folded"))
+			o->format = FORMAT_FOLDED;
+		else
+			argp_error(state, "unknown format '%s' (folded or pprof)", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp_child profile_children[] = {
+	{ &gs_common_argp, 0, "Targets and output:", 0 },
+	{ 0 },
+};
+
+static const char profile_doc[] =
+	"Sample the CPU stacks (user and kernel) of processes, counted in the kernel, and write "
+	"them as folded stacks (flamegraph.pl, speedscope) or gzip pprof (go tool pprof, "
+	"Pyroscope, Parca). The targets need not use CUDA.\v"
+	"Output goes to -o FILE, else stdout (folded output is gzip-compressed when FILE ends "
+	"in .gz; pprof always is). It is complete when -d expires, on Ctrl-C or SIGTERM, or "
+	"when the last target exits.\n\n"
+	"EXAMPLES:\n"
+	"  gpusnoop profile -p 1234 -d 10 > out.folded     # then flamegraph.pl out.folded\n"
+	"  gpusnoop profile -F 499 --format pprof -o cpu.pb.gz -- ./train\n"
+	"  gpusnoop profile --cgroup /sys/fs/cgroup/system.slice/job.service -d 30";
+
+static const struct argp profile_argp = {
+	profile_options,
+	profile_parse,
+	"[-p PID ... | -a | -- CMD ARGS]",
+	profile_doc,
+	profile_children,
+	NULL,
+	NULL,
+};
+
+static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t duration_ns)
+{
+	const char *path = p->opts.common.output;
+	struct gs_pprof_info info = {
+		.period_ns = 1000000000ULL / p->hz,
+		.time_ns = start_real_ns,
+		.duration_ns = duration_ns,
+	};
+	FILE *f;
+	int err, close_err;
+
+	/* pprof is gzip whatever the name; folded only for a .gz name */
+	if (p->opts.format == FORMAT_PPROF)
+		f = path && strcmp(path, "-") ? fopen(path, "we") : stdout;
+	else
+		f = gs_out_open(path);
+	if (!f) {
+		gs_err("%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (p->opts.format == FORMAT_PPROF)
+		err = gs_profile__write_pprof(p->profile, &info, f);
+	else
+		err = gs_profile__write_folded(p->profile, f);
+	close_err = gs_out_close(f);
+	err = err ?: close_err;
+	if (err)
+		gs_err("writing %s: %s", path ? path : "stdout", strerror(-err));
+	return err;
+}
+
+int gs_cmd_profile(int argc, char **argv)
+{
+	struct profile p = { .hz = GS_CPU_DEFAULT_HZ };
+	struct gs_tracker_ops ops = { .ctx = &p, .proc_gone = on_proc_gone };
+	struct gs_tracker_opts topts;
+	struct gs_cpu_sampler_opts sopts;
+	uint64_t stats[GS_STAT__MAX], start_mono, start_real;
+	int err, status = 1;
+
+	if (argp_parse(&profile_argp, argc, argv, ARGP_IN_ORDER, NULL, &p.opts))
+		return 1;
+	if (p.opts.cgroup && !p.opts.common.nr_pids && !p.opts.common.argv)
+		p.opts.common.all = true;
+	if (gs_common_opts__finish(&p.opts.common))
+		return 1;
+	if (p.opts.freq && gs_cpu_parse_hz(p.opts.freq, &p.hz))
+		return 1;
+	topts = gs_common_opts__tracker(&p.opts.common, 0); /* no CUDA probes */
+	if (gs_tracker__open(&p.tracker, &topts, &ops))
+		return 1;
+	sopts = (struct gs_cpu_sampler_opts){
+		.freq_hz = p.hz,
+		.all = p.opts.common.all,
+		.cgroup = p.opts.cgroup,
+	};
+	if (gs_cpu_sampler__open(&p.sampler, p.tracker, &sopts))
+		goto out_free;
+	p.stacks = gs_stack_table__new(gs_tracker__symcache(p.tracker));
+	p.profile = gs_profile__new();
+	if (!p.stacks || !p.profile) {
+		gs_err("out of memory");
+		goto out_free;
+	}
+	p.kallsyms = gs_kallsyms__read("/proc/kallsyms");
+	if (!p.kallsyms)
+		gs_warn("/proc/kallsyms: %s: kernel frames stay unnamed", strerror(errno));
+	start_mono = gs_clock_ns(CLOCK_MONOTONIC);
+	start_real = gs_clock_ns(CLOCK_REALTIME);
+	if (gs_tracker__start(p.tracker))
+		goto out_free;
+	gs_info("profiling%s at %u Hz; Ctrl-C to stop", p.opts.common.all ? " every process" : "",
+		p.hz);
+	err = run_loop(&p);
+	/* whatever stopped it, what was collected is written */
+	err = write_output(&p, start_real, gs_clock_ns(CLOCK_MONOTONIC) - start_mono) ?: err;
+	gs_tracker__stats(p.tracker, stats);
+	gs_info("profile: %" PRIu64 " samples in %zu stacks (%s); lost: %" PRIu64
+		" stacks, %" PRIu64 " samples",
+		gs_profile__total(p.profile), gs_profile__nr_stacks(p.profile),
+		gs_cpu_sampler__event(p.sampler), stats[GS_STAT_CPU_STACK_LOST],
+		stats[GS_STAT_CPU_COUNTS_FULL]);
+	status = err ? 1 : 0;
+
+out_free:
+	gs_cpu_sampler__free(p.sampler);
+	gs_profile__free(p.profile);
+	gs_stack_table__free(p.stacks);
+	gs_kallsyms__free(p.kallsyms);
+	gs_tracker__free(p.tracker);
+	return status;
+}

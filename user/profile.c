@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* profile.c: interned strings, frames and stacks; folded text and hand-encoded pprof out. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "user/profile.h"
+
+/*
+ * pprof is written by hand: profile.proto's wire format needs only varints and
+ * length-delimited fields, write-only, which is less code than generating protobuf-c
+ * bindings and adds no build-time compiler or runtime library (see the README).
+ */
+
+/* Open-addressing index from a hash to id + 1 (0: empty), grown at half full. */
+struct index {
+	uint32_t *slots;
+	size_t nr_slots;
+};
+
+struct frame {
+	uint32_t name, module; /* string ids; 0 = "" = unknown */
+	uint64_t address;
+	bool kernel;
+};
+
+struct stack {
+	pid_t pid;
+	uint32_t comm; /* string id */
+	uint32_t nr;
+	uint32_t *frames; /* frame ids, innermost first */
+	uint64_t count;
+};
+
+struct gs_profile {
+	char **strings; /* string table: strings[0] is "" */
+	size_t nr_strings, cap_strings;
+	struct index string_index;
+	struct frame *frames;
+	size_t nr_frames, cap_frames;
+	struct index frame_index;
+	struct stack *stacks;
+	size_t nr_stacks, cap_stacks;
+	struct index stack_index;
+	uint64_t total;
+};
+
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+#define HASH_SEED 1469598103934665603ULL
+
+static int grow_array(void **arr, size_t *cap, size_t nr, size_t elem)
+{
+	size_t new_cap;
+	void *grown;
+
+	if (nr < *cap)
+		return 0;
+	new_cap = *cap ? *cap * 2 : 64;
+	grown = realloc(*arr, new_cap * elem);
+	if (!grown)
+		return -ENOMEM;
+	*arr = grown;
+	*cap = new_cap;
+	return 0;
+}
+
+/* Slot of the id equal per eq(), or of the empty slot where it belongs. */
+static size_t index_find(const struct index *ix, uint64_t hash,
+			 bool (*eq)(const struct gs_profile *, uint32_t, const void *),
+			 const struct gs_profile *p, const void *key)
+{
+	size_t i = hash & (ix->nr_slots - 1);
+
+	while (ix->slots[i] && !eq(p, ix->slots[i] - 1, key))
+		i = (i + 1) & (ix->nr_slots - 1);
+	return i;
+}
+
+/* Makes room for one more id among nr; rehashes with hash_of(id). */
+static int index_reserve(struct index *ix, size_t nr, const struct gs_profile *p,
+			 uint64_t (*hash_of)(const struct gs_profile *, uint32_t))
+{
+	size_t nr_slots;
+	uint32_t *slots;
+
+	if (ix->nr_slots && (nr + 1) * 2 <= ix->nr_slots)
+		return 0;
+	nr_slots = ix->nr_slots ? ix->nr_slots * 2 : 256;
+	slots = calloc(nr_slots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t id = 0; id < nr; id++) {
+		size_t i = hash_of(p, (uint32_t)id) & (nr_slots - 1);
+
+		while (slots[i])
+			i = (i + 1) & (nr_slots - 1);
+		slots[i] = (uint32_t)id + 1;
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->nr_slots = nr_slots;
+	return 0;
+}
+
+static uint64_t string_hash(const char *s)
+{
+	return hash_bytes(HASH_SEED, s, strlen(s));
+}
+
+static uint64_t string_hash_of(const struct gs_profile *p, uint32_t id)
+{
+	return string_hash(p->strings[id]);
+}
+
+static bool string_eq(const struct gs_profile *p, uint32_t id, const void *key)
+{
+	return !strcmp(p->strings[id], key);
+}
+
+/* The id of s in the string table, adding it. Returns a negative errno on failure. */
+static int64_t intern_string(struct gs_profile *p, const char *s)
+{
+	size_t slot;
+	char *copy;
+
+	if (!s)
+		s = "";
+	if (index_reserve(&p->string_index, p->nr_strings, p, string_hash_of))
+		return -ENOMEM;
+	slot = index_find(&p->string_index, string_hash(s), string_eq, p, s);
+	if (p->string_index.slots[slot])
+		return p->string_index.slots[slot] - 1;
+	if (grow_array((void **)&p->strings, &p->cap_strings, p->nr_strings, sizeof(char *)))
+		return -ENOMEM;
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	p->strings[p->nr_strings] = copy;
+	p->string_index.slots[slot] = (uint32_t)p->nr_strings + 1;
+	return (int64_t)p->nr_strings++;
+}
+
+static uint64_t frame_hash(const struct frame *f)
+{
+	uint64_t h = hash_bytes(HASH_SEED, &f->name, sizeof(f->name));
+
+	h = hash_bytes(h, &f->module, sizeof(f->module));
+	h = hash_bytes(h, &f->address, sizeof(f->address));
+	return hash_bytes(h, &f->kernel, sizeof(f->kernel));
+}
+
+static uint64_t frame_hash_of(const struct gs_profile *p, uint32_t id)
+{
+	return frame_hash(&p->frames[id]);
+}
+
+static bool frame_eq(const struct gs_profile *p, uint32_t id, const void *key)
+{
+	const struct frame *a = &p->frames[id], *b = key;
+
+	return a->name == b->name && a->module == b->module && a->address == b->address &&
+	       a->kernel == b->kernel;
+}
+
+static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame *in)
+{
+	int64_t name = intern_string(p, in->name), module = intern_string(p, in->module);
+	struct frame f;
+	size_t slot;
+
+	if (name < 0 || module < 0)
+		return -ENOMEM;
+	f = (struct frame){ .name = (uint32_t)name,
+			    .module = (uint32_t)module,
+			    .address = in->address,
+			    .kernel = in->kernel };
+	if (index_reserve(&p->frame_index, p->nr_frames, p, frame_hash_of))
+		return -ENOMEM;
+	slot = index_find(&p->frame_index, frame_hash(&f), frame_eq, p, &f);
+	if (p->frame_index.slots[slot])
+		return p->frame_index.slots[slot] - 1;
+	if (grow_array((void **)&p->frames, &p->cap_frames, p->nr_frames, sizeof(f)))
+		return -ENOMEM;
+	p->frames[p->nr_frames] = f;
+	p->frame_index.slots[slot] = (uint32_t)p->nr_frames + 1;
+	return (int64_t)p->nr_frames++;
+}
+
+static uint64_t stack_hash(const struct stack *s)
+{
+	uint64_t h = hash_bytes(HASH_SEED, &s->pid, sizeof(s->pid));
+
+	h = hash_bytes(h, &s->comm, sizeof(s->comm));
+	return hash_bytes(h, s->frames, s->nr * sizeof(*s->frames));
+}
+
+static uint64_t stack_hash_of(const struct gs_profile *p, uint32_t id)
+{
+	return stack_hash(&p->stacks[id]);
+}
+
+static bool stack_eq(const struct gs_profile *p, uint32_t id, const void *key)
+{
+	const struct stack *a = &p->stacks[id], *b = key;
+
+	return a->pid == b->pid && a->comm == b->comm && a->nr == b->nr &&
+	       !memcmp(a->frames, b->frames, a->nr * sizeof(*a->frames));
+}
+
+/* The string table starts with what pprof needs besides names, at these ids. */
+enum { STR_EMPTY, STR_SAMPLES, STR_COUNT, STR_CPU, STR_NANOSECONDS, STR_PID, STR_COMM };
+static const char *const fixed_strings[] = { "",    "samples", "count", "cpu", "nanoseconds",
+					     "pid", "comm" };
+
+struct gs_profile *gs_profile__new(void)
+{
+	struct gs_profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < sizeof(fixed_strings) / sizeof(fixed_strings[0]); i++) {
+		if (intern_string(p, fixed_strings[i]) != (int64_t)i) {
+			gs_profile__free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+void gs_profile__free(struct gs_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nr_strings; i++)
+		free(p->strings[i]);
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		free(p->stacks[i].frames);
+	free(p->strings);
+	free(p->string_index.slots);
+	free(p->frames);
+	free(p->frame_index.slots);
+	free(p->stacks);
+	free(p->stack_index.slots);
+	free(p);
+}
+
+int gs_profile__add(struct gs_profile *p, pid_t pid, const char *comm,
+		    const struct gs_profile_frame *frames, size_t nr, uint64_t count)
+{
+	int64_t comm_id = intern_string(p, comm);
+	struct stack s = { .pid = pid, .nr = (uint32_t)nr, .count = count };
+	size_t slot;
+	int err = -ENOMEM;
+
+	if (comm_id < 0)
+		return -ENOMEM;
+	s.comm = (uint32_t)comm_id;
+	s.frames = malloc((nr ? nr : 1) * sizeof(*s.frames));
+	if (!s.frames)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		int64_t id = intern_frame(p, &frames[i]);
+
+		if (id < 0)
+			goto out_free;
+		s.frames[i] = (uint32_t)id;
+	}
+	if (index_reserve(&p->stack_index, p->nr_stacks, p, stack_hash_of))
+		goto out_free;
+	slot = index_find(&p->stack_index, stack_hash(&s), stack_eq, p, &s);
+	if (p->stack_index.slots[slot]) {
+		p->stacks[p->stack_index.slots[slot] - 1].count += count;
+		p->total += count;
+		err = 0;
+		goto out_free;
+	}
+	if (grow_array((void **)&p->stacks, &p->cap_stacks, p->nr_stacks, sizeof(s)))
+		goto out_free;
+	p->stacks[p->nr_stacks] = s;
+	p->stack_index.slots[slot] = (uint32_t)p->nr_stacks + 1;
+	p->nr_stacks++;
+	p->total += count;
+	return 0;
+
+out_free:
+	free(s.frames);
+	return err;
+}
+
+uint64_t gs_profile__total(const struct gs_profile *p)
+{
+	return p->total;
+}
+
+size_t gs_profile__nr_stacks(const struct gs_profile *p)
+{
+	return p->nr_stacks;
+}
+
+/* ---- folded ---- */
+
+/* A frame's label; ';' separates frames, so it must not occur inside one. */
+static void put_label(FILE *f, const struct gs_profile *p, const struct frame *fr)
+{
+	const char *name = p->strings[fr->name], *module = p->strings[fr->module];
+	const char *base = strrchr(module, '/');
+
+	if (*name) {
+		for (const char *c = name; *c; c++)
+			fputc(*c == ';' ? ':' : *c == '\n' ? ' ' : *c, f);
+	} else if (*module) {
+		fprintf(f, "[%s]", base ? base + 1 : module);
+	} else {
+		fputs("[unknown]", f);
+	}
+	if (fr->kernel)
+		fputs("_[k]", f);
+}
+
+struct folded_line {
+	char *text;
+	uint64_t count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+int gs_profile__write_folded(const struct gs_profile *p, FILE *f)
+{
+	struct folded_line *lines = calloc(p->nr_stacks + 1, sizeof(*lines));
+	size_t nr = 0;
+	int err = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_stacks; i++) {
+		const struct stack *s = &p->stacks[i];
+		size_t len = 0;
+		FILE *mem = open_memstream(&lines[i].text, &len);
+
+		if (!mem) {
+			err = -ENOMEM;
+			goto out_free;
+		}
+		put_label(mem, p, &(struct frame){ .name = s->comm });
+		for (uint32_t k = s->nr; k-- > 0;) {
+			fputc(';', mem);
+			put_label(mem, p, &p->frames[s->frames[k]]);
+		}
+		if (fclose(mem)) {
+			err = -ENOMEM;
+			goto out_free;
+		}
+		lines[i].count = s->count;
+	}
+	/* one line per distinct text: two pids running the same code fold together */
+	qsort(lines, p->nr_stacks, sizeof(*lines), cmp_folded);
+	for (size_t i = 0; i < p->nr_stacks; i++) {
+		if (nr && !strcmp(lines[nr - 1].text, lines[i].text)) {
+			lines[nr - 1].count += lines[i].count;
+			free(lines[i].text);
+			lines[i].text = NULL;
+			continue;
+		}
+		lines[nr++] = (struct folded_line){ lines[i].text, lines[i].count };
+		if (nr - 1 != i)
+			lines[i].text = NULL;
+	}
+	for (size_t i = 0; i < nr; i++)
+		fprintf(f, "%s %" PRIu64 "\n", lines[i].text, lines[i].count);
+	if (ferror(f))
+		err = -EIO;
+out_free:
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		free(lines[i].text);
+	free(lines);
+	return err;
+}
+
+/* ---- pprof ---- */
+
+struct pbuf {
+	uint8_t *data;
+	size_t len, cap;
+	bool failed;
+};
+
+static void pb_bytes(struct pbuf *b, const void *data, size_t len)
+{
+	if (b->failed)
+		return;
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		uint8_t *grown;
+
+		while (cap < b->len + len)
+			cap *= 2;
+		grown = realloc(b->data, cap);
+		if (!grown) {
+			b->failed = true;
+			return;
+		}
+		b->data = grown;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+}
+
+static void pb_varint(struct pbuf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	pb_bytes(b, tmp, n);
+}
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+static void pb_tag(struct pbuf *b, uint32_t field, uint32_t wire)
+{
+	pb_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A varint field; proto3 leaves zero values out. */
+static void pb_uint(struct pbuf *b, uint32_t field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_tag(b, field, WIRE_VARINT);
+	pb_varint(b, v);
+}
+
+static void pb_len(struct pbuf *b, uint32_t field, const void *data, size_t len)
+{
+	pb_tag(b, field, WIRE_LEN);
+	pb_varint(b, len);
+	pb_bytes(b, data, len);
+}
+
+/* Appends msg as a length-delimited field and empties it for reuse. */
+static void pb_message(struct pbuf *b, uint32_t field, struct pbuf *msg)
+{
+	if (msg->failed)
+		b->failed = true;
+	pb_len(b, field, msg->data, msg->len);
+	msg->len = 0;
+}
+
+/* Profile fields (profile.proto) */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+};
+
+static void value_type(struct pbuf *b, uint32_t field, struct pbuf *tmp, int64_t type, int64_t unit)
+{
+	pb_uint(tmp, 1, (uint64_t)type);
+	pb_uint(tmp, 2, (uint64_t)unit);
+	pb_message(b, field, tmp);
+}
+
+static void encode_sample(struct pbuf *b, struct pbuf *tmp, struct pbuf *packed,
+			  const struct stack *s, uint64_t period)
+{
+	struct pbuf label = { 0 };
+
+	for (uint32_t i = 0; i < s->nr; i++)
+		pb_varint(packed, (uint64_t)s->frames[i] + 1); /* location ids, leaf first */
+	pb_message(tmp, 1, packed);
+	pb_varint(packed, s->count);
+	pb_varint(packed, s->count * period);
+	pb_message(tmp, 2, packed);
+	pb_uint(&label, 1, STR_PID); /* pid: a number */
+	pb_uint(&label, 3, (uint64_t)s->pid);
+	pb_message(tmp, 3, &label);
+	pb_uint(&label, 1, STR_COMM); /* comm: a string */
+	pb_uint(&label, 2, s->comm);
+	pb_message(tmp, 3, &label);
+	free(label.data);
+	pb_message(b, PROFILE_SAMPLE, tmp);
+}
+
+/* Mapping id of each string id used as a module (0: none), numbered in first-use order. */
+static uint32_t *number_mappings(const struct gs_profile *p, uint32_t *nr_out)
+{
+	uint32_t *ids = calloc(p->nr_strings, sizeof(*ids)), nr = 0;
+
+	if (!ids)
+		return NULL;
+	for (size_t i = 0; i < p->nr_frames; i++) {
+		uint32_t m = p->frames[i].module;
+
+		if (m && !ids[m])
+			ids[m] = ++nr;
+	}
+	*nr_out = nr;
+	return ids;
+}
+
+static int cmp_function(const void *a, const void *b, void *arg)
+{
+	const struct gs_profile *p = arg;
+	const struct frame *x = &p->frames[*(const uint32_t *)a];
+	const struct frame *y = &p->frames[*(const uint32_t *)b];
+
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/*
+ * Function id of each frame (0: unnamed): one function per (name, module). owner[id - 1]
+ * gets a frame of each function. Returns the count, or -ENOMEM.
+ */
+static int64_t number_functions(const struct gs_profile *p, uint32_t *ids, uint32_t *owner)
+{
+	uint32_t *order = malloc((p->nr_frames + 1) * sizeof(*order)), nr = 0;
+	size_t n = 0;
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_frames; i++)
+		if (p->frames[i].name)
+			order[n++] = (uint32_t)i;
+	qsort_r(order, n, sizeof(*order), cmp_function, (void *)p);
+	for (size_t k = 0; k < n; k++) {
+		const struct frame *f = &p->frames[order[k]];
+		const struct frame *prev = k ? &p->frames[order[k - 1]] : NULL;
+
+		if (!prev || prev->name != f->name || prev->module != f->module)
+			owner[nr++] = order[k];
+		ids[order[k]] = nr;
+	}
+	free(order);
+	return nr;
+}
+
+int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_info *info,
+			     uint8_t **buf, size_t *len)
+{
+	struct pbuf b = { 0 }, tmp = { 0 }, packed = { 0 };
+	uint32_t *mapping_of = NULL, *function_of = NULL, *function_frame = NULL, nr_maps = 0;
+	int64_t nr_functions = -1;
+	int err = -ENOMEM;
+
+	mapping_of = number_mappings(p, &nr_maps);
+	function_of = calloc(p->nr_frames + 1, sizeof(*function_of));
+	function_frame = calloc(p->nr_frames + 1, sizeof(*function_frame));
+	if (mapping_of && function_of && function_frame)
+		nr_functions = number_functions(p, function_of, function_frame);
+	if (nr_functions < 0)
+		goto out_free;
+
+	value_type(&b, PROFILE_SAMPLE_TYPE, &tmp, STR_SAMPLES, STR_COUNT);
+	value_type(&b, PROFILE_SAMPLE_TYPE, &tmp, STR_CPU, STR_NANOSECONDS);
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		encode_sample(&b, &tmp, &packed, &p->stacks[i], info->period_ns);
+	for (uint32_t m = 1; m < p->nr_strings; m++) {
+		if (!mapping_of[m])
+			continue;
+		pb_uint(&tmp, 1, mapping_of[m]);
+		pb_uint(&tmp, 5, m); /* filename */
+		pb_uint(&tmp, 7, 1); /* has_functions: symbolized here, pprof must not retry */
+		pb_message(&b, PROFILE_MAPPING, &tmp);
+	}
+	for (size_t i = 0; i < p->nr_frames; i++) {
+		const struct frame *f = &p->frames[i];
+
+		pb_uint(&tmp, 1, i + 1);
+		pb_uint(&tmp, 2, mapping_of[f->module]);
+		pb_uint(&tmp, 3, f->address);
+		if (function_of[i]) {
+			pb_uint(&packed, 1, function_of[i]);
+			pb_message(&tmp, 4, &packed);
+		}
+		pb_message(&b, PROFILE_LOCATION, &tmp);
+	}
+	for (int64_t id = 1; id <= nr_functions; id++) {
+		const struct frame *f = &p->frames[function_frame[id - 1]];
+
+		pb_uint(&tmp, 1, (uint64_t)id);
+		pb_uint(&tmp, 2, f->name);
+		pb_uint(&tmp, 3, f->name);   /* system_name */
+		pb_uint(&tmp, 4, f->module); /* filename: the binary, there is no source file */
+		pb_message(&b, PROFILE_FUNCTION, &tmp);
+	}
+	for (size_t i = 0; i < p->nr_strings; i++)
+		pb_len(&b, PROFILE_STRING_TABLE, p->strings[i], strlen(p->strings[i]));
+	pb_uint(&b, PROFILE_TIME_NANOS, info->time_ns);
+	pb_uint(&b, PROFILE_DURATION_NANOS, info->duration_ns);
+	value_type(&b, PROFILE_PERIOD_TYPE, &tmp, STR_CPU, STR_NANOSECONDS);
+	pb_uint(&b, PROFILE_PERIOD, info->period_ns);
+	if (!b.failed && !tmp.failed && !packed.failed) {
+		*buf = b.data;
+		*len = b.len;
+		b.data = NULL;
+		err = 0;
+	}
+out_free:
+	free(b.data);
+	free(tmp.data);
+	free(packed.data);
+	free(mapping_of);
+	free(function_of);
+	free(function_frame);
+	return err;
+}
+
+int gs_gzip_write(FILE *f, const void *data, size_t len)
+{
+	unsigned char out[65536];
+	z_stream zs = { 0 };
+	int ret;
+
+	/* windowBits 15 + 16: a gzip header and trailer rather than a zlib one */
+	if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return -ENOMEM;
+	zs.next_in = (unsigned char *)data;
+	zs.avail_in = (uInt)len;
+	do {
+		zs.next_out = out;
+		zs.avail_out = sizeof(out);
+		ret = deflate(&zs, Z_FINISH);
+		if (ret == Z_STREAM_ERROR)
+			break;
+		fwrite(out, 1, sizeof(out) - zs.avail_out, f);
+	} while (ret != Z_STREAM_END);
+	deflateEnd(&zs);
+	if (ret != Z_STREAM_END)
+		return -EIO;
+	return ferror(f) ? -EIO : 0;
+}
+
+int gs_profile__write_pprof(const struct gs_profile *p, const struct gs_pprof_info *info, FILE *f)
+{
+	uint8_t *buf;
+	size_t len;
+	int err = gs_profile__encode_pprof(p, info, &buf, &len);
+
+	if (err)
+		return err;
+	err = gs_gzip_write(f, buf, len);
+	free(buf);
+	return err;
+}
