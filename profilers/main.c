@@ -14,6 +14,8 @@ static const struct subcommand subcommands[] = {
 	{ "leaks", "outstanding CUDA allocations per process, grouped by stack", gs_cmd_leaks },
 	{ "record", "CUDA launches, syncs, copies and memory as a Perfetto timeline",
 	  gs_cmd_record },
+	{ "daemon", "always on: OOM reports, Prometheus metrics, remote control", gs_cmd_daemon },
+	{ "ctl", "ask a running gpusnoop daemon (status, leaks, snapshot)", gs_cmd_ctl },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
