@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* leak_report.c: text and JSON renderings of a leak report. */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "profilers/cuda_api.h"
 #include "profilers/leak_report.h"
@@ -97,6 +100,19 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 	}
 }
 
+static void text_trigger(FILE *f, const struct gs_leak_trigger *t,
+			 const struct gs_stack_table *stacks)
+{
+	const struct gs_cuda_api *api = gs_cuda_api_get(t->api);
+	char b[32];
+
+	gs_format_bytes(t->bytes_requested, b, sizeof(b));
+	fprintf(f, "TRIGGER %s: pid %d: %s of %s failed with error %d %s\n", t->kind, (int)t->pid,
+		gs_cuda_api_name(t->api), b, t->error,
+		gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, t->error));
+	text_frames(f, gs_stack_table__get(stacks, t->stack_id));
+}
+
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 				const struct gs_stack_table *stacks)
 {
@@ -110,6 +126,8 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	if (r->min_age_s > 0)
 		fprintf(f, ", allocations older than %.1fs", r->min_age_s);
 	fputc('\n', f);
+	if (r->trigger)
+		text_trigger(f, r->trigger, stacks);
 	if (!r->nr_procs)
 		fprintf(f, "no CUDA allocations seen\n");
 	for (size_t i = 0; i < r->nr_procs; i++)
@@ -186,6 +204,23 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 	gs_json__end_object(j);
 }
 
+static void json_trigger(struct gs_json *j, const struct gs_leak_trigger *t,
+			 const struct gs_stack_table *stacks)
+{
+	const struct gs_cuda_api *api = gs_cuda_api_get(t->api);
+
+	gs_json__begin_object(j, "trigger");
+	gs_json__string(j, "kind", t->kind);
+	gs_json__i64(j, "pid", t->pid);
+	gs_json__string(j, "api", gs_cuda_api_name(t->api));
+	gs_json__i64(j, "error", t->error);
+	gs_json__string(j, "error_name",
+			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, t->error));
+	gs_json__u64(j, "bytes_requested", t->bytes_requested);
+	json_frames(j, gs_stack_table__get(stacks, t->stack_id));
+	gs_json__end_object(j);
+}
+
 void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 				const struct gs_stack_table *stacks)
 {
@@ -197,6 +232,8 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__i64(&j, "time", (int64_t)time(NULL));
 	gs_json__u64(&j, "monotonic_ns", r->now_ns);
 	gs_json__double(&j, "min_age_s", r->min_age_s);
+	if (r->trigger)
+		json_trigger(&j, r->trigger, stacks);
 	gs_json__begin_array(&j, "processes");
 	for (size_t i = 0; i < r->nr_procs; i++)
 		json_proc(&j, r, &r->procs[i], stacks);
@@ -211,4 +248,79 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__end_object(&j);
 	gs_json__end_object(&j);
 	fputc('\n', f);
+}
+
+static int cmp_group_key(const void *a, const void *b)
+{
+	const struct gs_leak_group *x = a, *y = b;
+
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	return (int)x->api - (int)y->api;
+}
+
+static int cmp_group_bytes(const void *a, const void *b)
+{
+	const struct gs_leak_group *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+static int cmp_fail_count(const void *a, const void *b)
+{
+	const struct gs_fail_group *x = a, *y = b;
+
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
+			       const char *comm, uint64_t now, uint64_t min_age_ns)
+{
+	size_t n = 0, nr_groups = 0;
+	struct gs_leak_group *g;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = p->pid;
+	out->comm = comm;
+	out->failed_allocations = p->failed_allocations;
+	out->failed_frees = p->failed_frees;
+	out->unknown_frees = p->unknown_frees;
+	g = malloc((gs_alloc_table__count(p->allocs) + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	for (size_t i = 0; i < gs_alloc_table__slots(p->allocs); i++) {
+		const struct gs_alloc *a = gs_alloc_table__at(p->allocs, i);
+
+		if (!a || now - a->ts_ns < min_age_ns)
+			continue;
+		g[n++] = (struct gs_leak_group){ .bytes = a->size,
+						 .count = 1,
+						 .oldest_ts_ns = a->ts_ns,
+						 .stack_id = a->stack_id,
+						 .api = a->api };
+		out->outstanding_bytes += a->size;
+		out->outstanding_allocations++;
+	}
+	qsort(g, n, sizeof(*g), cmp_group_key);
+	for (size_t i = 0; i < n; i++) {
+		struct gs_leak_group *last = nr_groups ? &g[nr_groups - 1] : NULL;
+
+		if (last && !cmp_group_key(last, &g[i])) {
+			last->bytes += g[i].bytes;
+			last->count++;
+			if (g[i].oldest_ts_ns < last->oldest_ts_ns)
+				last->oldest_ts_ns = g[i].oldest_ts_ns;
+		} else {
+			g[nr_groups++] = g[i];
+		}
+	}
+	qsort(g, nr_groups, sizeof(*g), cmp_group_bytes);
+	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
+	out->groups = g;
+	out->nr_groups = nr_groups;
+	out->fails = p->fails;
+	out->nr_fails = p->nr_fails;
+	return 0;
 }

@@ -36,15 +36,34 @@ struct gs_leak_proc_report {
 	size_t nr_fails;
 };
 
+/* what made a report be written at that moment (the daemon's triggers) */
+struct gs_leak_trigger {
+	const char *kind; /* "cuda-oom" */
+	pid_t pid;
+	uint16_t api;
+	int32_t error;
+	uint64_t bytes_requested;
+	uint32_t stack_id; /* the failing call's stack */
+};
+
 struct gs_leak_report {
-	const char *reason; /* "final", "interval", "exit", "exec" */
-	uint64_t now_ns;    /* CLOCK_MONOTONIC, ages are measured from it */
+	const char *reason; /* "final", "interval", "exit", "exec", "trigger", "snapshot" */
+	const struct gs_leak_trigger *trigger; /* NULL unless reason is "trigger" */
+	uint64_t now_ns;		       /* CLOCK_MONOTONIC, ages are measured from it */
 	double min_age_s;
 	size_t top; /* stacks shown per process; 0: all */
 	struct gs_leak_proc_report *procs;
 	size_t nr_procs;
 	uint64_t stats[GS_STAT__MAX];
 };
+
+/*
+ * Fills out with the allocations p holds that are at least min_age_ns old at now (CLOCK_MONOTONIC),
+ * grouped by (stack, API) and sorted by bytes; sorts p's failures by count. Returns 0 or
+ * -ENOMEM; the caller frees out->groups.
+ */
+int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
+			       const char *comm, uint64_t now, uint64_t min_age_ns);
 
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 				const struct gs_stack_table *stacks);

@@ -67,83 +67,6 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 	gs_mem_accounting__free_ret(&l->mem, e);
 }
 
-static int cmp_group_key(const void *a, const void *b)
-{
-	const struct gs_leak_group *x = a, *y = b;
-
-	if (x->stack_id != y->stack_id)
-		return x->stack_id < y->stack_id ? -1 : 1;
-	return (int)x->api - (int)y->api;
-}
-
-static int cmp_group_bytes(const void *a, const void *b)
-{
-	const struct gs_leak_group *x = a, *y = b;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return x->count > y->count ? -1 : x->count < y->count;
-}
-
-static int cmp_fail_count(const void *a, const void *b)
-{
-	const struct gs_fail_group *x = a, *y = b;
-
-	return x->count > y->count ? -1 : x->count < y->count;
-}
-
-/* Groups the outstanding allocations of p older than min_age by (stack, API). */
-static int build_proc_report(struct leaks *l, struct gs_mem_proc *p, uint64_t now,
-			     struct gs_leak_proc_report *out)
-{
-	uint64_t min_age_ns = (uint64_t)(l->opts.min_age_s * 1e9);
-	size_t n = 0, nr_groups = 0;
-	struct gs_leak_group *g;
-
-	memset(out, 0, sizeof(*out));
-	out->pid = p->pid;
-	out->comm = gs_tracker__comm(l->tracker, p->pid);
-	out->failed_allocations = p->failed_allocations;
-	out->failed_frees = p->failed_frees;
-	out->unknown_frees = p->unknown_frees;
-	g = malloc((gs_alloc_table__count(p->allocs) + 1) * sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	for (size_t i = 0; i < gs_alloc_table__slots(p->allocs); i++) {
-		const struct gs_alloc *a = gs_alloc_table__at(p->allocs, i);
-
-		if (!a || now - a->ts_ns < min_age_ns)
-			continue;
-		g[n++] = (struct gs_leak_group){ .bytes = a->size,
-						 .count = 1,
-						 .oldest_ts_ns = a->ts_ns,
-						 .stack_id = a->stack_id,
-						 .api = a->api };
-		out->outstanding_bytes += a->size;
-		out->outstanding_allocations++;
-	}
-	qsort(g, n, sizeof(*g), cmp_group_key);
-	for (size_t i = 0; i < n; i++) {
-		struct gs_leak_group *last = nr_groups ? &g[nr_groups - 1] : NULL;
-
-		if (last && !cmp_group_key(last, &g[i])) {
-			last->bytes += g[i].bytes;
-			last->count++;
-			if (g[i].oldest_ts_ns < last->oldest_ts_ns)
-				last->oldest_ts_ns = g[i].oldest_ts_ns;
-		} else {
-			g[nr_groups++] = g[i];
-		}
-	}
-	qsort(g, nr_groups, sizeof(*g), cmp_group_bytes);
-	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
-	out->groups = g;
-	out->nr_groups = nr_groups;
-	out->fails = p->fails;
-	out->nr_fails = p->nr_fails;
-	return 0;
-}
-
 static bool has_anything(const struct gs_mem_proc *p)
 {
 	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees;
@@ -168,7 +91,9 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 
 		if ((only && p != only) || (!only && !has_anything(p)))
 			continue;
-		err = build_proc_report(l, p, r.now_ns, &r.procs[r.nr_procs]);
+		err = gs_leak_proc_report__build(&r.procs[r.nr_procs], p,
+						 gs_tracker__comm(l->tracker, p->pid), r.now_ns,
+						 (uint64_t)(l->opts.min_age_s * 1e9));
 		if (!err) {
 			r.procs[r.nr_procs].exited = only && strcmp(reason, "interval");
 			r.procs[r.nr_procs].exec = only && !strcmp(reason, "exec");

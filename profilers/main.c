@@ -15,6 +15,8 @@ static const struct subcommand subcommands[] = {
 	{ "record", "CUDA launches, syncs, copies and memory as a Perfetto timeline",
 	  gs_cmd_record },
 	{ "profile", "sampled CPU stacks as folded stacks or pprof", gs_cmd_profile },
+	{ "daemon", "always on: OOM reports, Prometheus metrics, remote control", gs_cmd_daemon },
+	{ "ctl", "ask a running gpusnoop daemon (status, leaks, snapshot)", gs_cmd_ctl },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

@@ -241,8 +241,6 @@ static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 		gs_warn("%s: cannot read: %s", m->path, strerror(err ? -err : errno));
 		return err ? err : -errno;
 	}
-	/* remembered even on failure: retrying on every loader event would only repeat it */
-	remember_attached(t, scope, m);
 	switch (role) {
 	case ROLE_LD_SO:
 		err = attach_symbol(t, elf, path, scope, DL_DEBUG_STATE,
@@ -250,13 +248,24 @@ static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 		if (err)
 			gs_warn("%s: cannot probe %s (%s): libraries loaded later are found late",
 				m->path, DL_DEBUG_STATE, strerror(-err));
-		return err;
+		break;
 	case ROLE_RUNTIME:
-		return attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_RUNTIME);
+		err = attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_RUNTIME);
+		break;
 	case ROLE_DRIVER:
-		return attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_DRIVER);
+		err = attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_DRIVER);
+		break;
+	default:
+		return -EINVAL;
 	}
-	return -EINVAL;
+	/*
+	 * Remembered even on failure: retrying on every loader event would only repeat it.
+	 * Unless the process exited before we attached and took its /proc/PID/root path with
+	 * it: the next process that maps the file gets its own try.
+	 */
+	if (!err || !access(path, F_OK))
+		remember_attached(t, scope, m);
+	return err;
 }
 
 /* Attaches to every loader and CUDA library pid maps now. Returns true if it maps CUDA. */

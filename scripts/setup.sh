@@ -8,6 +8,7 @@ PACKAGES=(
 	libbpf-dev bpftool
 	libelf-dev zlib1g-dev
 	python3 jq
+	libmicrohttpd-dev # gpusnoop daemon: the Prometheus metrics endpoint
 )
 
 missing=()

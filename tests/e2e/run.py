@@ -9,6 +9,7 @@ import harness  # noqa: E402
 import test_leaks  # noqa: E402,F401  (registers its tests)
 import test_record  # noqa: E402,F401
 import test_profile  # noqa: E402,F401
+import test_daemon  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* ctl.c: `gpusnoop ctl`, asks a running `gpusnoop daemon` through its control socket. */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profilers/subcommands.h"
+#include "user/ctl_socket.h"
+#include "user/log.h"
+
+struct ctl_opts {
+	const char *socket_path;
+	bool json;
+	char request[256];
+	size_t len;
+};
+
+enum { OPT_SOCKET = 0x3000 };
+
+static const struct argp_option ctl_options[] = {
+	{ "socket", OPT_SOCKET, "PATH", 0, "The daemon's socket (default /run/gpusnoop.sock)", 0 },
+	{ "format", 'f', "FMT", 0, "leaks: text (default) or json", 0 },
+	{ 0 },
+};
+
+static error_t ctl_parse(int key, char *arg, struct argp_state *state)
+{
+	struct ctl_opts *o = state->input;
+	int n;
+
+	switch (key) {
+	case OPT_SOCKET:
+		o->socket_path = arg;
+		break;
+	case 'f':
+		if (!strcmp(arg, "json"))
+			o->json = true;
+		else if (strcmp(arg, "text"))
+			argp_error(state, "unknown format '%s' (text or json)", arg);
+		break;
+	case ARGP_KEY_ARG:
+		if (strpbrk(arg, " \t\n"))
+			argp_error(state, "invalid argument '%s'", arg);
+		n = snprintf(o->request + o->len, sizeof(o->request) - o->len, "%s%s",
+			     o->len ? " " : "", arg);
+		if (n < 0 || (size_t)n >= sizeof(o->request) - o->len)
+			argp_error(state, "request too long");
+		o->len += (size_t)n;
+		break;
+	case ARGP_KEY_END:
+		if (!o->len)
+			argp_error(state, "what to ask: status, leaks PID or snapshot PID");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char ctl_doc[] =
+	"Ask a running `gpusnoop daemon`: status, a leak report of one process, or a snapshot "
+	"report written to the daemon's output directory. Root may ask about any process; other "
+	"users about their own.\v"
+	"EXAMPLES:\n"
+	"  gpusnoop ctl status\n"
+	"  gpusnoop ctl leaks 1234 --format json\n"
+	"  gpusnoop ctl snapshot 1234              # prints the report's path";
+
+static const struct argp ctl_argp = { ctl_options, ctl_parse, "status | leaks PID | snapshot PID",
+				      ctl_doc,	   NULL,      NULL,
+				      NULL };
+
+int gs_cmd_ctl(int argc, char **argv)
+{
+	struct ctl_opts o = { .socket_path = "/run/gpusnoop.sock" };
+	char *reply = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	if (argp_parse(&ctl_argp, argc, argv, 0, NULL, &o))
+		return 1;
+	if (o.json && !strncmp(o.request, "leaks ", 6)) {
+		strncat(o.request, " json", sizeof(o.request) - strlen(o.request) - 1);
+	}
+	f = open_memstream(&reply, &len);
+	if (!f) {
+		gs_err("out of memory");
+		return 1;
+	}
+	err = gs_ctl_request(o.socket_path, o.request, f);
+	fclose(f);
+	if (!err && !strncmp(reply, "error: ", 7)) {
+		/* the daemon's own word, as our one-line error */
+		fprintf(stderr, "gpusnoop: %s", reply);
+		err = -EINVAL;
+	} else if (!err) {
+		fputs(reply, stdout);
+		if (fflush(stdout) || ferror(stdout)) {
+			gs_err("writing stdout: %s", strerror(errno));
+			err = -EIO;
+		}
+	}
+	free(reply);
+	return err ? 1 : 0;
+}

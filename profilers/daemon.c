@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* daemon.c: `gpusnoop daemon`, always-on CUDA memory tracking with OOM reports and metrics. */
+#include <argp.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "profilers/cuda_api.h"
+#include "profilers/daemon_config.h"
+#include "profilers/leak_report.h"
+#include "profilers/mem_accounting.h"
+#include "profilers/options.h"
+#include "profilers/subcommands.h"
+#include "profilers/tracker.h"
+#include "user/clock.h"
+#include "user/ctl_socket.h"
+#include "user/log.h"
+#include "user/metrics_server.h"
+#include "user/out_dir.h"
+#include "user/stack_table.h"
+
+#define POLL_MS		   100
+#define METRICS_EVERY_NS   1000000000ULL
+#define REPORT_PREFIX	   "gpusnoop-"
+#define CUDA_OUT_OF_MEMORY 2 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY */
+#define MAX_FLAG_OVERRIDES 8
+
+/* A flag given on the command line wins over the config file, also after a reload. */
+struct override {
+	const char *key;
+	const char *value;
+};
+
+struct daemon_opts {
+	const char *config_path;
+	struct override overrides[MAX_FLAG_OVERRIDES];
+	size_t nr_overrides;
+	int verbosity;
+};
+
+/* What the daemon counts per process beyond what the accounting holds. */
+struct proc_stats {
+	pid_t pid;
+	uint64_t allocations, frees;
+	uint64_t last_trigger_ns;
+};
+
+struct daemon {
+	struct daemon_opts opts;
+	struct gs_daemon_config cfg;
+	struct gs_tracker *tracker;
+	struct gs_stack_table *stacks;
+	struct gs_mem_accounting mem;
+	struct gs_metrics_server *metrics;
+	struct gs_ctl_server *ctl;
+	struct gs_out_dir *out_dir;
+	struct proc_stats *procs;
+	size_t nr_procs, cap_procs;
+	uint64_t start_ns;
+	uint64_t oom_events, reports_written, report_errors, triggers_suppressed;
+	int error;
+};
+
+static volatile sig_atomic_t reload_requested;
+
+static void on_sighup(int sig)
+{
+	reload_requested = sig;
+}
+
+static struct proc_stats *proc_stats(struct daemon *d, pid_t pid, bool create)
+{
+	for (size_t i = 0; i < d->nr_procs; i++)
+		if (d->procs[i].pid == pid)
+			return &d->procs[i];
+	if (!create)
+		return NULL;
+	if (d->nr_procs == d->cap_procs) {
+		size_t cap = d->cap_procs ? d->cap_procs * 2 : 16;
+		struct proc_stats *grown = realloc(d->procs, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		d->procs = grown;
+		d->cap_procs = cap;
+	}
+	d->procs[d->nr_procs] = (struct proc_stats){ .pid = pid };
+	return &d->procs[d->nr_procs++];
+}
+
+/* One report over one process (reason "trigger" with t, or "snapshot"), text or JSON. */
+static int write_proc_report(struct daemon *d, struct gs_mem_proc *p, const char *reason,
+			     const struct gs_leak_trigger *t, bool json, FILE *f)
+{
+	struct gs_leak_proc_report proc;
+	struct gs_leak_report r = {
+		.reason = reason,
+		.trigger = t,
+		.now_ns = gs_clock_ns(CLOCK_MONOTONIC),
+		.top = d->cfg.top,
+		.procs = &proc,
+		.nr_procs = 1,
+	};
+	int err;
+
+	err = gs_leak_proc_report__build(&proc, p, gs_tracker__comm(d->tracker, p->pid), r.now_ns,
+					 0);
+	if (err)
+		return err;
+	gs_tracker__stats(d->tracker, r.stats);
+	if (json)
+		gs_leak_report__write_json(f, &r, d->stacks);
+	else
+		gs_leak_report__write_text(f, &r, d->stacks);
+	free(proc.groups);
+	return 0;
+}
+
+/* Writes the report as NAME.txt and NAME.json under the output directory. */
+static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const char *kind,
+			      const struct gs_leak_trigger *t, char *json_path, size_t len)
+{
+	static const char *const exts[] = { ".txt", ".json" };
+	char stamp[32], name[160], path[512];
+	struct timespec now;
+	struct tm tm;
+	int err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", gmtime_r(&now.tv_sec, &tm));
+	for (size_t i = 0; i < 2 && !err; i++) {
+		FILE *f;
+
+		snprintf(name, sizeof(name), "%s-%d-%s.%09ldZ%s", kind, (int)p->pid, stamp,
+			 now.tv_nsec, exts[i]);
+		f = gs_out_dir__create(d->out_dir, name, path, sizeof(path));
+		if (!f)
+			return -EIO;
+		err = write_proc_report(d, p, t ? "trigger" : "snapshot", t, i == 1, f);
+		if (fclose(f) && !err)
+			err = -errno;
+		if (err)
+			gs_err("%s: %s", path, strerror(-err));
+		else if (i == 1)
+			snprintf(json_path, len, "%s", path);
+	}
+	gs_out_dir__enforce_cap(d->out_dir);
+	if (err)
+		d->report_errors++;
+	else
+		d->reports_written++;
+	return err;
+}
+
+static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t stack_id)
+{
+	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+	uint64_t interval_ns = (uint64_t)(d->cfg.trigger_interval_s * 1e9);
+	struct gs_leak_trigger t = {
+		.kind = "cuda-oom",
+		.pid = (pid_t)e->hdr.pid,
+		.api = e->api,
+		.error = e->ret,
+		.bytes_requested = e->size,
+		.stack_id = stack_id,
+	};
+	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
+	char path[512];
+
+	d->oom_events++;
+	if (!d->cfg.oom_reports || !p || !st)
+		return;
+	if (st->last_trigger_ns && e->hdr.ts_ns - st->last_trigger_ns < interval_ns) {
+		d->triggers_suppressed++;
+		return;
+	}
+	st->last_trigger_ns = e->hdr.ts_ns;
+	if (!write_report_files(d, p, "oom", &t, path, sizeof(path)))
+		gs_info("pid %d (%s): CUDA out of memory: report %s", (int)p->pid,
+			gs_tracker__comm(d->tracker, p->pid), path);
+}
+
+static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
+{
+	struct daemon *d = ctx;
+	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+	uint32_t stack_id = 0;
+	int err = gs_mem_accounting__alloc(&d->mem, e, &stack_id);
+
+	if (err) {
+		gs_err("tracking allocations: %s", strerror(-err));
+		d->error = err;
+		return;
+	}
+	if (st && !e->ret)
+		st->allocations++;
+	if (e->ret == CUDA_OUT_OF_MEMORY)
+		cuda_oom(d, e, stack_id);
+}
+
+static void on_free(void *ctx, const struct gs_mem_free *e)
+{
+	struct daemon *d = ctx;
+	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+
+	if (st)
+		st->frees++;
+	gs_mem_accounting__free(&d->mem, e);
+}
+
+static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
+{
+	struct daemon *d = ctx;
+
+	gs_mem_accounting__free_ret(&d->mem, e);
+}
+
+/* A process that exits or execs takes its CUDA memory with it: forget it. */
+static void on_proc_gone(void *ctx, pid_t pid, bool exec)
+{
+	struct daemon *d = ctx;
+	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
+	struct proc_stats *st = proc_stats(d, pid, false);
+
+	if (p && exec)
+		gs_alloc_table__clear(p->allocs);
+	else if (p)
+		gs_mem_accounting__remove(&d->mem, p);
+	if (st && !exec)
+		*st = d->procs[--d->nr_procs];
+}
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void metric_header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void proc_metric(FILE *f, struct daemon *d, const char *name, pid_t pid, uint64_t value)
+{
+	fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)pid);
+	label_value(f, gs_tracker__comm(d->tracker, pid));
+	fprintf(f, "\"} %" PRIu64 "\n", value);
+}
+
+/* Per-process series, one metric family at a time as the exposition format wants. */
+static void proc_family(FILE *f, struct daemon *d, const char *name, const char *type,
+			const char *help, int which)
+{
+	metric_header(f, name, type, help);
+	for (size_t i = 0; i < d->mem.nr_procs; i++) {
+		struct gs_mem_proc *p = &d->mem.procs[i];
+		struct proc_stats *st = proc_stats(d, p->pid, false);
+		uint64_t v = 0;
+
+		switch (which) {
+		case 0:
+			v = gs_alloc_table__bytes(p->allocs);
+			break;
+		case 1:
+			v = gs_alloc_table__count(p->allocs);
+			break;
+		case 2:
+			v = st ? st->allocations : 0;
+			break;
+		case 3:
+			v = st ? st->frees : 0;
+			break;
+		case 4:
+			v = p->failed_allocations;
+			break;
+		}
+		proc_metric(f, d, name, p->pid, v);
+	}
+}
+
+static void render_metrics(struct daemon *d, FILE *f)
+{
+	static const char *const lost_names[GS_STAT__MAX] = {
+		[GS_STAT_RINGBUF_FULL] = "ringbuf_full",
+		[GS_STAT_INFLIGHT_FULL] = "inflight_full",
+		[GS_STAT_STACK_FAILED] = "stack_failed",
+		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
+	};
+	uint64_t stats[GS_STAT__MAX];
+
+	proc_family(f, d, "gpusnoop_cuda_outstanding_bytes", "gauge",
+		    "Bytes of CUDA memory a process holds from the allocations gpusnoop saw.", 0);
+	proc_family(f, d, "gpusnoop_cuda_outstanding_allocations", "gauge",
+		    "CUDA allocations a process holds.", 1);
+	proc_family(f, d, "gpusnoop_cuda_allocations_total", "counter",
+		    "Successful CUDA allocation calls since the daemon saw the process.", 2);
+	proc_family(f, d, "gpusnoop_cuda_frees_total", "counter",
+		    "CUDA free calls since the daemon saw the process.", 3);
+	proc_family(f, d, "gpusnoop_cuda_failed_allocations_total", "counter",
+		    "CUDA allocation calls that returned an error.", 4);
+	metric_header(f, "gpusnoop_oom_events_total", "counter",
+		      "Out-of-memory events seen, by source.");
+	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
+	metric_header(f, "gpusnoop_reports_written_total", "counter",
+		      "Reports written to the output directory.");
+	fprintf(f, "gpusnoop_reports_written_total %" PRIu64 "\n", d->reports_written);
+	metric_header(f, "gpusnoop_report_errors_total", "counter",
+		      "Reports that could not be written.");
+	fprintf(f, "gpusnoop_report_errors_total %" PRIu64 "\n", d->report_errors);
+	metric_header(f, "gpusnoop_triggers_suppressed_total", "counter",
+		      "Triggers not reported because of trigger-interval.");
+	fprintf(f, "gpusnoop_triggers_suppressed_total %" PRIu64 "\n", d->triggers_suppressed);
+	metric_header(f, "gpusnoop_lost_events_total", "counter",
+		      "Events lost in the kernel, by reason.");
+	gs_tracker__stats(d->tracker, stats);
+	for (int i = 0; i < GS_STAT__MAX; i++)
+		if (lost_names[i])
+			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
+				lost_names[i], stats[i]);
+	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
+	fprintf(f, "gpusnoop_processes %zu\n", d->mem.nr_procs);
+}
+
+static void publish_metrics(struct daemon *d)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!d->metrics)
+		return;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return;
+	render_metrics(d, f);
+	if (!fclose(f))
+		gs_metrics_server__publish(d->metrics, text, len);
+	free(text);
+}
+
+/* Root may ask about any process; anyone else only about their own. */
+static bool may_see(const struct gs_ctl_peer *peer, pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	if (peer->uid == 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return !stat(path, &st) && st.st_uid == peer->uid;
+}
+
+static void ctl_status(struct daemon *d, const struct gs_ctl_peer *peer, FILE *out)
+{
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	char b[32];
+
+	fprintf(out,
+		"gpusnoop daemon %s: up %.0f s, %zu CUDA processes, %" PRIu64
+		" OOM events, %" PRIu64 " reports in %s, %" PRIu64 " events lost\n",
+		GS_VERSION, (double)(now - d->start_ns) / 1e9, d->mem.nr_procs, d->oom_events,
+		d->reports_written, d->cfg.output_dir, gs_tracker__dropped(d->tracker));
+	for (size_t i = 0; i < d->mem.nr_procs; i++) {
+		struct gs_mem_proc *p = &d->mem.procs[i];
+
+		if (!may_see(peer, p->pid))
+			continue;
+		gs_format_bytes(gs_alloc_table__bytes(p->allocs), b, sizeof(b));
+		fprintf(out, "pid %d (%s): %s outstanding in %zu allocations, %" PRIu64 " failed\n",
+			(int)p->pid, gs_tracker__comm(d->tracker, p->pid), b,
+			gs_alloc_table__count(p->allocs), p->failed_allocations);
+	}
+}
+
+/* "leaks PID [json]" and "snapshot PID": a process the peer may see, that we follow. */
+static struct gs_mem_proc *ctl_target(struct daemon *d, const struct gs_ctl_peer *peer,
+				      const char *arg, FILE *out)
+{
+	struct gs_mem_proc *p;
+	char *end;
+	long pid;
+
+	errno = 0;
+	pid = arg ? strtol(arg, &end, 10) : 0;
+	if (!arg || errno || *end || pid <= 0 || pid > 0x3fffffff) {
+		fprintf(out, "error: expected a pid, got '%s'\n", arg ? arg : "");
+		return NULL;
+	}
+	if (!may_see(peer, (pid_t)pid)) {
+		fprintf(out, "error: pid %ld: permission denied (not your process)\n", pid);
+		return NULL;
+	}
+	p = gs_mem_accounting__find(&d->mem, (pid_t)pid);
+	if (!p)
+		fprintf(out, "error: pid %ld: not a CUDA process the daemon follows\n", pid);
+	return p;
+}
+
+static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *request, FILE *out)
+{
+	struct daemon *d = ctx;
+	char *save = NULL, *verb = strtok_r(request, " \t", &save);
+	char *arg = strtok_r(NULL, " \t", &save), *arg2 = strtok_r(NULL, " \t", &save);
+	struct gs_mem_proc *p;
+	char path[512];
+
+	gs_dbg("control request from pid %d uid %u: %s", (int)peer->pid, peer->uid,
+	       verb ? verb : "");
+	if (verb && !strcmp(verb, "status")) {
+		ctl_status(d, peer, out);
+	} else if (verb && !strcmp(verb, "leaks")) {
+		if (arg2 && strcmp(arg2, "json") && strcmp(arg2, "text")) {
+			fprintf(out, "error: unknown format '%s' (text or json)\n", arg2);
+			return;
+		}
+		p = ctl_target(d, peer, arg, out);
+		if (p &&
+		    write_proc_report(d, p, "snapshot", NULL, arg2 && !strcmp(arg2, "json"), out))
+			fprintf(out, "error: out of memory\n");
+	} else if (verb && !strcmp(verb, "snapshot")) {
+		p = ctl_target(d, peer, arg, out);
+		if (p && !write_report_files(d, p, "snapshot", NULL, path, sizeof(path)))
+			fprintf(out, "%s\n", path);
+		else if (p)
+			fprintf(out, "error: could not write the report under %s\n",
+				d->cfg.output_dir);
+	} else {
+		fprintf(out,
+			"error: unknown request '%s' (status, leaks PID [json], snapshot PID)\n",
+			verb ? verb : "");
+	}
+}
+
+/* Defaults, then the config file, then the flags; logs and returns -EINVAL on a bad one. */
+static int load_config(const struct daemon_opts *o, struct gs_daemon_config *c)
+{
+	char msg[256];
+	int err = 0;
+
+	gs_daemon_config__defaults(c);
+	if (o->config_path) {
+		FILE *f = fopen(o->config_path, "re");
+
+		if (!f) {
+			gs_err("%s: %s", o->config_path, strerror(errno));
+			return -errno;
+		}
+		err = gs_daemon_config__parse(c, f, o->config_path);
+		fclose(f);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < o->nr_overrides; i++) {
+		if (gs_daemon_config__set(c, o->overrides[i].key, o->overrides[i].value, msg,
+					  sizeof(msg))) {
+			gs_err("--%s: %s", o->overrides[i].key, msg);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Opens what the config names: output directory, control socket, metrics endpoint. */
+static int open_endpoints(struct daemon *d)
+{
+	int err;
+
+	err = gs_out_dir__open(&d->out_dir, d->cfg.output_dir, REPORT_PREFIX,
+			       d->cfg.output_max_bytes);
+	if (err)
+		return err;
+	err = gs_ctl_server__open(&d->ctl, d->cfg.socket_path);
+	if (err)
+		return err;
+	if (d->cfg.metrics_host[0]) {
+		err = gs_metrics_server__start(&d->metrics, d->cfg.metrics_host,
+					       d->cfg.metrics_port);
+		if (err)
+			return err;
+		gs_info("metrics on http://%s:%u/metrics", d->cfg.metrics_host,
+			gs_metrics_server__port(d->metrics));
+	}
+	return 0;
+}
+
+static void close_endpoints(struct daemon *d)
+{
+	gs_metrics_server__free(d->metrics);
+	gs_ctl_server__free(d->ctl);
+	gs_out_dir__free(d->out_dir);
+	d->metrics = NULL;
+	d->ctl = NULL;
+	d->out_dir = NULL;
+}
+
+/* SIGHUP: a config that does not parse or open changes nothing. */
+static void reload(struct daemon *d)
+{
+	struct gs_daemon_config next, prev = d->cfg;
+
+	if (load_config(&d->opts, &next)) {
+		gs_err("reload: keeping the running configuration");
+		return;
+	}
+	close_endpoints(d);
+	d->cfg = next;
+	if (open_endpoints(d)) {
+		gs_err("reload: new configuration cannot be applied; restoring the previous one");
+		close_endpoints(d);
+		d->cfg = prev;
+		if (open_endpoints(d)) {
+			gs_err("reload: previous configuration cannot be restored either");
+			d->error = -EIO;
+			return;
+		}
+	}
+	gs_info("configuration reloaded");
+}
+
+static int run_loop(struct daemon *d)
+{
+	uint64_t next_metrics = 0;
+
+	while (!gs_stop_requested && !d->error) {
+		uint64_t now;
+		int n = gs_tracker__poll(d->tracker, POLL_MS);
+
+		if (n < 0) {
+			gs_err("reading events: %s", strerror(-n));
+			return n;
+		}
+		if (reload_requested) {
+			reload_requested = 0;
+			reload(d);
+		}
+		gs_ctl_server__serve(d->ctl, on_ctl_request, d);
+		now = gs_clock_ns(CLOCK_MONOTONIC);
+		if (now >= next_metrics) {
+			publish_metrics(d);
+			next_metrics = now + METRICS_EVERY_NS;
+		}
+	}
+	return d->error;
+}
+
+enum {
+	OPT_CONFIG = 0x2000,
+	OPT_OUTPUT_DIR,
+	OPT_METRICS_ADDR,
+	OPT_SOCKET,
+};
+
+static const struct argp_option daemon_options[] = {
+	{ "config", OPT_CONFIG, "FILE", 0, "Settings file (see README); SIGHUP re-reads it", 0 },
+	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Reports go here (default /var/lib/gpusnoop)",
+	  0 },
+	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
+	  "Prometheus endpoint (default 127.0.0.1:9464; off: none)", 0 },
+	{ "socket", OPT_SOCKET, "PATH", 0, "Control socket (default /run/gpusnoop.sock)", 0 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics (-vv: libbpf's too)", 0 },
+	{ 0 },
+};
+
+static error_t daemon_parse(int key, char *arg, struct argp_state *state)
+{
+	struct daemon_opts *o = state->input;
+	const char *name = NULL;
+
+	switch (key) {
+	case OPT_CONFIG:
+		o->config_path = arg;
+		return 0;
+	case OPT_OUTPUT_DIR:
+		name = "output-dir";
+		break;
+	case OPT_METRICS_ADDR:
+		name = "metrics-addr";
+		break;
+	case OPT_SOCKET:
+		name = "socket";
+		break;
+	case 'v':
+		o->verbosity++;
+		return 0;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	if (o->nr_overrides == MAX_FLAG_OVERRIDES)
+		argp_error(state, "too many options");
+	o->overrides[o->nr_overrides++] = (struct override){ .key = name, .value = arg };
+	return 0;
+}
+
+static const char daemon_doc[] =
+	"Follow every CUDA process on the host: on an out-of-memory, write a report of what the "
+	"process held, by stack; serve Prometheus metrics; answer `gpusnoop ctl`.\v"
+	"EXAMPLES:\n"
+	"  gpusnoop daemon --output-dir /tmp/gs --metrics-addr 127.0.0.1:9464\n"
+	"  gpusnoop daemon --config /etc/gpusnoop.conf   # kill -HUP to reload";
+
+static const struct argp daemon_argp = { daemon_options, daemon_parse, NULL, daemon_doc,
+					 NULL,		 NULL,	       NULL };
+
+int gs_cmd_daemon(int argc, char **argv)
+{
+	struct daemon d = { 0 };
+	struct gs_common_opts common = { .all = true };
+	struct sigaction hup = { .sa_handler = on_sighup };
+	struct gs_tracker_opts topts;
+	struct gs_tracker_ops ops = {
+		.ctx = &d,
+		.mem_alloc = on_alloc,
+		.mem_free = on_free,
+		.mem_free_ret = on_free_ret,
+		.proc_gone = on_proc_gone,
+	};
+	int status = 1;
+
+	if (argp_parse(&daemon_argp, argc, argv, 0, NULL, &d.opts))
+		return 1;
+	common.verbosity = d.opts.verbosity;
+	if (gs_common_opts__finish(&common) || load_config(&d.opts, &d.cfg))
+		return 1;
+	sigaction(SIGHUP, &hup, NULL);
+	topts = gs_common_opts__tracker(&common, GS_FAM_BIT(GS_FAM_MEM));
+	if (gs_tracker__open(&d.tracker, &topts, &ops))
+		return 1;
+	d.stacks = gs_stack_table__new(gs_tracker__symcache(d.tracker));
+	if (!d.stacks) {
+		gs_err("out of memory");
+		goto out_free;
+	}
+	gs_mem_accounting__init(&d.mem, d.stacks);
+	if (open_endpoints(&d) || gs_tracker__start(d.tracker))
+		goto out_free;
+	d.start_ns = gs_clock_ns(CLOCK_MONOTONIC);
+	gs_info("daemon: following every CUDA process; reports in %s, control socket %s",
+		d.cfg.output_dir, d.cfg.socket_path);
+	status = run_loop(&d) ? 1 : 0;
+	gs_info("daemon: stopping");
+out_free:
+	close_endpoints(&d);
+	gs_mem_accounting__release(&d.mem);
+	gs_stack_table__free(d.stacks);
+	gs_tracker__free(d.tracker);
+	free(d.procs);
+	return status;
+}

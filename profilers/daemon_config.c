@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* daemon_config.c: parsing and checking `gpusnoop daemon` settings. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profilers/daemon_config.h"
+#include "profilers/options.h"
+#include "user/log.h"
+
+#define LINE_MAX_LEN 1024
+
+void gs_daemon_config__defaults(struct gs_daemon_config *c)
+{
+	*c = (struct gs_daemon_config){
+		.output_dir = "/var/lib/gpusnoop",
+		.socket_path = "/run/gpusnoop.sock",
+		.metrics_host = "127.0.0.1",
+		.metrics_port = 9464,
+		.output_max_bytes = 1ULL << 30,
+		.oom_reports = true,
+		.trigger_interval_s = 60,
+		.top = 20,
+	};
+}
+
+static int copy_path(char *dst, size_t len, const char *value, char *msg, size_t msg_len)
+{
+	if (value[0] != '/') {
+		snprintf(msg, msg_len, "'%s' is not an absolute path", value);
+		return -EINVAL;
+	}
+	if (strlen(value) >= len) {
+		snprintf(msg, msg_len, "path longer than %zu bytes", len - 1);
+		return -EINVAL;
+	}
+	strcpy(dst, value);
+	return 0;
+}
+
+/* "127.0.0.1:9464", "[::1]:9464", or "off". */
+static int parse_addr(struct gs_daemon_config *c, const char *value, char *msg, size_t msg_len)
+{
+	const char *colon = strrchr(value, ':');
+	const char *host = value;
+	size_t host_len;
+	char *end;
+	long port;
+
+	if (!strcmp(value, "off")) {
+		c->metrics_host[0] = '\0';
+		return 0;
+	}
+	if (!colon)
+		goto bad;
+	host_len = (size_t)(colon - value);
+	if (host[0] == '[') { /* IPv6 literal */
+		if (host_len < 3 || host[host_len - 1] != ']')
+			goto bad;
+		host++;
+		host_len -= 2;
+	}
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	/* port 0: any free port, logged at start */
+	if (!host_len || host_len >= sizeof(c->metrics_host) || errno || *end || port < 0 ||
+	    port > 65535 || end == colon + 1)
+		goto bad;
+	memcpy(c->metrics_host, host, host_len);
+	c->metrics_host[host_len] = '\0';
+	c->metrics_port = (uint16_t)port;
+	return 0;
+bad:
+	snprintf(msg, msg_len, "'%s' is not HOST:PORT (or off)", value);
+	return -EINVAL;
+}
+
+/* "512M", "2G", "1048576": bytes, with an optional K/M/G/T (1024-based) suffix. */
+static int parse_size(const char *value, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno || end == value || value[0] == '-')
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift && end[1])
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_bool(const char *value, bool *out)
+{
+	if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes"))
+		*out = true;
+	else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const char *value, char *msg,
+			  size_t msg_len)
+{
+	char *end;
+
+	if (!strcmp(key, "output-dir"))
+		return copy_path(c->output_dir, sizeof(c->output_dir), value, msg, msg_len);
+	if (!strcmp(key, "socket"))
+		return copy_path(c->socket_path, sizeof(c->socket_path), value, msg, msg_len);
+	if (!strcmp(key, "metrics-addr"))
+		return parse_addr(c, value, msg, msg_len);
+	if (!strcmp(key, "output-max-bytes")) {
+		if (!parse_size(value, &c->output_max_bytes) && c->output_max_bytes)
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not a size (e.g. 512M, 2G)", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "oom-reports")) {
+		if (!parse_bool(value, &c->oom_reports))
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not on or off", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "trigger-interval")) {
+		if (!gs_parse_seconds(value, &c->trigger_interval_s))
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "top")) {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(value, &end, 10);
+		if (!errno && !*end && value[0] != '-' && *value && v <= 100000) {
+			c->top = v;
+			return 0;
+		}
+		snprintf(msg, msg_len, "'%s' is not a stack count", value);
+		return -EINVAL;
+	}
+	snprintf(msg, msg_len, "unknown setting '%s'", key);
+	return -EINVAL;
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+int gs_daemon_config__parse(struct gs_daemon_config *c, FILE *f, const char *path)
+{
+	char line[LINE_MAX_LEN], msg[256];
+	unsigned int lineno = 0;
+
+	while (fgets(line, sizeof(line), f)) {
+		char *key, *value, *hash;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			gs_err("%s:%u: line longer than %d bytes", path, lineno, LINE_MAX_LEN - 2);
+			return -EINVAL;
+		}
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		key = trim(line);
+		if (!*key)
+			continue;
+		value = key + strcspn(key, " \t");
+		if (*value)
+			*value++ = '\0';
+		value = trim(value);
+		if (!*value) {
+			gs_err("%s:%u: '%s' needs a value", path, lineno, key);
+			return -EINVAL;
+		}
+		if (gs_daemon_config__set(c, key, value, msg, sizeof(msg))) {
+			gs_err("%s:%u: %s", path, lineno, msg);
+			return -EINVAL;
+		}
+	}
+	if (ferror(f)) {
+		gs_err("%s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_daemon.py: `gpusnoop daemon` and `gpusnoop ctl` against real fixture processes."""
+import glob
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (GPUSNOOP, LIB, TIMEOUT, MiB, Gpusnoop, Workload, expect_eq, run_gpusnoop,
+                     test)
+
+GiB = 1024 * MiB
+OOM_ENV = {"GS_FAKE_CUDA_MEM_LIMIT": str(256 * MiB), "GS_FAKE_CUDA_NO_DRIVER": "1"}
+NOBODY = 65534
+
+
+class Daemon:
+    """gpusnoop daemon with its own output directory, socket and an OS-chosen metrics port."""
+
+    def __init__(self, *extra):
+        self.dir = tempfile.mkdtemp(prefix="gs-daemon-")
+        os.chmod(self.dir, 0o755)  # the socket must be reachable by the non-root client
+        self.out = os.path.join(self.dir, "reports")
+        self.sock = os.path.join(self.dir, "ctl.sock")
+        self.g = Gpusnoop("daemon", "--output-dir", self.out, "--socket", self.sock,
+                          "--metrics-addr", "127.0.0.1:0", *extra)
+        line = self.g.wait_stderr("metrics on http://", timeout=60)
+        self.metrics_url = re.search(r"(http://\S+/metrics)", line).group(1)
+        self.g.wait_stderr("daemon: following every CUDA process", timeout=60)
+
+    def wait_probed(self, lib="libcudart.so.13"):
+        """Blocks until the daemon probes our fixture runtime (at start or when it loads)."""
+        self.g.wait_stderr(f"CUDA functions in {os.path.join(LIB, lib)}")
+
+    def reports(self, pattern="*.json"):
+        return sorted(glob.glob(os.path.join(self.out, "gpusnoop-" + pattern)))
+
+    def metrics(self):
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
+            expect_eq(r.status, 200, "metrics HTTP status")
+            assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+            return r.read().decode()
+
+    def ctl(self, *args, uid=None):
+        p = subprocess.run([GPUSNOOP, "ctl", "--socket", self.sock] + list(args),
+                           capture_output=True, timeout=TIMEOUT,
+                           preexec_fn=(lambda: os.setuid(uid)) if uid is not None else None)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    def stop(self):
+        expect_eq(self.g.stop(), 0, f"daemon status ({self.g.stderr_text()})")
+        assert not os.path.exists(self.sock), "control socket removed at exit"
+
+
+def metric(text, name, pid):
+    m = re.search(rf'^{name}{{pid="{pid}",comm="[^"]*"}} (\d+)$', text, re.M)
+    assert m, f"{name} for pid {pid} not in:\n{text}"
+    return int(m.group(1))
+
+
+def oom_workload(d):
+    """gs_oom held until the daemon probes it; returns it after its OOM (still alive)."""
+    w = Workload("gs_oom", env=OOM_ENV)
+    d.wait_probed()
+    w.release()
+    w.wait_line("oom 2")
+    return w
+
+
+@test
+def daemon_writes_oom_report_serves_metrics_and_answers_ctl():
+    d = Daemon()
+    w = None
+    try:
+        w = oom_workload(d)
+        deadline = time.monotonic() + 1.0  # the issue's bound: a report within a second
+        while not d.reports("oom-*.json") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        files = d.reports("oom-*.json")
+        expect_eq(len(files), 1, "OOM reports within a second")
+        expect_eq(stat.S_IMODE(os.stat(files[0]).st_mode), 0o600, "report file mode")
+        assert os.path.exists(files[0][:-5] + ".txt"), "text report beside the JSON"
+        with open(files[0]) as f:
+            report = json.load(f)
+        expect_eq(report["report"], "trigger", "report reason")
+        t = report["trigger"]
+        expect_eq((t["kind"], t["pid"], t["api"], t["error"], t["bytes_requested"]),
+                  ("cuda-oom", w.pid, "cudaMalloc", 2, GiB), "trigger")
+        expect_eq([f["symbol"] for f in t["frames"][:2]], ["oom_request", "main"],
+                  "failing call's stack")
+        expect_eq(len(report["processes"]), 1, "one process per report")
+        p = report["processes"][0]
+        expect_eq((p["pid"], p["outstanding_bytes"], p["outstanding_allocations"]),
+                  (w.pid, 96 * MiB, 3), "what the process held")
+        expect_eq([(s["bytes"], s["allocations"], s["frames"][0]["symbol"]) for s in p["stacks"]],
+                  [(96 * MiB, 3, "fill_device")], "held memory by stack")
+        expect_eq(p["failed_allocations"], 1, "failed allocations")
+
+        # the exposition is refreshed every second: wait for one that includes the OOM
+        deadline = time.monotonic() + 3
+        m = d.metrics()
+        while f'pid="{w.pid}"' not in m and time.monotonic() < deadline:
+            time.sleep(0.1)
+            m = d.metrics()
+        expect_eq(metric(m, "gpusnoop_cuda_outstanding_bytes", w.pid), 96 * MiB, "bytes metric")
+        expect_eq(metric(m, "gpusnoop_cuda_outstanding_allocations", w.pid), 3, "allocs metric")
+        expect_eq(metric(m, "gpusnoop_cuda_allocations_total", w.pid), 3, "allocations_total")
+        expect_eq(metric(m, "gpusnoop_cuda_failed_allocations_total", w.pid), 1, "failures")
+        assert re.search(r'^gpusnoop_oom_events_total\{source="cuda"\} [1-9]', m, re.M), m
+        assert re.search(r"^gpusnoop_reports_written_total [1-9]", m, re.M), m
+
+        status, out, err = d.ctl("status")
+        expect_eq(status, 0, f"ctl status ({err})")
+        assert f"pid {w.pid} (gs_oom): 96.0 MiB outstanding in 3 allocations" in out, out
+
+        status, out, err = d.ctl("leaks", str(w.pid), "--format", "json")
+        expect_eq(status, 0, f"ctl leaks ({err})")
+        doc = json.loads(out)
+        expect_eq((doc["report"], doc["processes"][0]["outstanding_bytes"]),
+                  ("snapshot", 96 * MiB), "ctl leaks report")
+
+        status, out, err = d.ctl("snapshot", str(w.pid))
+        expect_eq(status, 0, f"ctl snapshot ({err})")
+        path = out.strip()
+        assert path.startswith(os.path.join(d.out, "gpusnoop-snapshot-")), out
+        with open(path) as f:
+            expect_eq(json.load(f)["processes"][0]["pid"], w.pid, "snapshot file")
+
+        # another uid may not read someone else's process, nor see it in status
+        status, out, err = d.ctl("leaks", str(w.pid), uid=NOBODY)
+        expect_eq((status, out), (1, ""), "ctl leaks by a non-owner")
+        assert "permission denied" in err and len(err.splitlines()) == 1, err
+        status, out, err = d.ctl("status", uid=NOBODY)
+        expect_eq(status, 0, f"ctl status by a non-owner ({err})")
+        assert f"pid {w.pid}" not in out, out
+
+        status, _, err = d.ctl("frobnicate")
+        expect_eq(status, 1, "unknown request")
+        assert "unknown request 'frobnicate'" in err, err
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
+
+
+@test
+def daemon_reload_keeps_a_good_config_and_caps_the_output_directory():
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-conf-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("# test config\noom-reports on\ntrigger-interval 0  # every OOM\n")
+    d = Daemon("--config", conf)
+    w = None
+    try:
+        with open(conf, "w") as f:
+            f.write("trigger-interval 0\noutput-max-bytes 1\n")
+        d.g.proc.send_signal(signal.SIGHUP)
+        d.g.wait_stderr("configuration reloaded")
+        w = oom_workload(d)
+        for _ in range(2):
+            status, _, err = d.ctl("snapshot", str(w.pid))
+            expect_eq(status, 0, f"ctl snapshot ({err})")
+        # a 1-byte cap keeps only the newest report file
+        expect_eq(len(os.listdir(d.out)), 1, f"files left under the cap: {os.listdir(d.out)}")
+
+        with open(conf, "w") as f:
+            f.write("trigger-interval 0\nfrobnicate yes\n")
+        d.g.proc.send_signal(signal.SIGHUP)
+        d.g.wait_stderr(f"{conf}:2: unknown setting 'frobnicate'")
+        d.g.wait_stderr("reload: keeping the running configuration")
+        status, _, err = d.ctl("status")
+        expect_eq(status, 0, f"still answering after a bad reload ({err})")
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
+
+
+@test
+def daemon_bad_settings_are_one_line_errors():
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-bad-")
+    conf = os.path.join(tmp, "bad.conf")
+    with open(conf, "w") as f:
+        f.write("output-dir /tmp/x\nmetrics-addr nowhere\n")
+    status, out, err = run_gpusnoop("daemon", "--config", conf)
+    expect_eq((status, out), (1, ""), "bad config")
+    expect_eq(err.strip(), f"gpusnoop: error: {conf}:2: 'nowhere' is not HOST:PORT (or off)",
+              "bad config message")
+
+    link = os.path.join(tmp, "link")
+    os.symlink(tmp, link)
+    status, _, err = run_gpusnoop("daemon", "--output-dir", link, "--socket",
+                                  os.path.join(tmp, "s"), "--metrics-addr", "off", timeout=90)
+    expect_eq(status, 1, "output directory that is a symlink")
+    assert f"output directory {link}: is a symlink" in err, err
+
+    status, _, err = run_gpusnoop("ctl", "--socket", os.path.join(tmp, "none"), "status")
+    expect_eq(status, 1, "ctl without a daemon")
+    assert "cannot reach the daemon" in err and len(err.strip().splitlines()) == 1, err

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* metrics_server.c: a /metrics endpoint on libmicrohttpd, fed snapshots by the main loop. */
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+#include "user/log.h"
+#include "user/metrics_server.h"
+
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/*
+ * The main loop publishes whole snapshots; the server thread only copies the latest under
+ * the lock, so a scrape never sees a half-written exposition.
+ */
+struct gs_metrics_server {
+	struct MHD_Daemon *mhd;
+	pthread_mutex_t lock;
+	char *text;
+	size_t len;
+	uint16_t port;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *body,
+			     size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(len, (void *)body, mode);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				status == MHD_HTTP_OK ? CONTENT_TYPE : "text/plain");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **req_cls)
+{
+	static const char not_found[] = "not found: try /metrics\n";
+	static const char bad_method[] = "only GET\n";
+	struct gs_metrics_server *s = cls;
+	enum MHD_Result ret;
+	char *copy;
+	size_t len;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, bad_method, sizeof(bad_method) - 1,
+			     MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/metrics"))
+		return reply(conn, MHD_HTTP_NOT_FOUND, not_found, sizeof(not_found) - 1,
+			     MHD_RESPMEM_PERSISTENT);
+	pthread_mutex_lock(&s->lock);
+	len = s->len;
+	copy = malloc(len + 1);
+	if (copy)
+		memcpy(copy, s->text ? s->text : "", len);
+	pthread_mutex_unlock(&s->lock);
+	if (!copy)
+		return MHD_NO;
+	ret = reply(conn, MHD_HTTP_OK, copy, len, MHD_RESPMEM_MUST_FREE);
+	if (ret != MHD_YES)
+		free(copy);
+	return ret;
+}
+
+int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, uint16_t port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct gs_metrics_server *s;
+	struct addrinfo *ai;
+	char service[8];
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	const union MHD_DaemonInfo *info;
+	int err;
+
+	snprintf(service, sizeof(service), "%u", port);
+	err = getaddrinfo(host, service, &hints, &ai);
+	if (err) {
+		gs_err("metrics address %s: %s", host, gai_strerror(err));
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		freeaddrinfo(ai);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/* port 0 here: MHD_OPTION_SOCK_ADDR carries the real one */
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+				  ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, 64U,
+				  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!s->mhd) {
+		err = errno ? -errno : -EADDRINUSE;
+		gs_err("metrics endpoint %s:%u: cannot listen: %s", host, port, strerror(-err));
+		gs_metrics_server__free(s);
+		return err;
+	}
+	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info ? info->port : port;
+	*out = s;
+	return 0;
+}
+
+uint16_t gs_metrics_server__port(const struct gs_metrics_server *s)
+{
+	return s->port;
+}
+
+int gs_metrics_server__publish(struct gs_metrics_server *s, const char *text, size_t len)
+{
+	char *copy = malloc(len + 1);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	pthread_mutex_lock(&s->lock);
+	free(s->text);
+	s->text = copy;
+	s->len = len;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+void gs_metrics_server__free(struct gs_metrics_server *s)
+{
+	if (!s)
+		return;
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);
+	pthread_mutex_destroy(&s->lock);
+	free(s->text);
+	free(s);
+}
