@@ -14,6 +14,7 @@ static const struct subcommand subcommands[] = {
 	{ "leaks", "outstanding CUDA allocations per process, grouped by stack", gs_cmd_leaks },
 	{ "record", "CUDA launches, syncs, copies and memory as a Perfetto timeline",
 	  gs_cmd_record },
+	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

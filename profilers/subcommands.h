@@ -6,5 +6,6 @@
 /* Each returns the process exit status (0 or 1). argv[0] is the subcommand name. */
 int gs_cmd_leaks(int argc, char **argv);
 int gs_cmd_record(int argc, char **argv);
+int gs_cmd_stitch(int argc, char **argv);
 
 #endif /* GS_SUBCOMMANDS_H */

@@ -8,6 +8,7 @@ PACKAGES=(
 	libbpf-dev bpftool
 	libelf-dev zlib1g-dev
 	python3 jq
+	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
 )
 
 missing=()
