@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "profilers/options.h"
@@ -142,11 +143,20 @@ static const struct argp stitch_argp = {
 	stitch_options, stitch_parse, "IN... [-o OUT]", stitch_doc, NULL, NULL, NULL,
 };
 
+/* Whether path exists and is not a regular file (a FIFO, /dev/stdout): never renamed over. */
+static bool is_special(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && !S_ISREG(st.st_mode);
+}
+
 /* A temporary next to out, renamed over it only when the merge completed. */
 static FILE *open_temp(const char *out, char **tmp_path)
 {
 	size_t len = strlen(out);
 	bool gz = len > 3 && !strcmp(out + len - 3, ".gz");
+	mode_t mask;
 	FILE *f;
 	int fd;
 
@@ -158,6 +168,9 @@ static FILE *open_temp(const char *out, char **tmp_path)
 	fd = mkstemps(*tmp_path, gz ? 3 : 0);
 	if (fd < 0)
 		goto out_free;
+	mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask); /* mkstemps makes 0600; the trace is an ordinary file */
 	close(fd);
 	f = gs_out_open(*tmp_path); /* compresses by the name's suffix */
 	if (f)
@@ -185,7 +198,7 @@ int gs_cmd_stitch(int argc, char **argv)
 	char *tmp_path = NULL;
 	char err[512];
 	size_t opened = 0;
-	int ret, status = 1;
+	int ret, closed, status = 1;
 	FILE *out;
 
 	if (argp_parse(&stitch_argp, argc, argv, ARGP_IN_ORDER, NULL, &o))
@@ -213,10 +226,10 @@ int gs_cmd_stitch(int argc, char **argv)
 			.read_error = in_read_error,
 		};
 	}
-	if (o.output && strcmp(o.output, "-"))
+	if (o.output && strcmp(o.output, "-") && !is_special(o.output))
 		out = open_temp(o.output, &tmp_path);
-	else
-		out = gs_out_open(NULL);
+	else /* stdout, a pipe or a device: written in place */
+		out = gs_out_open(o.output);
 	if (!out) {
 		gs_err("%s: %s", o.output, strerror(errno));
 		goto out_close;
@@ -227,14 +240,13 @@ int gs_cmd_stitch(int argc, char **argv)
 	else if (stats.warning[0])
 		gs_warn("%s", stats.warning);
 	if (!ret && stats.late)
-		gs_warn("%" PRIu64
-			" events came later than the %.1f s window: written out of order "
+		gs_warn("%" PRIu64 " events came later than the %g s window: written out of order "
 			"(--window)",
 			stats.late, (double)o.merge.window_ns / 1e9);
-	if (gs_out_close(out) && !ret) {
-		gs_err("writing %s: %s", o.output ? o.output : "stdout",
-		       strerror(errno ? errno : EIO));
-		ret = -EIO;
+	closed = gs_out_close(out);
+	if (closed && !ret) {
+		gs_err("writing %s: %s", o.output ? o.output : "stdout", strerror(-closed));
+		ret = closed;
 	}
 	if (tmp_path) {
 		if (!ret && rename(tmp_path, o.output)) {
@@ -246,10 +258,10 @@ int gs_cmd_stitch(int argc, char **argv)
 		free(tmp_path);
 	}
 	if (!ret)
-		gs_info("stitched %zu inputs from %zu host%s: %" PRIu64 " events, %" PRIu64
+		gs_info("stitched %zu input%s from %zu host%s: %" PRIu64 " events, %" PRIu64
 			" dropped at recording, %" PRIu64 " late",
-			o.nr_inputs, stats.domains, stats.domains == 1 ? "" : "s", stats.events,
-			stats.dropped, stats.late);
+			o.nr_inputs, o.nr_inputs == 1 ? "" : "s", stats.domains,
+			stats.domains == 1 ? "" : "s", stats.events, stats.dropped, stats.late);
 	status = ret ? 1 : 0;
 out_close:
 	for (size_t i = 0; i < opened; i++)
