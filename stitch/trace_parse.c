@@ -242,6 +242,9 @@ static int event_field(struct gs_trace_parser *p, int type, const char *s, size_
 			return fail(p, "traceEvents[%" PRIu64 "]: \"ts\" is not a number",
 				    p->events);
 		err = gs_parse_us_ns(s, len, &ev->ts_ns);
+		/* 146 years either way: room to add a wall-clock offset without overflow */
+		if (!err && (ev->ts_ns > GS_TRACE_TS_MAX_NS || ev->ts_ns < -GS_TRACE_TS_MAX_NS))
+			err = -ERANGE;
 		if (err)
 			return fail(p, "traceEvents[%" PRIu64 "]: \"ts\" %s", p->events,
 				    err == -ERANGE ? "out of range" : "is not a number");

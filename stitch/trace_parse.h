@@ -15,7 +15,8 @@
  * re-serialized, compactly, as `rest`: `,"key":value,...` (a leading comma per field), so
  * a writer can put `{"pid":P,"ts":T` before it and `}` after. Numbers keep their text.
  */
-#define GS_TRACE_TOP_MAX (1 << 20)
+#define GS_TRACE_TOP_MAX   (1 << 20)
+#define GS_TRACE_TS_MAX_NS (1LL << 62) /* a larger |ts| is "out of range" */
 
 struct gs_trace_event {
 	char ph[8]; /* "" when absent */

@@ -185,6 +185,7 @@ GS_TEST(malformed_input_names_what_and_where)
 		{ "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"pid\":1.5}]}",
 		  "traceEvents[0]: \"pid\" is not an integer or string", 42 },
 		{ "{\"traceEvents\":[{\"ts\":1}]}", "traceEvents[0]: no \"ph\"", 24 },
+		{ "{\"traceEvents\":[{\"ts\":5e15}]}", "traceEvents[0]: \"ts\" out of range", 26 },
 		{ "{\"traceEvents\":[{\"ph\":\"X\"}]}", "traceEvents[0]: no \"ts\"", 26 },
 		{ "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1}]} x", "trailing garbage", 37 },
 		{ "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,]}",
