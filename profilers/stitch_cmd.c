@@ -22,6 +22,13 @@
 struct stitch_opts {
 	const char *inputs[MAX_INPUTS];
 	size_t nr_inputs;
+	/* --kineto-host/--kineto-offset as they stood when each input was named */
+	const char *kineto_host[MAX_INPUTS];
+	int64_t kineto_offset_ns[MAX_INPUTS];
+	bool kineto_set[MAX_INPUTS]; /* one of them came before this input */
+	const char *cur_host;
+	int64_t cur_offset_ns;
+	bool cur_set;
 	const char *output;
 	struct gs_stitch_opts merge;
 	int verbosity;
@@ -77,9 +84,11 @@ static const struct argp_option stitch_options[] = {
 	{ "window", 'w', "SECONDS", 0,
 	  "Reorder window (default 2): events of one input later than this are counted late", 0 },
 	{ "kineto-offset", 'k', "NS", 0,
-	  "Nanoseconds added to every Kineto timestamp (default 0: Kineto is wall-clock)", 0 },
+	  "Nanoseconds added to the timestamps of the Kineto traces named after it (default 0: "
+	  "Kineto is wall-clock)",
+	  0 },
 	{ "kineto-host", 'H', "HOST", 0,
-	  "Host the Kineto traces were taken on (default: the first gpusnoop input's)", 0 },
+	  "Host of the Kineto traces named after it (default: the first gpusnoop input's)", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics", 0 },
 	{ 0 },
 };
@@ -103,10 +112,12 @@ static error_t stitch_parse(int key, char *arg, struct argp_state *state)
 		if (gs_parse_i64(arg, strlen(arg), &ns))
 			argp_error(state, "invalid --kineto-offset '%s' (integer nanoseconds)",
 				   arg);
-		o->merge.kineto_offset_ns = ns;
+		o->cur_offset_ns = ns;
+		o->cur_set = true;
 		break;
 	case 'H':
-		o->merge.kineto_host = arg;
+		o->cur_host = arg;
+		o->cur_set = true;
 		break;
 	case 'v':
 		o->verbosity++;
@@ -114,11 +125,21 @@ static error_t stitch_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		if (o->nr_inputs == MAX_INPUTS)
 			argp_error(state, "more than %d inputs", MAX_INPUTS);
+		o->kineto_host[o->nr_inputs] = o->cur_host;
+		o->kineto_offset_ns[o->nr_inputs] = o->cur_offset_ns;
+		o->kineto_set[o->nr_inputs] = o->cur_set;
 		o->inputs[o->nr_inputs++] = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!o->nr_inputs)
 			argp_error(state, "no input trace");
+		/* inputs named before any Kineto option take the last ones given */
+		for (size_t i = 0; i < o->nr_inputs; i++) {
+			if (o->kineto_set[i])
+				continue;
+			o->kineto_host[i] = o->cur_host;
+			o->kineto_offset_ns[i] = o->cur_offset_ns;
+		}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -133,11 +154,13 @@ static const char stitch_doc[] =
 	"recorded monotonic_to_realtime_ns; Kineto timestamps are wall-clock microseconds "
 	"(plus baseTimeNanoseconds when present). The output clock is the first gpusnoop "
 	"input's CLOCK_MONOTONIC. The same pid on two hosts becomes two processes, named with "
-	"their host.\n\n"
+	"their host. --kineto-offset and --kineto-host apply to the Kineto traces named after "
+	"them (given after every input, to all).\n\n"
 	"EXAMPLES:\n"
 	"  gpusnoop stitch a.json.gz b.json.gz -o both.json.gz   # two hosts or processes\n"
 	"  gpusnoop stitch t.json.gz train.pt.trace.json -o all.json.gz   # with Kineto\n"
-	"  gpusnoop stitch t.json k.json --kineto-offset -1500000 -o all.json";
+	"  gpusnoop stitch t.json k.json --kineto-offset -1500000 -o all.json\n"
+	"  gpusnoop stitch a.json b.json -H a rank0.json -H b rank1.json -o job.json";
 
 static const struct argp stitch_argp = {
 	stitch_options, stitch_parse, "IN... [-o OUT]", stitch_doc, NULL, NULL, NULL,
@@ -224,6 +247,8 @@ int gs_cmd_stitch(int argc, char **argv)
 			.read = in_read,
 			.rewind = in_rewind,
 			.read_error = in_read_error,
+			.kineto_host = o.kineto_host[opened],
+			.kineto_offset_ns = o.kineto_offset_ns[opened],
 		};
 	}
 	if (o.output && strcmp(o.output, "-") && !is_special(o.output))

@@ -73,7 +73,8 @@ struct src {
 	struct pid_set *p1_pids; /* pass 1: its pids, before its domain is known */
 	uint64_t size;		 /* bytes of JSON text */
 	struct domain *dom;
-	int64_t shift; /* output ns = raw ns + shift */
+	int64_t shift;	 /* output ns = raw ns + shift */
+	int64_t id_base; /* added to numeric flow/async ids */
 	/* pass 2 */
 	struct gs_trace_parser *parser;
 	bool eof;
@@ -421,7 +422,7 @@ static struct domain *add_domain(struct stitch *st, const char *host, bool has_o
 static int pass1(struct stitch *st)
 {
 	const struct gs_trace_parse_ops ops = { .ctx = st, .event = p1_event, .top_level = p1_top };
-	const char *kineto_host = st->opts->kineto_host;
+	const char *kineto_host = NULL;
 	struct pid_set *sets;
 	bool have_base = false;
 	int64_t min_real = 0;
@@ -481,13 +482,14 @@ static int pass1(struct stitch *st)
 	}
 	for (size_t i = 0; i < st->nr; i++) {
 		struct src *s = &st->srcs[i];
+		const char *host = s->in->kineto_host ? s->in->kineto_host : kineto_host;
 
 		if (s->fmt != FMT_KINETO)
 			continue;
-		s->dom = find_domain(st, kineto_host, false, 0);
+		s->dom = find_domain(st, host, false, 0);
 		if (!s->dom)
-			s->dom = add_domain(st, kineto_host, false, 0);
-		snprintf(s->host, sizeof(s->host), "%s", kineto_host);
+			s->dom = add_domain(st, host, false, 0);
+		snprintf(s->host, sizeof(s->host), "%s", host);
 	}
 	st->multi = st->nr_doms > 1;
 
@@ -497,7 +499,7 @@ static int pass1(struct stitch *st)
 		struct src *s = &st->srcs[i];
 		int64_t to_real = s->fmt == FMT_GPUSNOOP ? s->dom->offset
 							 : (s->has_base ? s->base_ns : 0) +
-								   st->opts->kineto_offset_ns;
+								   s->in->kineto_offset_ns;
 
 		s->shift = to_real; /* made relative to base below */
 		if (s->has_events && (!have_base || s->min_ts + to_real < min_real)) {
@@ -567,6 +569,12 @@ static int build_event(struct stitch *st, const struct gs_trace_event *ev, int64
 	gs_format_us_signed(out_ts, ts, sizeof(ts));
 	text_adds(t, "\"ts\":");
 	text_adds(t, ts);
+	if (ev->has_id) {
+		char id[32];
+
+		snprintf(id, sizeof(id), ",\"id\":%" PRId64, ev->id + st->cur->id_base);
+		text_adds(t, id);
+	}
 	if (rename) {
 		char name[1024];
 
@@ -832,7 +840,7 @@ static void write_metadata(struct stitch *st)
 				gs_json__raw(j, "metadata", s->meta.p);
 		} else {
 			gs_json__i64(j, "base_time_ns", s->has_base ? s->base_ns : 0);
-			gs_json__i64(j, "offset_ns", st->opts->kineto_offset_ns);
+			gs_json__i64(j, "offset_ns", s->in->kineto_offset_ns);
 			if (s->top.len) {
 				gs_json__begin_object(j, "metadata");
 				gs_json__raw(j, NULL, s->top.p); /* "k":v,... pairs */
@@ -886,8 +894,10 @@ int gs_stitch(const struct gs_stitch_input *in, size_t nr, const struct gs_stitc
 	st.srcs = calloc(nr, sizeof(*st.srcs));
 	if (!st.srcs)
 		return failf(&st, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < nr; i++)
+	for (size_t i = 0; i < nr; i++) {
 		st.srcs[i].in = &in[i];
+		st.srcs[i].id_base = (int64_t)i * GS_STITCH_ID_STRIDE;
+	}
 	ret = pass1(&st);
 	if (ret)
 		goto out;

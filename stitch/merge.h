@@ -28,8 +28,12 @@
  * Processes. The first clock domain keeps its pids; domain i (in order of first appearance)
  * has i * GS_STITCH_PID_STRIDE added, so the same pid on two hosts is two processes. With
  * more than one domain, every process is named "NAME (pid P on HOST)".
+ *
+ * Flow and async ids: input i's numeric "id"s get i * GS_STITCH_ID_STRIDE added, so that the
+ * ac2g flows of two Kineto traces (correlation ids from 1) do not link each other's events.
  */
 #define GS_STITCH_PID_STRIDE 10000000
+#define GS_STITCH_ID_STRIDE  (1LL << 40)
 
 struct gs_stitch_input {
 	const char *name; /* file name, for messages and metadata */
@@ -40,13 +44,15 @@ struct gs_stitch_input {
 	int (*rewind)(void *ctx);
 	/* optional: what went wrong with the last failed read ("invalid compressed data") */
 	const char *(*read_error)(void *ctx);
+	/* for a Kineto trace: its host (NULL: the first gpusnoop input's), and nanoseconds
+	 * added to each of its timestamps (after its base) */
+	const char *kineto_host;
+	int64_t kineto_offset_ns;
 };
 
 struct gs_stitch_opts {
-	uint64_t window_ns;	  /* reorder window (each input is nearly sorted) */
-	uint64_t same_boot_ns;	  /* one host, offsets this close: one clock */
-	int64_t kineto_offset_ns; /* added to every Kineto timestamp (after its base) */
-	const char *kineto_host;  /* host of the Kineto traces; NULL: the first gpusnoop input's */
+	uint64_t window_ns;		   /* reorder window (each input is nearly sorted) */
+	uint64_t same_boot_ns;		   /* one host, offsets this close: one clock */
 	const volatile sig_atomic_t *stop; /* optional: non-zero stops the merge (-EINTR) */
 	int argc;			   /* the command line, for the metadata */
 	char **argv;

@@ -34,6 +34,7 @@ struct gs_trace_parser {
 	struct gs_trace_event ev;
 	struct buf rest;
 	char field[64]; /* current key at event level */
+	size_t id_pos;	/* rest's length before the "id" key was written */
 	char key4[64];	/* current key one level inside a field (args.name) */
 	char name[64];	/* the event's "name" when a string (truncated) */
 	char pid_str[256];
@@ -265,6 +266,14 @@ static int event_field(struct gs_trace_parser *p, int type, const char *s, size_
 		ev->has_pid = true;
 		return 1;
 	}
+	if (!strcmp(p->field, "id") && type == 'n' && !gs_parse_i64(s, len, &ev->id)) {
+		/* a number to renumber: out of rest again, key and all */
+		p->rest.len = p->id_pos;
+		if (p->rest.p)
+			p->rest.p[p->rest.len] = '\0';
+		ev->has_id = true;
+		return 1;
+	}
 	if (!strcmp(p->field, "ph")) {
 		if (type != 's')
 			return fail(p, "traceEvents[%" PRIu64 "]: \"ph\" is not a string",
@@ -452,6 +461,7 @@ static int on_map_key(void *ctx, const unsigned char *key, size_t len)
 			return 1; /* taken apart, not part of rest */
 		if (!strcmp(p->field, "args"))
 			p->ev.args_start = p->rest.len;
+		p->id_pos = p->rest.len;
 		buf_addc(&p->rest, ',');
 		buf_add_string(&p->rest, key, len);
 		buf_addc(&p->rest, ':');

@@ -11,7 +11,7 @@
  * The document is fed in chunks of any size; memory is one event plus the top-level values
  * other than "traceEvents" (each capped at GS_TRACE_TOP_MAX bytes), however long the trace.
  *
- * Each event is handed over with its "pid" and "ts" taken apart and every other field
+ * Each event is handed over with its "pid", "ts" and integer "id" taken apart and every other field
  * re-serialized, compactly, as `rest`: `,"key":value,...` (a leading comma per field), so
  * a writer can put `{"pid":P,"ts":T` before it and `}` after. Numbers keep their text.
  */
@@ -25,7 +25,9 @@ struct gs_trace_event {
 	bool has_pid;
 	bool pid_is_str;
 	int64_t pid;
-	const char *pid_str;   /* when pid_is_str */
+	const char *pid_str; /* when pid_is_str */
+	bool has_id;	     /* "id" was an integer: taken out of rest */
+	int64_t id;
 	const char *args_name; /* args.name when a string (process_name...), else NULL */
 	bool is_process_name;  /* ph "M", name "process_name" */
 	const char *rest;

@@ -38,8 +38,9 @@ struct result {
 	struct gs_stitch_stats stats;
 };
 
-static void stitch(struct result *r, const char *const *texts, size_t nr,
-		   const struct gs_stitch_opts *opts_in)
+static void stitch_with(struct result *r, const char *const *texts, size_t nr,
+			const struct gs_stitch_opts *opts_in, const char *const *hosts,
+			int64_t kineto_offset_ns)
 {
 	static const char *const names[] = { "a.json", "b.json", "c.json", "d.json" };
 	struct gs_stitch_opts opts = {
@@ -58,13 +59,29 @@ static void stitch(struct result *r, const char *const *texts, size_t nr,
 	for (size_t i = 0; i < nr; i++) {
 		mem[i] = (struct mem_in){ .text = texts[i] };
 		in[i] = (struct gs_stitch_input){
-			.name = names[i], .ctx = &mem[i], .read = mem_read, .rewind = mem_rewind
+			.name = names[i],
+			.ctx = &mem[i],
+			.read = mem_read,
+			.rewind = mem_rewind,
+			.kineto_host = hosts ? hosts[i] : NULL,
+			.kineto_offset_ns = kineto_offset_ns,
 		};
 	}
 	r->ret = gs_stitch(in, nr, &opts, f, &r->stats, r->err, sizeof(r->err));
 	fclose(f);
 	if (!r->ret)
 		r->doc = yajl_tree_parse(r->text, NULL, 0);
+}
+
+static void stitch(struct result *r, const char *const *texts, size_t nr,
+		   const struct gs_stitch_opts *opts)
+{
+	stitch_with(r, texts, nr, opts, NULL, 0);
+}
+
+static void stitch_offset(struct result *r, const char *const *texts, size_t nr, int64_t off)
+{
+	stitch_with(r, texts, nr, NULL, NULL, off);
 }
 
 static void result_free(struct result *r)
@@ -331,11 +348,6 @@ GS_TEST(kineto_offset_and_absolute_timestamps)
 		"{\"schemaVersion\": 1, \"traceEvents\": [\n"
 		"{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 100, \"tid\": 1,"
 		" \"ts\": 1000000000000002000, \"dur\": 1}]}";
-	struct gs_stitch_opts opts = {
-		.window_ns = 1000000,
-		.same_boot_ns = GS_STITCH_DEFAULT_SAME_BOOT_NS,
-		.kineto_offset_ns = -250000,
-	};
 	char fixed[sizeof(absolute)];
 	const char *in[] = { trace_a, fixed };
 	struct result r;
@@ -343,7 +355,7 @@ GS_TEST(kineto_offset_and_absolute_timestamps)
 	/* 1e18 ns since the epoch as microseconds */
 	snprintf(fixed, sizeof(fixed), "%s", absolute);
 	memcpy(strstr(fixed, "1000000000000002000"), "   1000000000002000", 19);
-	stitch(&r, in, 2, &opts);
+	stitch_offset(&r, in, 2, -250000);
 	if (!GS_EXPECT_EQ(r.ret, 0)) {
 		printf("  %s\n", r.err);
 		goto out;
@@ -365,6 +377,62 @@ GS_TEST(kineto_clock_that_is_not_wall_clock_is_reported)
 	GS_EXPECT_EQ(r.ret, 0);
 	GS_EXPECT(strstr(r.stats.warning, "b.json: its timestamps are ") != NULL);
 	GS_EXPECT(strstr(r.stats.warning, "--kineto-offset") != NULL);
+	result_free(&r);
+}
+
+GS_TEST(two_ranks_on_two_hosts_keep_their_processes_and_flows_apart)
+{
+	/* the same Kineto trace as rank 0 on h1 and rank 1 on h2: same pids, same flow ids */
+	static const char rank[] =
+		"{\"schemaVersion\": 1, \"traceEvents\": [\n"
+		"{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\","
+		" \"pid\": 100, \"tid\": 101, \"ts\": 1000000000000001200, \"dur\": 5},\n"
+		"{\"ph\": \"s\", \"id\": 9, \"pid\": 100, \"tid\": 101, \"ts\": "
+		"1000000000000001200,"
+		" \"cat\": \"ac2g\", \"name\": \"ac2g\"},\n"
+		"{\"ph\": \"f\", \"id\": 9, \"pid\": 0, \"tid\": 7, \"ts\": 1000000000000001300,"
+		" \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"},\n"
+		"{\"ph\": \"i\", \"id\": \"0x10\", \"pid\": 0, \"tid\": 7, \"ts\": "
+		"1000000000000001300,"
+		" \"name\": \"string id\"}]}";
+	static const char *const hosts[] = { NULL, NULL, "h1", "h2" };
+	char r0[sizeof(rank)];
+	const char *in[] = { trace_a, trace_c_other_host, r0, r0 };
+	struct result r;
+	int flows = 0;
+
+	/* ts: 1e18 ns since the epoch, in microseconds */
+	snprintf(r0, sizeof(r0), "%s", rank);
+	for (char *p = r0; (p = strstr(p, "1000000000000001")) != NULL;)
+		memcpy(p, "   1000000000001", 16);
+	stitch_with(&r, in, 4, NULL, hosts, 0);
+	if (!GS_EXPECT_EQ(r.ret, 0)) {
+		printf("  %s\n", r.err);
+		goto out;
+	}
+	GS_EXPECT_EQ(r.stats.domains, 2);
+	for (size_t i = 0; i < nr_events(&r); i++) {
+		const char *ph = field(&r, i, "ph"), *pid = field(&r, i, "pid");
+		const char *id = field(&r, i, "id");
+
+		if (!ph || (strcmp(ph, "s") && strcmp(ph, "f")))
+			continue;
+		flows++;
+		/* input 2 (h1): ids + 2 << 40 on h1's pids; input 3 (h2): + 3 << 40 on h2's */
+		if (!strcmp(id, "2199023255561")) {
+			GS_EXPECT_STR_EQ(pid, !strcmp(ph, "s") ? "100" : "0");
+			GS_EXPECT_STR_EQ(field(&r, i, "ts"),
+					 !strcmp(ph, "s") ? "1200.000" : "1300.000");
+		} else if (GS_EXPECT_STR_EQ(id, "3298534883337")) {
+			GS_EXPECT_STR_EQ(pid, !strcmp(ph, "s") ? "10000100" : "10000000");
+		}
+	}
+	GS_EXPECT_EQ(flows, 4);
+	/* a string id is not a number to move */
+	GS_EXPECT_STR_EQ(field(&r, find(&r, "string id", "i"), "id"), "0x10");
+	GS_EXPECT_STR_EQ(process_name(&r, "10000000"), "pid 0 on h2");
+	GS_EXPECT_STR_EQ(process_name(&r, "0"), "pid 0 on h1");
+out:
 	result_free(&r);
 }
 
@@ -460,5 +528,6 @@ GS_TEST_MAIN(one_host_keeps_its_timestamps_and_pids,
 	     same_host_another_boot_is_another_clock,
 	     an_input_older_than_the_first_host_moves_the_zero, kineto_lands_on_the_gpusnoop_clock,
 	     kineto_offset_and_absolute_timestamps, kineto_clock_that_is_not_wall_clock_is_reported,
+	     two_ranks_on_two_hosts_keep_their_processes_and_flows_apart,
 	     events_later_than_the_window_are_written_and_counted,
 	     malformed_inputs_name_file_and_offset, kineto_alone_is_refused, stop_flag_interrupts)

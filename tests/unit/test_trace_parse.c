@@ -114,7 +114,7 @@ static const char doc[] =
 	"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
 	"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":7,\"tid\":0,\"ts\":0,"
 	"\"args\":{\"name\":\"tr\\\"ain\"}},\n"
-	"{\"name\":\"k\",\"ph\":\"X\",\"ts\":1.5,\"dur\":2,\"pid\":\"Traces\",\"tid\":3,"
+	"{\"name\":\"k\",\"id\":218,\"ph\":\"X\",\"ts\":1.5,\"dur\":2,\"pid\":\"Traces\",\"tid\":3,"
 	"\"args\":{\"a\":[1,{\"b\":null}],\"c\":true}, \"cat\":\"kernel\"}\n"
 	"],\"metadata\":{\"host\":\"h\",\"n\":[1, 2]}, \"schemaVersion\": 1}";
 
@@ -141,6 +141,9 @@ GS_TEST(events_and_top_level_values_in_any_chunking)
 					    "\"args\":{\"name\":\"tr\\\"ain\"}");
 		GS_EXPECT_STR_EQ(s.args[0], ",\"args\":{\"name\":\"tr\\\"ain\"}");
 		GS_EXPECT(!s.ev[1].is_process_name);
+		GS_EXPECT(!s.ev[0].has_id);
+		GS_EXPECT(s.ev[1].has_id); /* an integer id is taken out of rest */
+		GS_EXPECT_EQ(s.ev[1].id, 218);
 		GS_EXPECT(s.ev[1].has_ts);
 		GS_EXPECT_EQ(s.ev[1].ts_ns, 1500);
 		GS_EXPECT(s.ev[1].pid_is_str);
