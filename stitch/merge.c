@@ -68,8 +68,7 @@ struct src {
 	int64_t offset, base_ns;
 	uint64_t dropped;
 	bool has_events;
-	int64_t min_ts, max_ts; /* raw, non-M events */
-	uint64_t nr_events;
+	int64_t min_ts;		 /* raw, of the timed (non-M) events */
 	struct pid_set *p1_pids; /* pass 1: its pids, before its domain is known */
 	uint64_t size;		 /* bytes of JSON text */
 	struct domain *dom;
@@ -299,11 +298,8 @@ static int p1_event(void *ctx, const struct gs_trace_event *ev)
 	if (ev->has_ts && strcmp(ev->ph, "M")) {
 		if (!s->has_events || ev->ts_ns < s->min_ts)
 			s->min_ts = ev->ts_ns;
-		if (!s->has_events || ev->ts_ns > s->max_ts)
-			s->max_ts = ev->ts_ns;
 		s->has_events = true;
 	}
-	s->nr_events++;
 	if (ev->has_pid && !ev->pid_is_str)
 		err = pid_mark(set, ev->pid, PID_SEEN | (ev->is_process_name ? PID_NAMED : 0));
 	return err;

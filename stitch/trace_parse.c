@@ -25,7 +25,6 @@ struct gs_trace_parser {
 	int depth;
 	char kind[MAX_DEPTH + 1];  /* '{' or '[' per open container */
 	bool comma[MAX_DEPTH + 1]; /* a value was written at this depth (serialized areas) */
-	bool seen_root;
 	enum top_state top;
 	char top_key[128];
 	struct buf top_json;
@@ -361,7 +360,6 @@ static int open_container(struct gs_trace_parser *p, char c)
 		if (c != '{')
 			return fail(p, "not a trace object: the document is an array (a legacy "
 				       "profiler export?)");
-		p->seen_root = true;
 	} else if (p->depth == 1) {
 		if (!strcmp(p->top_key, "traceEvents")) {
 			if (c != '[')
@@ -560,17 +558,11 @@ int gs_trace_parser__finish(struct gs_trace_parser *p)
 
 	if (p->err)
 		return p->err;
+	/* an empty or whitespace-only input is yajl's "premature EOF" too */
 	err = status(p, yajl_complete_parse(p->h), NULL, 0);
-	if (err) {
+	if (err)
 		p->err_off = p->fed;
-		return err;
-	}
-	if (!p->seen_root) {
-		p->err_off = p->fed;
-		fail(p, "empty document");
-		return p->err;
-	}
-	return 0;
+	return err;
 }
 
 const char *gs_trace_parser__error(const struct gs_trace_parser *p)
