@@ -8,7 +8,7 @@ CC ?= cc
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VERSION := 0.1.0
 
-PKGS := libbpf libelf zlib libmicrohttpd
+PKGS := libbpf libelf zlib libmicrohttpd yajl
 CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-initializers \
 	-Wno-unused-parameter -D_GNU_SOURCE -DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -17,6 +17,7 @@ static const struct subcommand subcommands[] = {
 	{ "profile", "sampled CPU stacks as folded stacks or pprof", gs_cmd_profile },
 	{ "daemon", "always on: OOM reports, Prometheus metrics, remote control", gs_cmd_daemon },
 	{ "ctl", "ask a running gpusnoop daemon (status, leaks, snapshot)", gs_cmd_ctl },
+	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

@@ -46,6 +46,18 @@ void gs_chrome_trace__end_event(struct gs_chrome_trace *t)
 	t->nr_events++;
 }
 
+void gs_chrome_trace__raw_event(struct gs_chrome_trace *t, const char *json, size_t len)
+{
+	struct gs_json *j = &t->json;
+
+	fputc('\n', j->f);
+	if (j->has_items[j->depth])
+		fputc(',', j->f);
+	j->has_items[j->depth] = true;
+	fwrite(json, 1, len, j->f);
+	t->nr_events++;
+}
+
 static void metadata_event(struct gs_chrome_trace *t, const char *what, int64_t pid, int64_t tid,
 			   const char *name)
 {

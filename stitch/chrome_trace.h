@@ -26,6 +26,8 @@ void gs_chrome_trace__begin(struct gs_chrome_trace *t, FILE *f);
 struct gs_json *gs_chrome_trace__event(struct gs_chrome_trace *t, const char *ph, const char *name,
 				       const char *cat, int64_t pid, int64_t tid, uint64_t ts_ns);
 void gs_chrome_trace__end_event(struct gs_chrome_trace *t);
+/* Writes one complete event object given as JSON text (the caller guarantees it is valid). */
+void gs_chrome_trace__raw_event(struct gs_chrome_trace *t, const char *json, size_t len);
 
 /* Shorthands for the common kinds. */
 void gs_chrome_trace__process_name(struct gs_chrome_trace *t, int64_t pid, const char *name);

@@ -10,6 +10,7 @@ import test_leaks  # noqa: E402,F401  (registers its tests)
 import test_record  # noqa: E402,F401
 import test_profile  # noqa: E402,F401
 import test_daemon  # noqa: E402,F401
+import test_stitch  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())

@@ -67,5 +67,29 @@ GS_TEST(finish_without_metadata_is_still_complete)
 	free(text);
 }
 
+GS_TEST(raw_events_mix_with_built_ones)
+{
+	struct gs_chrome_trace t;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!GS_EXPECT(f != NULL))
+		return;
+	gs_chrome_trace__begin(&t, f);
+	gs_chrome_trace__raw_event(&t, "{\"pid\":1,\"ts\":2.000,\"ph\":\"i\"}", 29);
+	gs_chrome_trace__process_name(&t, 1, "p");
+	gs_chrome_trace__raw_event(&t, "{\"ph\":\"M\"}xyz", 10); /* len, not NUL, ends it */
+	gs_chrome_trace__finish(&t);
+	fclose(f);
+	GS_EXPECT_STR_EQ(text, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+			       "{\"pid\":1,\"ts\":2.000,\"ph\":\"i\"}\n"
+			       ",{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,"
+			       "\"ts\":0.000,\"args\":{\"name\":\"p\"}}\n"
+			       ",{\"ph\":\"M\"}\n]}\n");
+	GS_EXPECT_EQ(t.nr_events, 3);
+	free(text);
+}
+
 GS_TEST_MAIN(microseconds_keep_nanoseconds, document_with_events_and_metadata,
-	     finish_without_metadata_is_still_complete)
+	     finish_without_metadata_is_still_complete, raw_events_mix_with_built_ones)
