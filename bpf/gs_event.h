@@ -16,7 +16,8 @@ enum gs_event_type {
 	/* process lifecycle, from bpf/proc.bpf.c: 1..15 */
 	GS_EV_PROC_EXEC = 1,
 	GS_EV_PROC_EXIT = 2,
-	GS_EV_LIBS_CHANGED = 3, /* the dynamic loader changed the link map */
+	GS_EV_LIBS_CHANGED = 3,	 /* the dynamic loader changed the link map */
+	GS_EV_PROC_OOM_KILL = 4, /* the kernel OOM killer chose this process (hdr.pid) */
 	/* CUDA memory, from bpf/mem.bpf.c: 16..31 */
 	GS_EV_MEM_ALLOC = 16,	 /* an allocation call returned, successfully or not */
 	GS_EV_MEM_FREE = 17,	 /* a free call was entered */

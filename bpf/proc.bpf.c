@@ -11,6 +11,7 @@
 /* every exec is reported in all-process mode: a new image may carry a static cudart */
 const volatile bool cfg_report_all_execs = false;
 
+/* pid_tgid: the process the record is about (gs_fill_hdr's layout) */
 static __always_inline void emit(__u16 type, __u16 flags, __u64 pid_tgid)
 {
 	struct gs_proc_event *e = gs_reserve(sizeof(*e));
@@ -68,6 +69,22 @@ int BPF_PROG(handle_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	emit(GS_EV_PROC_EXIT, 0, pid_tgid);
+	return 0;
+}
+
+/*
+ * The OOM killer chose a victim, host-wide or for a memory cgroup over its limit. The
+ * running task is the one whose allocation failed, so the record names the victim instead.
+ * Loaded only when asked for (the daemon's trigger).
+ */
+SEC("tp_btf/mark_victim")
+int BPF_PROG(handle_oom_victim, struct task_struct *task)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid);
+	__u64 victim = (__u64)pid << 32 | (__u32)BPF_CORE_READ(task, pid);
+
+	if (cfg_all_pids || bpf_map_lookup_elem(&targets, &pid))
+		emit(GS_EV_PROC_OOM_KILL, 0, victim);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "profilers/cuda_api.h"
@@ -28,6 +29,9 @@
 #define REPORT_PREFIX	   "gpusnoop-"
 #define CUDA_OUT_OF_MEMORY 2 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY */
 #define MAX_FLAG_OVERRIDES 8
+#define MAX_RECORDINGS	   16
+/* a recording asked to stop gets this long to finish its trace */
+#define RECORDING_STOP_NS 10000000000ULL
 
 /* A flag given on the command line wins over the config file, also after a reload. */
 struct override {
@@ -49,6 +53,13 @@ struct proc_stats {
 	uint64_t last_trigger_ns;
 };
 
+/* A `gpusnoop record` child writing a trace into the output directory. */
+struct recording {
+	pid_t pid;
+	int schedule; /* index in cfg.schedules, -1 for one-off recordings */
+	char path[512];
+};
+
 struct daemon {
 	struct daemon_opts opts;
 	struct gs_daemon_config cfg;
@@ -61,7 +72,11 @@ struct daemon {
 	struct proc_stats *procs;
 	size_t nr_procs, cap_procs;
 	uint64_t start_ns;
-	uint64_t oom_events, reports_written, report_errors, triggers_suppressed;
+	uint64_t next_schedule_ns[GS_DAEMON_MAX_SCHEDULES];
+	struct recording recordings[MAX_RECORDINGS];
+	size_t nr_recordings;
+	uint64_t oom_events, oom_kills, recordings_started, reports_written, report_errors,
+		triggers_suppressed;
 	int error;
 };
 
@@ -156,6 +171,175 @@ static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const cha
 	return err;
 }
 
+/* "20261122T130347.123456789Z": file names sort by time and never collide within a ns. */
+static void file_stamp(char *buf, size_t len)
+{
+	struct timespec now;
+	char day[32];
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(day, sizeof(day), "%Y%m%dT%H%M%S", gmtime_r(&now.tv_sec, &tm));
+	snprintf(buf, len, "%s.%09ldZ", day, now.tv_nsec);
+}
+
+/*
+ * Starts `gpusnoop record` (this same binary) on pid, or on every process when pid is 0,
+ * writing DIR/gpusnoop-KIND-...json.gz, created here first: 0600, never through a link.
+ */
+static int start_recording(struct daemon *d, pid_t pid, double secs, const char *events,
+			   const char *kind, int schedule, char *path_out, size_t len)
+{
+	char stamp[48], name[160], target[16], duration[32];
+	struct recording *r;
+	FILE *f;
+	pid_t child;
+
+	if (d->nr_recordings == MAX_RECORDINGS) {
+		gs_warn("%s recording not started: %d already running", kind, MAX_RECORDINGS);
+		return -EBUSY;
+	}
+	r = &d->recordings[d->nr_recordings];
+	file_stamp(stamp, sizeof(stamp));
+	if (pid)
+		snprintf(target, sizeof(target), "%d", (int)pid);
+	else
+		snprintf(target, sizeof(target), "all");
+	snprintf(name, sizeof(name), "%s-%s-%s.json.gz", kind, target, stamp);
+	f = gs_out_dir__create(d->out_dir, name, r->path, sizeof(r->path));
+	if (!f)
+		return -EIO;
+	fclose(f);
+	snprintf(duration, sizeof(duration), "%.3f", secs);
+	child = fork();
+	if (child < 0) {
+		gs_err("starting a recording: %s", strerror(errno));
+		unlink(r->path);
+		return -errno;
+	}
+	if (!child) {
+		char *argv[] = { "gpusnoop",
+				 "record",
+				 pid ? "-p" : "-a",
+				 pid ? target : NULL,
+				 "-d",
+				 duration,
+				 "-e",
+				 (char *)events,
+				 "-o",
+				 r->path,
+				 NULL };
+
+		if (!pid) /* "-a" takes no value: close the gap */
+			memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	r->pid = child;
+	r->schedule = schedule;
+	d->nr_recordings++;
+	d->recordings_started++;
+	gs_info("recording %s for %gs (%s): %s", pid ? target : "every process", secs, events,
+		r->path);
+	if (path_out)
+		snprintf(path_out, len, "%s", r->path);
+	return 0;
+}
+
+/* Collects finished recordings; applies their schedule's retention. */
+static void reap_recordings(struct daemon *d)
+{
+	for (size_t i = 0; i < d->nr_recordings;) {
+		struct recording *r = &d->recordings[i];
+		int status;
+
+		if (waitpid(r->pid, &status, WNOHANG) != r->pid) {
+			i++;
+			continue;
+		}
+		if (WIFEXITED(status) && !WEXITSTATUS(status))
+			gs_info("recording done: %s", r->path);
+		else
+			gs_warn("recording %s failed (status %d)", r->path, status);
+		if (r->schedule >= 0 && (size_t)r->schedule < d->cfg.nr_schedules) {
+			const struct gs_daemon_schedule *s = &d->cfg.schedules[r->schedule];
+			char sub[32];
+
+			snprintf(sub, sizeof(sub), "schedule%d-", r->schedule);
+			gs_out_dir__retain(d->out_dir, sub, s->keep, s->keep_bytes);
+		}
+		gs_out_dir__enforce_cap(d->out_dir);
+		*r = d->recordings[--d->nr_recordings];
+	}
+}
+
+/* Asks running recordings to finish their traces, and waits for them (bounded). */
+static void stop_recordings(struct daemon *d)
+{
+	uint64_t deadline = gs_clock_ns(CLOCK_MONOTONIC) + RECORDING_STOP_NS;
+
+	for (size_t i = 0; i < d->nr_recordings; i++)
+		kill(d->recordings[i].pid, SIGINT);
+	while (d->nr_recordings && gs_clock_ns(CLOCK_MONOTONIC) < deadline) {
+		reap_recordings(d);
+		if (d->nr_recordings)
+			usleep(20000);
+	}
+	for (size_t i = 0; i < d->nr_recordings; i++) {
+		gs_warn("recording %s did not stop: killed", d->recordings[i].path);
+		kill(d->recordings[i].pid, SIGKILL);
+		waitpid(d->recordings[i].pid, NULL, 0);
+	}
+	d->nr_recordings = 0;
+}
+
+static bool schedule_running(const struct daemon *d, size_t schedule)
+{
+	for (size_t i = 0; i < d->nr_recordings; i++)
+		if (d->recordings[i].schedule == (int)schedule)
+			return true;
+	return false;
+}
+
+static void run_schedules(struct daemon *d, uint64_t now)
+{
+	for (size_t i = 0; i < d->cfg.nr_schedules; i++) {
+		const struct gs_daemon_schedule *s = &d->cfg.schedules[i];
+		uint64_t every_ns = (uint64_t)(s->every_s * 1e9);
+		char kind[32];
+
+		if (!d->next_schedule_ns[i])
+			d->next_schedule_ns[i] = now + every_ns;
+		if (now < d->next_schedule_ns[i])
+			continue;
+		/* a late loop skips missed slots instead of firing them in a burst */
+		while (d->next_schedule_ns[i] <= now)
+			d->next_schedule_ns[i] += every_ns;
+		/* never two of one schedule at once: retention must only see finished traces */
+		if (schedule_running(d, i)) {
+			gs_warn("schedule %zu: the previous recording still runs: slot skipped", i);
+			continue;
+		}
+		snprintf(kind, sizeof(kind), "schedule%zu", i);
+		start_recording(d, 0, s->record_s, s->events, kind, (int)i, NULL, 0);
+	}
+}
+
+/* After a trigger: a report now, then (if configured) what the process does next. */
+static void triggered(struct daemon *d, struct gs_mem_proc *p, const struct gs_leak_trigger *t,
+		      bool alive)
+{
+	char path[512];
+
+	if (write_report_files(d, p, t->kind, t, path, sizeof(path)))
+		return;
+	gs_info("pid %d (%s): %s: report %s", (int)p->pid, gs_tracker__comm(d->tracker, p->pid),
+		t->kind, path);
+	if (alive && d->cfg.oom_record_s > 0)
+		start_recording(d, p->pid, d->cfg.oom_record_s, d->cfg.oom_record_events, "record",
+				-1, NULL, 0);
+}
+
 static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
 	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
@@ -169,7 +353,6 @@ static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t st
 		.stack_id = stack_id,
 	};
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
-	char path[512];
 
 	d->oom_events++;
 	if (!d->cfg.oom_reports || !p || !st)
@@ -179,9 +362,19 @@ static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t st
 		return;
 	}
 	st->last_trigger_ns = e->hdr.ts_ns;
-	if (!write_report_files(d, p, "oom", &t, path, sizeof(path)))
-		gs_info("pid %d (%s): CUDA out of memory: report %s", (int)p->pid,
-			gs_tracker__comm(d->tracker, p->pid), path);
+	triggered(d, p, &t, true);
+}
+
+/* The kernel is about to kill a CUDA process for memory: what it held, before it is gone. */
+static void on_oom_kill(void *ctx, pid_t pid)
+{
+	struct daemon *d = ctx;
+	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
+	struct gs_leak_trigger t = { .kind = "oom-kill", .pid = pid };
+
+	d->oom_kills++;
+	if (d->cfg.oom_reports && p)
+		triggered(d, p, &t, false);
 }
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
@@ -313,6 +506,10 @@ static void render_metrics(struct daemon *d, FILE *f)
 	metric_header(f, "gpusnoop_oom_events_total", "counter",
 		      "Out-of-memory events seen, by source.");
 	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
+	fprintf(f, "gpusnoop_oom_events_total{source=\"kernel\"} %" PRIu64 "\n", d->oom_kills);
+	metric_header(f, "gpusnoop_recordings_started_total", "counter",
+		      "Recordings started: scheduled, after a trigger, or asked by ctl.");
+	fprintf(f, "gpusnoop_recordings_started_total %" PRIu64 "\n", d->recordings_started);
 	metric_header(f, "gpusnoop_reports_written_total", "counter",
 		      "Reports written to the output directory.");
 	fprintf(f, "gpusnoop_reports_written_total %" PRIu64 "\n", d->reports_written);
@@ -429,6 +626,28 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *requ
 		if (p &&
 		    write_proc_report(d, p, "snapshot", NULL, arg2 && !strcmp(arg2, "json"), out))
 			fprintf(out, "error: out of memory\n");
+	} else if (verb && !strcmp(verb, "record")) {
+		double secs;
+		char *arg3 = strtok_r(NULL, " \t", &save);
+
+		p = ctl_target(d, peer, arg, out);
+		if (!p)
+			return;
+		if (!arg2 || gs_parse_seconds(arg2, &secs) || secs <= 0 || secs > 3600) {
+			fprintf(out,
+				"error: expected 'record PID SECONDS [EVENTS]' (at most 3600 s)\n");
+			return;
+		}
+		if (arg3 && strspn(arg3, "abcdefghijklmnopqrstuvwxyz-,") != strlen(arg3)) {
+			fprintf(out, "error: '%s' is not an event list\n", arg3);
+			return;
+		}
+		if (start_recording(d, p->pid, secs, arg3 ? arg3 : d->cfg.oom_record_events,
+				    "record", -1, path, sizeof(path)))
+			fprintf(out,
+				"error: could not start the recording (see the daemon's log)\n");
+		else
+			fprintf(out, "%s\n", path);
 	} else if (verb && !strcmp(verb, "snapshot")) {
 		p = ctl_target(d, peer, arg, out);
 		if (p && !write_report_files(d, p, "snapshot", NULL, path, sizeof(path)))
@@ -438,7 +657,8 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *requ
 				d->cfg.output_dir);
 	} else {
 		fprintf(out,
-			"error: unknown request '%s' (status, leaks PID [json], snapshot PID)\n",
+			"error: unknown request '%s' (status, leaks PID [json], snapshot PID, "
+			"record PID SECONDS [EVENTS])\n",
 			verb ? verb : "");
 	}
 }
@@ -526,6 +746,7 @@ static void reload(struct daemon *d)
 			return;
 		}
 	}
+	memset(d->next_schedule_ns, 0, sizeof(d->next_schedule_ns));
 	gs_info("configuration reloaded");
 }
 
@@ -546,7 +767,9 @@ static int run_loop(struct daemon *d)
 			reload(d);
 		}
 		gs_ctl_server__serve(d->ctl, on_ctl_request, d);
+		reap_recordings(d);
 		now = gs_clock_ns(CLOCK_MONOTONIC);
+		run_schedules(d, now);
 		if (now >= next_metrics) {
 			publish_metrics(d);
 			next_metrics = now + METRICS_EVERY_NS;
@@ -628,6 +851,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		.mem_free = on_free,
 		.mem_free_ret = on_free_ret,
 		.proc_gone = on_proc_gone,
+		.oom_kill = on_oom_kill,
 	};
 	int status = 1;
 
@@ -638,6 +862,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		return 1;
 	sigaction(SIGHUP, &hup, NULL);
 	topts = gs_common_opts__tracker(&common, GS_FAM_BIT(GS_FAM_MEM));
+	topts.oom_kills = true;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))
 		return 1;
 	d.stacks = gs_stack_table__new(gs_tracker__symcache(d.tracker));
@@ -653,6 +878,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		d.cfg.output_dir, d.cfg.socket_path);
 	status = run_loop(&d) ? 1 : 0;
 	gs_info("daemon: stopping");
+	stop_recordings(&d);
 out_free:
 	close_endpoints(&d);
 	gs_mem_accounting__release(&d.mem);

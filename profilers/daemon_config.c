@@ -10,6 +10,8 @@
 #include "user/log.h"
 
 #define LINE_MAX_LEN 1024
+/* what a recording captures unless the setting names events: every CUDA call */
+#define GS_DAEMON_DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy"
 
 void gs_daemon_config__defaults(struct gs_daemon_config *c)
 {
@@ -22,6 +24,7 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 		.oom_reports = true,
 		.trigger_interval_s = 60,
 		.top = 20,
+		.oom_record_events = GS_DAEMON_DEFAULT_EVENTS,
 	};
 }
 
@@ -113,6 +116,123 @@ static int parse_size(const char *value, uint64_t *out)
 	return 0;
 }
 
+/* "30", "30s", "15m", "2h": seconds. */
+static int parse_duration(const char *value, double *out)
+{
+	char num[32];
+	size_t len = strlen(value);
+	double scale = 1;
+
+	if (!len || len >= sizeof(num))
+		return -EINVAL;
+	strcpy(num, value);
+	switch (num[len - 1]) {
+	case 'h':
+		scale *= 60;
+		/* fall through */
+	case 'm':
+		scale *= 60;
+		/* fall through */
+	case 's':
+		num[len - 1] = '\0';
+		break;
+	}
+	if (gs_parse_seconds(num, out) || *out <= 0)
+		return -EINVAL;
+	*out *= scale;
+	return 0;
+}
+
+/* "events=LIST" (checked by `gpusnoop record` when it runs: the names are its own) */
+static int parse_events(const char *word, char *events, char *msg, size_t msg_len)
+{
+	const char *list = word + strlen("events=");
+
+	if (!*list || strlen(list) >= GS_DAEMON_EVENTS_MAX ||
+	    strspn(list, "abcdefghijklmnopqrstuvwxyz-,") != strlen(list)) {
+		snprintf(msg, msg_len, "'%s' is not an event list", word);
+		return -EINVAL;
+	}
+	strcpy(events, list);
+	return 0;
+}
+
+/* "every 15m record 30s [events=LIST] [keep=N] [keep-bytes=SIZE]" */
+static int parse_schedule(struct gs_daemon_config *c, const char *value, char *msg, size_t msg_len)
+{
+	struct gs_daemon_schedule s = { .events = GS_DAEMON_DEFAULT_EVENTS };
+	char copy[LINE_MAX_LEN], *save = NULL, *w[8];
+	size_t n = 0;
+
+	if (c->nr_schedules == GS_DAEMON_MAX_SCHEDULES) {
+		snprintf(msg, msg_len, "at most %d schedules", GS_DAEMON_MAX_SCHEDULES);
+		return -EINVAL;
+	}
+	snprintf(copy, sizeof(copy), "%s", value);
+	for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+		if (n == sizeof(w) / sizeof(w[0]))
+			goto usage;
+		w[n++] = t;
+	}
+	if (n < 4 || strcmp(w[0], "every") || parse_duration(w[1], &s.every_s) ||
+	    strcmp(w[2], "record") || parse_duration(w[3], &s.record_s))
+		goto usage;
+	for (size_t i = 4; i < n; i++) {
+		char *end;
+
+		if (!strncmp(w[i], "events=", 7)) {
+			if (parse_events(w[i], s.events, msg, msg_len))
+				return -EINVAL;
+		} else if (!strncmp(w[i], "keep=", 5)) {
+			errno = 0;
+			s.keep = (unsigned int)strtoul(w[i] + 5, &end, 10);
+			if (errno || *end || !w[i][5] || w[i][5] == '-')
+				goto usage;
+		} else if (!strncmp(w[i], "keep-bytes=", 11)) {
+			if (parse_size(w[i] + 11, &s.keep_bytes))
+				goto usage;
+		} else {
+			goto usage;
+		}
+	}
+	if (s.record_s >= s.every_s) {
+		snprintf(msg, msg_len, "a recording of %gs every %gs would overlap the next",
+			 s.record_s, s.every_s);
+		return -EINVAL;
+	}
+	c->schedules[c->nr_schedules++] = s;
+	return 0;
+usage:
+	snprintf(msg, msg_len,
+		 "'%s' is not 'every DURATION record DURATION [events=LIST] [keep=N] "
+		 "[keep-bytes=SIZE]'",
+		 value);
+	return -EINVAL;
+}
+
+/* "10s [events=LIST]" */
+static int parse_oom_record(struct gs_daemon_config *c, const char *value, char *msg,
+			    size_t msg_len)
+{
+	char copy[LINE_MAX_LEN], *save = NULL;
+	char *dur, *events, *extra;
+
+	snprintf(copy, sizeof(copy), "%s", value);
+	dur = strtok_r(copy, " \t", &save);
+	events = strtok_r(NULL, " \t", &save);
+	extra = strtok_r(NULL, " \t", &save);
+	if (!strcmp(dur, "off") && !events) {
+		c->oom_record_s = 0;
+		return 0;
+	}
+	if (parse_duration(dur, &c->oom_record_s) || extra ||
+	    (events && strncmp(events, "events=", 7))) {
+		snprintf(msg, msg_len, "'%s' is not 'DURATION [events=LIST]' or off", value);
+		return -EINVAL;
+	}
+	return events ? parse_events(events, c->oom_record_events, msg, msg_len) : 0;
+}
+
 static int parse_bool(const char *value, bool *out)
 {
 	if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes"))
@@ -165,6 +285,10 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 		snprintf(msg, msg_len, "'%s' is not a stack count", value);
 		return -EINVAL;
 	}
+	if (!strcmp(key, "schedule"))
+		return parse_schedule(c, value, msg, msg_len);
+	if (!strcmp(key, "oom-record"))
+		return parse_oom_record(c, value, msg, msg_len);
 	snprintf(msg, msg_len, "unknown setting '%s'", key);
 	return -EINVAL;
 }

@@ -8,7 +8,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define GS_DAEMON_PATH_MAX 256
+#define GS_DAEMON_PATH_MAX	256
+#define GS_DAEMON_MAX_SCHEDULES 16
+#define GS_DAEMON_EVENTS_MAX	128
+
+/* "schedule every 15m record 30s events=cuda-launch,cpu keep=10 keep-bytes=1G" */
+struct gs_daemon_schedule {
+	double every_s;
+	double record_s;
+	char events[GS_DAEMON_EVENTS_MAX]; /* `gpusnoop record -e` list */
+	unsigned int keep;		   /* newest traces kept; 0: no count limit */
+	uint64_t keep_bytes;		   /* their total size at most; 0: no limit */
+};
 
 struct gs_daemon_config {
 	char output_dir[GS_DAEMON_PATH_MAX];
@@ -19,6 +30,10 @@ struct gs_daemon_config {
 	bool oom_reports;	   /* write a report when a process runs out of GPU memory */
 	double trigger_interval_s; /* at most one report per process per interval */
 	size_t top;		   /* stacks per process in a report; 0: all */
+	double oom_record_s;	   /* after an OOM report, record the process this long; 0: no */
+	char oom_record_events[GS_DAEMON_EVENTS_MAX];
+	struct gs_daemon_schedule schedules[GS_DAEMON_MAX_SCHEDULES];
+	size_t nr_schedules;
 };
 
 void gs_daemon_config__defaults(struct gs_daemon_config *c);

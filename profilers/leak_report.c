@@ -106,6 +106,11 @@ static void text_trigger(FILE *f, const struct gs_leak_trigger *t,
 	const struct gs_cuda_api *api = gs_cuda_api_get(t->api);
 	char b[32];
 
+	if (!t->api) {
+		fprintf(f, "TRIGGER %s: pid %d: chosen by the kernel OOM killer\n", t->kind,
+			(int)t->pid);
+		return;
+	}
 	gs_format_bytes(t->bytes_requested, b, sizeof(b));
 	fprintf(f, "TRIGGER %s: pid %d: %s of %s failed with error %d %s\n", t->kind, (int)t->pid,
 		gs_cuda_api_name(t->api), b, t->error,
@@ -212,6 +217,10 @@ static void json_trigger(struct gs_json *j, const struct gs_leak_trigger *t,
 	gs_json__begin_object(j, "trigger");
 	gs_json__string(j, "kind", t->kind);
 	gs_json__i64(j, "pid", t->pid);
+	if (!t->api) {
+		gs_json__end_object(j);
+		return;
+	}
 	gs_json__string(j, "api", gs_cuda_api_name(t->api));
 	gs_json__i64(j, "error", t->error);
 	gs_json__string(j, "error_name",

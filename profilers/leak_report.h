@@ -38,7 +38,7 @@ struct gs_leak_proc_report {
 
 /* what made a report be written at that moment (the daemon's triggers) */
 struct gs_leak_trigger {
-	const char *kind; /* "cuda-oom" */
+	const char *kind; /* "cuda-oom"; "oom-kill" (no API: the kernel chose the process) */
 	pid_t pid;
 	uint16_t api;
 	int32_t error;

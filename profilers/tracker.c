@@ -364,6 +364,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case GS_EV_PROC_EXIT:
 		target_gone(t, pid, false);
 		break;
+	case GS_EV_PROC_OOM_KILL:
+		if (t->ops.oom_kill && (t->opts.all || find_target(t, pid)))
+			t->ops.oom_kill(t->ops.ctx, pid);
+		break;
 	case GS_EV_MEM_ALLOC:
 		note_process(t, pid);
 		if (t->ops.mem_alloc)
@@ -460,6 +464,7 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	}
 	t->proc->rodata->cfg_all_pids = opts->all;
 	t->proc->rodata->cfg_report_all_execs = opts->all;
+	bpf_program__set_autoload(t->proc->progs.handle_oom_victim, opts->oom_kills);
 	t->mem->rodata->cfg_all_pids = opts->all;
 	t->mem->rodata->cfg_free_returns = opts->free_returns;
 	t->cuda->rodata->cfg_all_pids = opts->all;

@@ -22,6 +22,7 @@ struct gs_tracker_opts {
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
 	bool free_returns; /* report every free's return, not only failures */
+	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -32,6 +33,8 @@ struct gs_tracker_ops {
 	void (*mem_free_ret)(void *ctx, const struct gs_mem_free_ret *e);
 	void (*cuda_call)(void *ctx, const struct gs_cuda_call *e);
 	void (*cpu_sample)(void *ctx, const struct gs_cpu_sample *e);
+	/* the kernel OOM killer chose target pid (before it is gone); needs opts.oom_kills */
+	void (*oom_kill)(void *ctx, pid_t pid);
 	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
 	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
 };

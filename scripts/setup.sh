@@ -9,6 +9,7 @@ PACKAGES=(
 	libelf-dev zlib1g-dev
 	python3 jq
 	libmicrohttpd-dev # gpusnoop daemon: the Prometheus metrics endpoint
+	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
 )
 

@@ -29,6 +29,7 @@ int gs_event_decode(const void *data, size_t size)
 	switch (hdr->type) {
 	case GS_EV_PROC_EXEC:
 	case GS_EV_PROC_EXIT:
+	case GS_EV_PROC_OOM_KILL:
 	case GS_EV_LIBS_CHANGED:
 		need = sizeof(struct gs_proc_event);
 		break;

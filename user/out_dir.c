@@ -90,15 +90,18 @@ static int cmp_oldest_first(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-void gs_out_dir__enforce_cap(struct gs_out_dir *d)
+void gs_out_dir__retain(struct gs_out_dir *d, const char *sub, size_t keep, uint64_t keep_bytes)
 {
+	char match[512];
 	struct dir_file *files = NULL;
 	size_t nr = 0, cap = 0;
 	uint64_t total = 0;
 	struct dirent *de;
 	DIR *dir;
-	int fd = dup(d->fd);
+	int fd;
 
+	snprintf(match, sizeof(match), "%s%s", d->prefix, sub);
+	fd = dup(d->fd);
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		if (fd >= 0)
 			close(fd);
@@ -109,7 +112,7 @@ void gs_out_dir__enforce_cap(struct gs_out_dir *d)
 	while ((de = readdir(dir))) {
 		struct stat st;
 
-		if (strncmp(de->d_name, d->prefix, strlen(d->prefix)) ||
+		if (strncmp(de->d_name, match, strlen(match)) ||
 		    strlen(de->d_name) >= sizeof(files->name) ||
 		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
@@ -131,16 +134,22 @@ void gs_out_dir__enforce_cap(struct gs_out_dir *d)
 	closedir(dir);
 	qsort(files, nr, sizeof(*files), cmp_oldest_first);
 	/* the newest file stays even alone over the cap: it is the report just written */
-	for (size_t i = 0; i + 1 < nr && total > d->max_bytes; i++) {
+	for (size_t i = 0;
+	     i + 1 < nr && ((keep && nr - i > keep) || (keep_bytes && total > keep_bytes)); i++) {
 		if (unlinkat(d->fd, files[i].name, 0) && errno != ENOENT) {
 			gs_warn("output directory %s: removing %s: %s", d->path, files[i].name,
 				strerror(errno));
 			continue;
 		}
-		gs_info("output directory %s over its cap: removed %s", d->path, files[i].name);
+		gs_info("output directory %s: removed %s (retention)", d->path, files[i].name);
 		total -= files[i].bytes;
 	}
 	free(files);
+}
+
+void gs_out_dir__enforce_cap(struct gs_out_dir *d)
+{
+	gs_out_dir__retain(d, "", 0, d->max_bytes);
 }
 
 void gs_out_dir__free(struct gs_out_dir *d)

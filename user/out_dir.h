@@ -23,6 +23,11 @@ int gs_out_dir__open(struct gs_out_dir **out, const char *path, const char *pref
 FILE *gs_out_dir__create(struct gs_out_dir *d, const char *name, char *path_out, size_t len);
 /* Removes the oldest files until those with the prefix total at most max_bytes. */
 void gs_out_dir__enforce_cap(struct gs_out_dir *d);
+/*
+ * Of the files named prefix + sub (the newest always stays), keeps at most keep (0: any
+ * number) totalling at most keep_bytes (0: any size), removing the oldest first.
+ */
+void gs_out_dir__retain(struct gs_out_dir *d, const char *sub, size_t keep, uint64_t keep_bytes);
 void gs_out_dir__free(struct gs_out_dir *d);
 
 #endif /* GS_OUT_DIR_H */

@@ -2,20 +2,24 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_daemon.py: `gpusnoop daemon` and `gpusnoop ctl` against real fixture processes."""
 import glob
+import gzip
 import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (GPUSNOOP, LIB, TIMEOUT, MiB, Gpusnoop, Workload, expect_eq, run_gpusnoop,
-                     test)
+from harness import (BIN, GPUSNOOP, LIB, TIMEOUT, LineReader, MiB, Gpusnoop, Workload,
+                     expect_eq, run_gpusnoop, test)
 
 GiB = 1024 * MiB
 OOM_ENV = {"GS_FAKE_CUDA_MEM_LIMIT": str(256 * MiB), "GS_FAKE_CUDA_NO_DRIVER": "1"}
@@ -66,6 +70,44 @@ def metric(text, name, pid):
     return int(m.group(1))
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prometheus_scrape(d, query):
+    """Debian's Prometheus scrapes the daemon; returns the query's value as it stored it."""
+    tmp = tempfile.mkdtemp(prefix="gs-prometheus-")
+    target = d.metrics_url.split("//")[1].split("/")[0]
+    with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n"
+                f"  - job_name: gpusnoop\n    static_configs:\n      - targets: ['{target}']\n")
+    port = free_port()
+    prom = subprocess.Popen(["prometheus", f"--config.file={tmp}/prometheus.yml",
+                             f"--storage.tsdb.path={tmp}/data",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = (f"http://127.0.0.1:{port}/api/v1/query?" +
+           urllib.parse.urlencode({"query": query}))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    result = json.load(r)["data"]["result"]
+                if result:
+                    expect_eq(result[0]["metric"]["job"], "gpusnoop", "scrape job")
+                    return int(result[0]["value"][1])
+            except (urllib.error.URLError, ConnectionError):
+                pass  # still starting
+            time.sleep(0.5)
+        raise AssertionError(f"prometheus never stored {query}")
+    finally:
+        prom.terminate()
+        prom.wait(TIMEOUT)
+
+
 def oom_workload(d):
     """gs_oom held until the daemon probes it; returns it after its OOM (still alive)."""
     w = Workload("gs_oom", env=OOM_ENV)
@@ -82,9 +124,9 @@ def daemon_writes_oom_report_serves_metrics_and_answers_ctl():
     try:
         w = oom_workload(d)
         deadline = time.monotonic() + 1.0  # the issue's bound: a report within a second
-        while not d.reports("oom-*.json") and time.monotonic() < deadline:
+        while not d.reports("cuda-oom-*.json") and time.monotonic() < deadline:
             time.sleep(0.02)
-        files = d.reports("oom-*.json")
+        files = d.reports("cuda-oom-*.json")
         expect_eq(len(files), 1, "OOM reports within a second")
         expect_eq(stat.S_IMODE(os.stat(files[0]).st_mode), 0o600, "report file mode")
         assert os.path.exists(files[0][:-5] + ".txt"), "text report beside the JSON"
@@ -116,6 +158,9 @@ def daemon_writes_oom_report_serves_metrics_and_answers_ctl():
         expect_eq(metric(m, "gpusnoop_cuda_failed_allocations_total", w.pid), 1, "failures")
         assert re.search(r'^gpusnoop_oom_events_total\{source="cuda"\} [1-9]', m, re.M), m
         assert re.search(r"^gpusnoop_reports_written_total [1-9]", m, re.M), m
+
+        expect_eq(prometheus_scrape(d, f'gpusnoop_cuda_outstanding_bytes{{pid="{w.pid}"}}'),
+                  96 * MiB, "outstanding bytes as Prometheus scraped them")
 
         status, out, err = d.ctl("status")
         expect_eq(status, 0, f"ctl status ({err})")
@@ -207,3 +252,173 @@ def daemon_bad_settings_are_one_line_errors():
     status, _, err = run_gpusnoop("ctl", "--socket", os.path.join(tmp, "none"), "status")
     expect_eq(status, 1, "ctl without a daemon")
     assert "cannot reach the daemon" in err and len(err.strip().splitlines()) == 1, err
+
+
+def memory_cgroup(limit):
+    """A new memory cgroup (v2 or v1) limited to limit bytes; returns its directory."""
+    name = f"gs-oom-{os.getpid()}-{time.monotonic_ns()}"
+    if "memory" in open("/sys/fs/cgroup/cgroup.controllers").read().split() \
+            if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else False:
+        path = os.path.join("/sys/fs/cgroup", name)
+        os.mkdir(path)
+        with open(os.path.join(path, "memory.max"), "w") as f:
+            f.write(str(limit))
+        with open(os.path.join(path, "memory.swap.max"), "w") as f:
+            f.write("0")
+        return path
+    own = [l.split(":", 2)[2].strip() for l in open("/proc/self/cgroup")
+           if l.split(":")[1] == "memory"]
+    path = os.path.join("/sys/fs/cgroup/memory", own[0].lstrip("/"), name)
+    os.mkdir(path)
+    with open(os.path.join(path, "memory.limit_in_bytes"), "w") as f:
+        f.write(str(limit))
+    return path
+
+
+def valid_trace(path):
+    with gzip.open(path, "rt") as f:
+        trace = json.load(f)
+    assert isinstance(trace["traceEvents"], list), path
+    assert "monotonic_to_realtime_ns" in trace["metadata"], trace["metadata"]
+    return trace
+
+
+@test
+def daemon_oom_kill_report_recordings_and_schedule_retention():
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-sched-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("trigger-interval 0\noom-record 1s\nschedule every 3s record 1s keep=2\n")
+    d = Daemon("--config", conf)
+    w = hog = cg = None
+    try:
+        # a CUDA OOM: the report, then a recording of what the process does next
+        w = oom_workload(d)
+        line = d.g.wait_stderr("recording done: " + os.path.join(d.out, "gpusnoop-record-"),
+                               timeout=90)
+        valid_trace(line.split("recording done: ")[1])
+
+        # the kernel OOM killer ends a CUDA process in a memory-limited cgroup
+        cg = memory_cgroup(64 * MiB)
+        hog = Workload("gs_hostoom", env={"GS_FAKE_CUDA_NO_DRIVER": "1"})
+        join_cgroup_of(hog.pid, cg)
+        hog.release()
+        expect_eq(hog.proc.wait(TIMEOUT), -signal.SIGKILL, "hog killed by the OOM killer")
+        d.g.wait_stderr(f"pid {hog.pid} (gs_hostoom): oom-kill: report")
+        files = d.reports(f"oom-kill-{hog.pid}-*.json")
+        expect_eq(len(files), 1, "OOM-kill reports")
+        with open(files[0]) as f:
+            report = json.load(f)
+        expect_eq(report["trigger"], {"kind": "oom-kill", "pid": hog.pid}, "trigger")
+        p = report["processes"][0]
+        expect_eq([(s["bytes"], s["allocations"], s["frames"][0]["symbol"]) for s in p["stacks"]],
+                  [(96 * MiB, 3, "load_weights")], "what the killed process held")
+
+        # ctl record: a trace of a process on demand
+        status, out, err = d.ctl("record", str(w.pid), "1", "cuda-mem")
+        expect_eq(status, 0, f"ctl record ({err})")
+        path = out.strip()
+        d.g.wait_stderr(f"recording done: {path}", timeout=90)
+        valid_trace(path)
+
+        # the schedule keeps its newest two traces
+        seen = 0
+        deadline = time.monotonic() + 120
+        while seen < 3 and time.monotonic() < deadline:
+            d.g.wait_stderr("recording done: " + os.path.join(d.out, "gpusnoop-schedule0-"),
+                            timeout=90)
+            seen = sum("recording done: " + os.path.join(d.out, "gpusnoop-schedule0-") in l
+                       for l in d.g.err.lines)
+            if seen < 3:
+                d.g.err._fill(1)
+        assert seen >= 3, d.g.stderr_text()
+        kept = d.reports("schedule0-*.json.gz")
+        expect_eq(len(kept), 2, f"scheduled traces kept: {kept}")
+        for path in kept:
+            valid_trace(path)
+        d.stop()
+    finally:
+        d.g.kill()
+        for proc in (w, hog):
+            if proc:
+                proc.kill()
+        if cg:
+            os.rmdir(cg)
+
+
+def join_cgroup_of(pid, cg):
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
+def daemon_footprint(pid):
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+    return fds, rss * 1024
+
+
+def churn(n):
+    """n short-lived CUDA processes, a few at a time (gs_leaky: 1007 allocations each)."""
+    exe = os.path.join(BIN, "gs_leaky")
+    running = []
+    for _ in range(n):
+        running.append(subprocess.Popen([exe], stdout=subprocess.DEVNULL,
+                                        env=dict(os.environ, GS_FAKE_CUDA_NO_DRIVER="1")))
+        if len(running) == 8:
+            expect_eq(running.pop(0).wait(TIMEOUT), 0, "churn workload status")
+    for p in running:
+        expect_eq(p.wait(TIMEOUT), 0, "churn workload status")
+
+
+@test
+def daemon_stays_flat_under_process_churn():
+    d = Daemon()
+    try:
+        churn(200)  # warm-up: caches, allocator arenas, ring buffer pages
+        time.sleep(2)
+        fds0, rss0 = daemon_footprint(d.g.proc.pid)
+        lines0 = len(d.g.err.drain())
+        churn(1500)
+        time.sleep(2)
+        fds1, rss1 = daemon_footprint(d.g.proc.pid)
+        # libraries other processes on the host loaded meanwhile are probed: a link per probe
+        new_probes = sum(2 * int(m.group(1)) for l in d.g.err.drain()[lines0:]
+                         for m in [re.search(r"probing (\d+)/\d+ CUDA functions in", l)] if m)
+        status, out, _ = d.ctl("status")
+        expect_eq(status, 0, "ctl status")
+        expect_eq(fds1 - new_probes, fds0, "daemon file descriptors after 1500 more processes")
+        # nothing per process may stay: 1500 processes x even 1 KiB would show
+        assert rss1 - rss0 < 1024 * 1024, f"RSS grew {rss1 - rss0} bytes: {rss0} -> {rss1}"
+        lost = re.search(r"(\d+) events lost", out).group(1)
+        expect_eq(lost, "0", f"events lost ({out})")
+        d.stop()
+    finally:
+        d.g.kill()
+
+
+@test
+def slurm_fanout_script_records_at_the_common_start():
+    out = tempfile.mkdtemp(prefix="gs-slurm-")
+    w = Workload("gs_leaky", env={"GS_FAKE_CUDA_NO_DRIVER": "1"})
+    try:
+        start = int(time.time()) + 3
+        script = subprocess.Popen([os.path.join(os.path.dirname(GPUSNOOP), "scripts",
+                                                "gpusnoop-slurm.sh"),
+                                   "-s", str(start), "-d", "20", "-e", "cuda-mem", "-g", GPUSNOOP,
+                                   out], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = LineReader(script.stderr)
+        err.wait_for(lambda l: "recording every process" in l, "the recording to start", 60)
+        assert time.time() >= start, "started before the common start time"
+        w.release()
+        w.wait_line("done")
+        script.wait(90)
+        expect_eq(script.returncode, 0, f"script status ({err.drain()})")
+        traces = glob.glob(os.path.join(out, "*.json.gz"))
+        expect_eq(len(traces), 1, "one trace per node")
+        trace = valid_trace(traces[0])
+        allocs = [e for e in trace["traceEvents"]
+                  if e.get("pid") == w.pid and e.get("name") == "cudaMalloc"]
+        expect_eq(len(allocs), 1007, "cudaMalloc calls of the workload in the node's trace")
+    finally:
+        w.kill()
