@@ -97,5 +97,51 @@ GS_TEST(flags_use_the_same_keys)
 	GS_EXPECT_STR_EQ(msg, "'x' is not an absolute path");
 }
 
+GS_TEST(schedules_and_oom_recording)
+{
+	struct gs_daemon_config c;
+	const struct gs_daemon_schedule *s;
+
+	GS_EXPECT_EQ(parse_text(&c, "schedule every 15m record 30s\n"
+				    "schedule every 2h record 1m events=cuda-sync,cpu keep=3 "
+				    "keep-bytes=1G\n"
+				    "oom-record 10s events=cpu\n"),
+		     0);
+	GS_EXPECT_EQ(c.nr_schedules, 2);
+	s = &c.schedules[0];
+	GS_EXPECT(s->every_s == 900 && s->record_s == 30);
+	GS_EXPECT_STR_EQ(s->events, "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy");
+	GS_EXPECT_EQ(s->keep, 0);
+	s = &c.schedules[1];
+	GS_EXPECT(s->every_s == 7200 && s->record_s == 60);
+	GS_EXPECT_STR_EQ(s->events, "cuda-sync,cpu");
+	GS_EXPECT_EQ(s->keep, 3);
+	GS_EXPECT_EQ(s->keep_bytes, 1ULL << 30);
+	GS_EXPECT(c.oom_record_s == 10);
+	GS_EXPECT_STR_EQ(c.oom_record_events, "cpu");
+	GS_EXPECT_EQ(parse_text(&c, "oom-record off\n"), 0);
+	GS_EXPECT(c.oom_record_s == 0);
+}
+
+GS_TEST(bad_schedules_are_errors)
+{
+	static const char *const bad[] = {
+		"schedule every 1m\n",
+		"schedule every 1m record 2m\n", /* overlaps the next */
+		"schedule each 1m record 1s\n",
+		"schedule every 1x record 1s\n",
+		"schedule every 1m record 1s keep=-1\n",
+		"schedule every 1m record 1s events=Bad;rm\n",
+		"schedule every 1m record 1s colour=blue\n",
+		"oom-record soon\n",
+		"oom-record 1s cpu\n",
+	};
+	struct gs_daemon_config c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		GS_EXPECT_EQ(parse_text(&c, bad[i]), -EINVAL);
+}
+
 GS_TEST_MAIN(defaults_are_safe, every_setting_with_comments, metrics_off_and_any_port,
-	     bad_lines_are_errors, flags_use_the_same_keys)
+	     bad_lines_are_errors, flags_use_the_same_keys, schedules_and_oom_recording,
+	     bad_schedules_are_errors)
