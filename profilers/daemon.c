@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include "profilers/cuda_api.h"
 #include "profilers/daemon_config.h"
+#include "profilers/flight_recorder.h"
+#include "profilers/flight_trace.h"
 #include "profilers/leak_report.h"
 #include "profilers/mem_accounting.h"
 #include "profilers/options.h"
@@ -30,6 +32,7 @@
 #define CUDA_OUT_OF_MEMORY 2 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY */
 #define MAX_FLAG_OVERRIDES 8
 #define MAX_RECORDINGS	   16
+#define FLIGHT_MAX_EVENTS  16384 /* per process: ~0.8 MiB at most */
 /* a recording asked to stop gets this long to finish its trace */
 #define RECORDING_STOP_NS 10000000000ULL
 
@@ -69,6 +72,7 @@ struct daemon {
 	struct gs_metrics_server *metrics;
 	struct gs_ctl_server *ctl;
 	struct gs_out_dir *out_dir;
+	struct gs_flight_recorder *flight; /* NULL when off */
 	struct proc_stats *procs;
 	size_t nr_procs, cap_procs;
 	uint64_t start_ns;
@@ -135,42 +139,6 @@ static int write_proc_report(struct daemon *d, struct gs_mem_proc *p, const char
 	return 0;
 }
 
-/* Writes the report as NAME.txt and NAME.json under the output directory. */
-static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const char *kind,
-			      const struct gs_leak_trigger *t, char *json_path, size_t len)
-{
-	static const char *const exts[] = { ".txt", ".json" };
-	char stamp[32], name[160], path[512];
-	struct timespec now;
-	struct tm tm;
-	int err = 0;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", gmtime_r(&now.tv_sec, &tm));
-	for (size_t i = 0; i < 2 && !err; i++) {
-		FILE *f;
-
-		snprintf(name, sizeof(name), "%s-%d-%s.%09ldZ%s", kind, (int)p->pid, stamp,
-			 now.tv_nsec, exts[i]);
-		f = gs_out_dir__create(d->out_dir, name, path, sizeof(path));
-		if (!f)
-			return -EIO;
-		err = write_proc_report(d, p, t ? "trigger" : "snapshot", t, i == 1, f);
-		if (fclose(f) && !err)
-			err = -errno;
-		if (err)
-			gs_err("%s: %s", path, strerror(-err));
-		else if (i == 1)
-			snprintf(json_path, len, "%s", path);
-	}
-	gs_out_dir__enforce_cap(d->out_dir);
-	if (err)
-		d->report_errors++;
-	else
-		d->reports_written++;
-	return err;
-}
-
 /* "20261122T130347.123456789Z": file names sort by time and never collide within a ns. */
 static void file_stamp(char *buf, size_t len)
 {
@@ -181,6 +149,51 @@ static void file_stamp(char *buf, size_t len)
 	clock_gettime(CLOCK_REALTIME, &now);
 	strftime(day, sizeof(day), "%Y%m%dT%H%M%S", gmtime_r(&now.tv_sec, &tm));
 	snprintf(buf, len, "%s.%09ldZ", day, now.tv_nsec);
+}
+
+enum report_output { REPORT_TEXT, REPORT_JSON, REPORT_TRACE };
+
+/*
+ * Writes the report as KIND-PID-TIME.txt and .json under the output directory, and for a
+ * trigger the flight recorder's last seconds of the process as .trace.json.
+ */
+static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const char *kind,
+			      const struct gs_leak_trigger *t, char *json_path, size_t len)
+{
+	static const char *const exts[] = { ".txt", ".json", ".trace.json" };
+	size_t outputs = t && d->flight ? 3 : 2;
+	char stamp[48], name[160], path[512];
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	int err = 0;
+
+	file_stamp(stamp, sizeof(stamp));
+	for (size_t i = 0; i < outputs && !err; i++) {
+		FILE *f;
+
+		snprintf(name, sizeof(name), "%s-%d-%s%s", kind, (int)p->pid, stamp, exts[i]);
+		f = gs_out_dir__create(d->out_dir, name, path, sizeof(path));
+		if (!f)
+			return -EIO;
+		if (i == REPORT_TRACE)
+			err = gs_flight_trace__write(
+				f, d->flight, p->pid, gs_tracker__comm(d->tracker, p->pid), now,
+				gs_alloc_table__bytes(p->allocs), d->stacks, t);
+		else
+			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
+						i == REPORT_JSON, f);
+		if (fclose(f) && !err)
+			err = -errno;
+		if (err)
+			gs_err("%s: %s", path, strerror(-err));
+		else if (i == REPORT_JSON)
+			snprintf(json_path, len, "%s", path);
+	}
+	gs_out_dir__enforce_cap(d->out_dir);
+	if (err)
+		d->report_errors++;
+	else
+		d->reports_written++;
+	return err;
 }
 
 /*
@@ -377,6 +390,13 @@ static void on_oom_kill(void *ctx, pid_t pid)
 		triggered(d, p, &t, false);
 }
 
+/* Keeps the event for a trigger's trace; a full memory only loses the trace, not the report. */
+static void remember(struct daemon *d, pid_t pid, const struct gs_flight_event *fe)
+{
+	if (d->flight && gs_flight_recorder__add(d->flight, pid, fe))
+		gs_warn("flight recorder: out of memory");
+}
+
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct daemon *d = ctx;
@@ -391,6 +411,16 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 	}
 	if (st && !e->ret)
 		st->allocations++;
+	remember(d, (pid_t)e->hdr.pid,
+		 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
+					    .entry_ts_ns = e->entry_ts_ns,
+					    .ptr = e->ptr,
+					    .size = e->size,
+					    .tid = e->hdr.tid,
+					    .stack_id = stack_id,
+					    .ret = e->ret,
+					    .api = e->api,
+					    .kind = e->ret ? GS_FLIGHT_FAILED : GS_FLIGHT_ALLOC });
 	if (e->ret == CUDA_OUT_OF_MEMORY)
 		cuda_oom(d, e, stack_id);
 }
@@ -400,8 +430,19 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	struct daemon *d = ctx;
 	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
 
+	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
+	const struct gs_alloc *a = p ? gs_alloc_table__find(p->allocs, e->ptr) : NULL;
+
 	if (st)
 		st->frees++;
+	remember(d, (pid_t)e->hdr.pid,
+		 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
+					    .entry_ts_ns = e->hdr.ts_ns,
+					    .ptr = e->ptr,
+					    .size = a ? a->size : 0,
+					    .tid = e->hdr.tid,
+					    .api = e->api,
+					    .kind = GS_FLIGHT_FREE });
 	gs_mem_accounting__free(&d->mem, e);
 }
 
@@ -425,6 +466,8 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 		gs_mem_accounting__remove(&d->mem, p);
 	if (st && !exec)
 		*st = d->procs[--d->nr_procs];
+	if (d->flight)
+		gs_flight_recorder__forget(d->flight, pid);
 }
 
 /* Prometheus label values escape backslash, double quote and newline. */
@@ -747,6 +790,16 @@ static void reload(struct daemon *d)
 		}
 	}
 	memset(d->next_schedule_ns, 0, sizeof(d->next_schedule_ns));
+	if (d->cfg.flight_recorder_s != prev.flight_recorder_s) {
+		/* a new window starts empty: what the old one held is dropped */
+		gs_flight_recorder__free(d->flight);
+		d->flight = NULL;
+		if (d->cfg.flight_recorder_s > 0)
+			d->flight = gs_flight_recorder__new(
+				(uint64_t)(d->cfg.flight_recorder_s * 1e9), FLIGHT_MAX_EVENTS);
+		if (d->cfg.flight_recorder_s > 0 && !d->flight)
+			gs_warn("reload: flight recorder: out of memory; traces are off");
+	}
 	gs_info("configuration reloaded");
 }
 
@@ -871,6 +924,14 @@ int gs_cmd_daemon(int argc, char **argv)
 		goto out_free;
 	}
 	gs_mem_accounting__init(&d.mem, d.stacks);
+	if (d.cfg.flight_recorder_s > 0) {
+		d.flight = gs_flight_recorder__new((uint64_t)(d.cfg.flight_recorder_s * 1e9),
+						   FLIGHT_MAX_EVENTS);
+		if (!d.flight) {
+			gs_err("out of memory");
+			goto out_free;
+		}
+	}
 	if (open_endpoints(&d) || gs_tracker__start(d.tracker))
 		goto out_free;
 	d.start_ns = gs_clock_ns(CLOCK_MONOTONIC);
@@ -882,6 +943,7 @@ int gs_cmd_daemon(int argc, char **argv)
 out_free:
 	close_endpoints(&d);
 	gs_mem_accounting__release(&d.mem);
+	gs_flight_recorder__free(d.flight);
 	gs_stack_table__free(d.stacks);
 	gs_tracker__free(d.tracker);
 	free(d.procs);

@@ -24,6 +24,7 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 		.oom_reports = true,
 		.trigger_interval_s = 60,
 		.top = 20,
+		.flight_recorder_s = 30,
 		.oom_record_events = GS_DAEMON_DEFAULT_EVENTS,
 	};
 }
@@ -287,6 +288,16 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 	}
 	if (!strcmp(key, "schedule"))
 		return parse_schedule(c, value, msg, msg_len);
+	if (!strcmp(key, "flight-recorder")) {
+		if (!strcmp(value, "off")) {
+			c->flight_recorder_s = 0;
+			return 0;
+		}
+		if (!parse_duration(value, &c->flight_recorder_s))
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not a duration (e.g. 30s) or off", value);
+		return -EINVAL;
+	}
 	if (!strcmp(key, "oom-record"))
 		return parse_oom_record(c, value, msg, msg_len);
 	snprintf(msg, msg_len, "unknown setting '%s'", key);

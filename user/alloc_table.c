@@ -95,6 +95,13 @@ bool gs_alloc_table__contains(const struct gs_alloc_table *t, uint64_t ptr)
 	return t->slots[find_slot(t, ptr)].in_use;
 }
 
+const struct gs_alloc *gs_alloc_table__find(const struct gs_alloc_table *t, uint64_t ptr)
+{
+	const struct gs_alloc *a = &t->slots[find_slot(t, ptr)];
+
+	return a->in_use ? a : NULL;
+}
+
 bool gs_alloc_table__remove(struct gs_alloc_table *t, uint64_t ptr, struct gs_alloc *out)
 {
 	size_t mask = t->nr_slots - 1;

@@ -30,6 +30,8 @@ int gs_alloc_table__insert(struct gs_alloc_table *t, const struct gs_alloc *a, b
 /* Removes ptr; copies the entry to *out when given. Returns false when ptr is unknown. */
 bool gs_alloc_table__remove(struct gs_alloc_table *t, uint64_t ptr, struct gs_alloc *out);
 bool gs_alloc_table__contains(const struct gs_alloc_table *t, uint64_t ptr);
+/* The entry for ptr (borrowed until the table changes), NULL when unknown. */
+const struct gs_alloc *gs_alloc_table__find(const struct gs_alloc_table *t, uint64_t ptr);
 void gs_alloc_table__clear(struct gs_alloc_table *t);
 
 size_t gs_alloc_table__count(const struct gs_alloc_table *t);

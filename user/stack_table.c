@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* stack_table.c: hash-consing of user stacks with eager symbolization. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +159,15 @@ const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint3
 size_t gs_stack_table__size(const struct gs_stack_table *t)
 {
 	return t->nr;
+}
+
+void gs_frame_format(const struct gs_frame *f, char *buf, size_t len)
+{
+	if (f->symbol)
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", f->symbol, f->offset,
+			 f->module ? f->module : "?");
+	else if (f->module)
+		snprintf(buf, len, "%s+0x%" PRIx64, f->module, f->offset);
+	else
+		snprintf(buf, len, "0x%" PRIx64, f->address);
 }

@@ -45,7 +45,9 @@ class Daemon:
         self.g.wait_stderr(f"CUDA functions in {os.path.join(LIB, lib)}")
 
     def reports(self, pattern="*.json"):
-        return sorted(glob.glob(os.path.join(self.out, "gpusnoop-" + pattern)))
+        """Report files by pattern; the flight-recorder traces beside them only if asked."""
+        return sorted(p for p in glob.glob(os.path.join(self.out, "gpusnoop-" + pattern))
+                      if "trace" in pattern or not p.endswith(".trace.json"))
 
     def metrics(self):
         with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
@@ -145,6 +147,20 @@ def daemon_writes_oom_report_serves_metrics_and_answers_ctl():
         expect_eq([(s["bytes"], s["allocations"], s["frames"][0]["symbol"]) for s in p["stacks"]],
                   [(96 * MiB, 3, "fill_device")], "held memory by stack")
         expect_eq(p["failed_allocations"], 1, "failed allocations")
+
+        # the flight recorder: the process's last seconds as a trace, ending at the OOM
+        with open(files[0][:-5] + ".trace.json") as f:
+            trace = json.load(f)
+        calls = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        expect_eq([(e["name"], e["args"]["bytes"], e["args"].get("error")) for e in calls],
+                  [("cudaMalloc", 32 * MiB, None)] * 3 + [("cudaMalloc", GiB, 2)],
+                  "calls in the flight recorder window")
+        expect_eq(calls[-1]["args"]["stack"][0].split("+")[0], "oom_request", "OOM call stack")
+        counter = [e["args"]["bytes"] for e in trace["traceEvents"] if e["ph"] == "C"]
+        expect_eq(counter, [32 * MiB, 64 * MiB, 96 * MiB], "outstanding memory counter")
+        expect_eq([e["name"] for e in trace["traceEvents"] if e["ph"] == "i"], ["cuda-oom"],
+                  "trigger marker")
+        expect_eq(trace["metadata"]["events"], 4, "events in the window")
 
         # the exposition is refreshed every second: wait for one that includes the OOM
         deadline = time.monotonic() + 3

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* flight_recorder.c: one ring of recent events per process, trimmed by age and count. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profilers/flight_recorder.h"
+
+struct ring {
+	pid_t pid;
+	struct gs_flight_event *events;
+	size_t cap, head, count; /* events[(head + i) % cap], i < count, oldest first */
+};
+
+struct gs_flight_recorder {
+	uint64_t window_ns;
+	size_t max_events;
+	struct ring *rings;
+	size_t nr_rings, cap_rings;
+};
+
+struct gs_flight_recorder *gs_flight_recorder__new(uint64_t window_ns, size_t max_events)
+{
+	struct gs_flight_recorder *fr;
+
+	if (!max_events) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fr = calloc(1, sizeof(*fr));
+	if (!fr)
+		return NULL;
+	fr->window_ns = window_ns;
+	fr->max_events = max_events;
+	return fr;
+}
+
+static struct ring *find_ring(const struct gs_flight_recorder *fr, pid_t pid)
+{
+	for (size_t i = 0; i < fr->nr_rings; i++)
+		if (fr->rings[i].pid == pid)
+			return &fr->rings[i];
+	return NULL;
+}
+
+static const struct gs_flight_event *at(const struct ring *r, size_t i)
+{
+	return &r->events[(r->head + i) % r->cap];
+}
+
+static void drop_oldest(struct ring *r)
+{
+	r->head = (r->head + 1) % r->cap;
+	r->count--;
+}
+
+/* Grows a full ring (up to max_events) so a busy process keeps its whole window. */
+static int grow(struct ring *r, size_t max_events)
+{
+	size_t cap = r->cap ? r->cap * 2 : 64;
+	struct gs_flight_event *events;
+
+	if (cap > max_events)
+		cap = max_events;
+	events = malloc(cap * sizeof(*events));
+	if (!events)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->count; i++)
+		events[i] = *at(r, i);
+	free(r->events);
+	r->events = events;
+	r->cap = cap;
+	r->head = 0;
+	return 0;
+}
+
+int gs_flight_recorder__add(struct gs_flight_recorder *fr, pid_t pid,
+			    const struct gs_flight_event *e)
+{
+	struct ring *r = find_ring(fr, pid);
+
+	if (!r) {
+		if (fr->nr_rings == fr->cap_rings) {
+			size_t cap = fr->cap_rings ? fr->cap_rings * 2 : 16;
+			struct ring *grown = realloc(fr->rings, cap * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			fr->rings = grown;
+			fr->cap_rings = cap;
+		}
+		r = &fr->rings[fr->nr_rings++];
+		*r = (struct ring){ .pid = pid };
+	}
+	while (r->count && at(r, 0)->ts_ns + fr->window_ns < e->ts_ns)
+		drop_oldest(r);
+	if (r->count == r->cap) {
+		if (r->cap < fr->max_events) {
+			int err = grow(r, fr->max_events);
+
+			if (err)
+				return err;
+		} else {
+			drop_oldest(r);
+		}
+	}
+	r->events[(r->head + r->count) % r->cap] = *e;
+	r->count++;
+	return 0;
+}
+
+void gs_flight_recorder__each(const struct gs_flight_recorder *fr, pid_t pid, uint64_t now_ns,
+			      void (*fn)(void *ctx, const struct gs_flight_event *e), void *ctx)
+{
+	const struct ring *r = find_ring(fr, pid);
+
+	for (size_t i = 0; r && i < r->count; i++) {
+		const struct gs_flight_event *e = at(r, i);
+
+		if (e->ts_ns + fr->window_ns >= now_ns)
+			fn(ctx, e);
+	}
+}
+
+void gs_flight_recorder__forget(struct gs_flight_recorder *fr, pid_t pid)
+{
+	struct ring *r = find_ring(fr, pid);
+
+	if (!r)
+		return;
+	free(r->events);
+	*r = fr->rings[--fr->nr_rings];
+}
+
+void gs_flight_recorder__free(struct gs_flight_recorder *fr)
+{
+	if (!fr)
+		return;
+	for (size_t i = 0; i < fr->nr_rings; i++)
+		free(fr->rings[i].events);
+	free(fr->rings);
+	free(fr);
+}
