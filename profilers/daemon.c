@@ -53,6 +53,7 @@ struct daemon_opts {
 struct proc_stats {
 	pid_t pid;
 	uint64_t allocations, frees;
+	uint64_t launches, syncs, sync_ns; /* with cuda-call-metrics */
 	uint64_t last_trigger_ns;
 };
 
@@ -446,6 +447,23 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	gs_mem_accounting__free(&d->mem, e);
 }
 
+/* Launches and synchronizations, only probed with cuda-call-metrics on. */
+static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
+{
+	struct daemon *d = ctx;
+	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
+	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+
+	if (!api || !st)
+		return;
+	if (api->family == GS_FAM_LAUNCH) {
+		st->launches++;
+	} else if (api->family == GS_FAM_SYNC) {
+		st->syncs++;
+		st->sync_ns += e->hdr.ts_ns - e->entry_ts_ns;
+	}
+}
+
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 {
 	struct daemon *d = ctx;
@@ -488,41 +506,53 @@ static void metric_header(FILE *f, const char *name, const char *type, const cha
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void proc_metric(FILE *f, struct daemon *d, const char *name, pid_t pid, uint64_t value)
+enum proc_value {
+	OUTSTANDING_BYTES,
+	OUTSTANDING_ALLOCATIONS,
+	ALLOCATIONS,
+	FREES,
+	FAILED_ALLOCATIONS,
+	LAUNCHES,
+	SYNCS,
+	SYNC_SECONDS,
+};
+
+static double proc_value(struct daemon *d, const struct proc_stats *st, enum proc_value which)
 {
-	fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)pid);
-	label_value(f, gs_tracker__comm(d->tracker, pid));
-	fprintf(f, "\"} %" PRIu64 "\n", value);
+	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, st->pid);
+
+	switch (which) {
+	case OUTSTANDING_BYTES:
+		return p ? (double)gs_alloc_table__bytes(p->allocs) : 0;
+	case OUTSTANDING_ALLOCATIONS:
+		return p ? (double)gs_alloc_table__count(p->allocs) : 0;
+	case ALLOCATIONS:
+		return (double)st->allocations;
+	case FREES:
+		return (double)st->frees;
+	case FAILED_ALLOCATIONS:
+		return p ? (double)p->failed_allocations : 0;
+	case LAUNCHES:
+		return (double)st->launches;
+	case SYNCS:
+		return (double)st->syncs;
+	case SYNC_SECONDS:
+		return (double)st->sync_ns / 1e9;
+	}
+	return 0;
 }
 
 /* Per-process series, one metric family at a time as the exposition format wants. */
 static void proc_family(FILE *f, struct daemon *d, const char *name, const char *type,
-			const char *help, int which)
+			const char *help, enum proc_value which)
 {
 	metric_header(f, name, type, help);
-	for (size_t i = 0; i < d->mem.nr_procs; i++) {
-		struct gs_mem_proc *p = &d->mem.procs[i];
-		struct proc_stats *st = proc_stats(d, p->pid, false);
-		uint64_t v = 0;
+	for (size_t i = 0; i < d->nr_procs; i++) {
+		const struct proc_stats *st = &d->procs[i];
 
-		switch (which) {
-		case 0:
-			v = gs_alloc_table__bytes(p->allocs);
-			break;
-		case 1:
-			v = gs_alloc_table__count(p->allocs);
-			break;
-		case 2:
-			v = st ? st->allocations : 0;
-			break;
-		case 3:
-			v = st ? st->frees : 0;
-			break;
-		case 4:
-			v = p->failed_allocations;
-			break;
-		}
-		proc_metric(f, d, name, p->pid, v);
+		fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)st->pid);
+		label_value(f, gs_tracker__comm(d->tracker, st->pid));
+		fprintf(f, "\"} %.17g\n", proc_value(d, st, which));
 	}
 }
 
@@ -537,15 +567,25 @@ static void render_metrics(struct daemon *d, FILE *f)
 	uint64_t stats[GS_STAT__MAX];
 
 	proc_family(f, d, "gpusnoop_cuda_outstanding_bytes", "gauge",
-		    "Bytes of CUDA memory a process holds from the allocations gpusnoop saw.", 0);
+		    "Bytes of CUDA memory a process holds from the allocations gpusnoop saw.",
+		    OUTSTANDING_BYTES);
 	proc_family(f, d, "gpusnoop_cuda_outstanding_allocations", "gauge",
-		    "CUDA allocations a process holds.", 1);
+		    "CUDA allocations a process holds.", OUTSTANDING_ALLOCATIONS);
 	proc_family(f, d, "gpusnoop_cuda_allocations_total", "counter",
-		    "Successful CUDA allocation calls since the daemon saw the process.", 2);
+		    "Successful CUDA allocation calls since the daemon saw the process.",
+		    ALLOCATIONS);
 	proc_family(f, d, "gpusnoop_cuda_frees_total", "counter",
-		    "CUDA free calls since the daemon saw the process.", 3);
+		    "CUDA free calls since the daemon saw the process.", FREES);
 	proc_family(f, d, "gpusnoop_cuda_failed_allocations_total", "counter",
-		    "CUDA allocation calls that returned an error.", 4);
+		    "CUDA allocation calls that returned an error.", FAILED_ALLOCATIONS);
+	if (d->cfg.call_metrics) {
+		proc_family(f, d, "gpusnoop_cuda_launches_total", "counter",
+			    "Kernel and graph launches (cuda-call-metrics).", LAUNCHES);
+		proc_family(f, d, "gpusnoop_cuda_syncs_total", "counter",
+			    "Stream, device, event and context synchronizations.", SYNCS);
+		proc_family(f, d, "gpusnoop_cuda_sync_seconds_total", "counter",
+			    "Time threads spent inside synchronization calls.", SYNC_SECONDS);
+	}
 	metric_header(f, "gpusnoop_oom_events_total", "counter",
 		      "Out-of-memory events seen, by source.");
 	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
@@ -570,7 +610,7 @@ static void render_metrics(struct daemon *d, FILE *f)
 			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
 				lost_names[i], stats[i]);
 	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
-	fprintf(f, "gpusnoop_processes %zu\n", d->mem.nr_procs);
+	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
 }
 
 static void publish_metrics(struct daemon *d)
@@ -905,6 +945,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		.mem_free_ret = on_free_ret,
 		.proc_gone = on_proc_gone,
 		.oom_kill = on_oom_kill,
+		.cuda_call = on_cuda_call,
 	};
 	int status = 1;
 
@@ -914,7 +955,11 @@ int gs_cmd_daemon(int argc, char **argv)
 	if (gs_common_opts__finish(&common) || load_config(&d.opts, &d.cfg))
 		return 1;
 	sigaction(SIGHUP, &hup, NULL);
-	topts = gs_common_opts__tracker(&common, GS_FAM_BIT(GS_FAM_MEM));
+	topts = gs_common_opts__tracker(
+		&common,
+		GS_FAM_BIT(GS_FAM_MEM) |
+			(d.cfg.call_metrics ? GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC)
+					    : 0));
 	topts.oom_kills = true;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))
 		return 1;

@@ -274,6 +274,12 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 		snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
 		return -EINVAL;
 	}
+	if (!strcmp(key, "cuda-call-metrics")) {
+		if (!parse_bool(value, &c->call_metrics))
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not on or off", value);
+		return -EINVAL;
+	}
 	if (!strcmp(key, "top")) {
 		unsigned long v;
 

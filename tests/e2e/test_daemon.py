@@ -438,3 +438,35 @@ def slurm_fanout_script_records_at_the_common_start():
         expect_eq(len(allocs), 1007, "cudaMalloc calls of the workload in the node's trace")
     finally:
         w.kill()
+
+
+@test
+def daemon_call_metrics_count_launches_and_sync_time():
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-calls-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("cuda-call-metrics on\n")
+    d = Daemon("--config", conf)
+    w = None
+    try:
+        w = Workload("gs_kernels", env={"GS_FAKE_CUDA_NO_DRIVER": "1"})
+        d.wait_probed()
+        w.release()
+        w.wait_line("done")
+        deadline = time.monotonic() + 5
+        m = d.metrics()
+        while (f'gpusnoop_cuda_syncs_total{{pid="{w.pid}",comm="gs_kernels"}} 102' not in m
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+            m = d.metrics()
+        # 3000 gemm + 1000 relu + 10 scale, 100 stream + 1 device + 1 event syncs
+        expect_eq(metric(m, "gpusnoop_cuda_launches_total", w.pid), 4010, "launches")
+        expect_eq(metric(m, "gpusnoop_cuda_syncs_total", w.pid), 102, "synchronizations")
+        secs = float(re.search(rf'^gpusnoop_cuda_sync_seconds_total{{pid="{w.pid}",[^}}]*}} (\S+)$',
+                               m, re.M).group(1))
+        assert secs >= 102 * 0.002, f"sync time {secs}s below the fake's 2 ms per call"
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
