@@ -14,6 +14,8 @@ CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -pthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf
+# <bpf/usdt.bpf.h> includes <linux/errno.h>, which wants the multiarch <asm/errno.h>
+BPF_CFLAGS += -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
 ifeq ($(V),1)
 	Q =

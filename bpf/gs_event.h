@@ -23,6 +23,9 @@ enum gs_event_type {
 	GS_EV_MEM_FREE_RET = 18, /* ... returned: failures always, successes when asked */
 	/* launches, synchronization, copies and kernel naming, from bpf/cuda.bpf.c: 32..47 */
 	GS_EV_CUDA_CALL = 32, /* a probed call returned; userspace decodes args per API */
+	/* PyTorch allocators, from bpf/torch.bpf.c: 64..79 */
+	GS_EV_TORCH_MEM = 64, /* a tensor block was allocated or freed (struct gs_torch_mem) */
+	GS_EV_TORCH_OOM = 65, /* PyTorch ran out of memory (struct gs_torch_oom) */
 };
 
 struct gs_event_hdr {
@@ -115,6 +118,55 @@ enum gs_stat {
 	GS_STAT_STACK_FAILED,	  /* allocations recorded without a stack */
 	GS_STAT_USER_READ_FAILED, /* out-parameter unreadable at return */
 	GS_STAT__MAX,
+};
+
+/* gs_torch_mem.source / the bpf_cookie of the torch probes: where the block event came from */
+#define GS_TORCH_SRC_USDT    1 /* pytorch:malloc / pytorch:free in libc10_cuda.so */
+#define GS_TORCH_SRC_REPORT  2 /* c10::reportMemoryUsageToProfiler in libc10.so */
+#define GS_TORCH_SRC_SYMBOLS 3 /* the caching allocator's malloc/free from .symtab */
+#define GS_TORCH_SRC_CPU     4 /* c10::alloc_cpu / c10::free_cpu in libc10.so */
+
+#define GS_TORCH_OP_ALLOC 1
+#define GS_TORCH_OP_FREE  2
+
+/* c10::DeviceType values gpusnoop names */
+#define GS_TORCH_DEV_CPU  0
+#define GS_TORCH_DEV_CUDA 1
+
+/* gs_torch_mem.flags */
+#define GS_TORCH_F_TOTALS 0x1 /* total_allocated/total_reserved are PyTorch's own counters */
+
+struct gs_torch_mem {
+	struct gs_event_hdr hdr;
+	__u64 ptr;
+	__u64 size; /* bytes (the block's for REPORT, the request's otherwise); 0 unknown */
+	__u64 total_allocated; /* GS_TORCH_F_TOTALS: after this event, for the device */
+	__u64 total_reserved;
+	__u64 stream;
+	__u8 source;	  /* GS_TORCH_SRC_* */
+	__u8 op;	  /* GS_TORCH_OP_* */
+	__u8 device_type; /* GS_TORCH_DEV_* (c10::DeviceType) */
+	__s8 device;	  /* index; -1 unknown */
+	__u16 flags;
+	__u16 nr_frames;
+	__u64 frames[GS_MAX_STACK]; /* user stack, innermost first; allocations only */
+};
+
+#define GS_TORCH_OOM_REPORT 1 /* c10::reportOutOfMemoryToProfiler */
+#define GS_TORCH_OOM_THROW  2 /* __cxa_throw of c10::OutOfMemoryError */
+
+struct gs_torch_oom {
+	struct gs_event_hdr hdr;
+	__u64 size; /* requested bytes (REPORT); 0 for THROW */
+	__u64 total_allocated;
+	__u64 total_reserved;
+	__u8 source; /* GS_TORCH_OOM_* */
+	__u8 device_type;
+	__s8 device;
+	__u8 pad;
+	__u16 nr_frames;
+	__u16 pad2;
+	__u64 frames[GS_MAX_STACK];
 };
 
 #endif /* GS_EVENT_H */

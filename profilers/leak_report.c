@@ -4,6 +4,7 @@
 #include <time.h>
 #include "profilers/cuda_api.h"
 #include "profilers/leak_report.h"
+#include "profilers/torch_syms.h"
 #include "user/json.h"
 #include "user/stack_table.h"
 
@@ -52,6 +53,71 @@ static void text_frames(FILE *f, const struct gs_stack *s)
 	}
 }
 
+static void text_torch(FILE *f, const struct gs_leak_report *r, const struct gs_leak_proc_report *p,
+		       const struct gs_stack_table *stacks)
+{
+	const struct gs_torch_proc *tp = p->torch;
+	char a[32], b[32], c[32], name[16];
+
+	gs_format_bytes(p->tensor_bytes, a, sizeof(a));
+	fprintf(f, "  PyTorch %s: %s in %" PRIu64 " tensor%s (CUDA tensors from %s)\n",
+		*tp->version ? tp->version : "(version unknown)", a, p->tensor_allocations,
+		p->tensor_allocations == 1 ? "" : "s", gs_torch_source_name(tp->source));
+	for (size_t i = 0; i < tp->nr_devs; i++) {
+		const struct gs_torch_device *d = &tp->devs[i];
+
+		gs_torch_device_name(d->key, name, sizeof(name));
+		gs_format_bytes(d->allocated, a, sizeof(a));
+		if (d->key >> 8 == GS_TORCH_DEV_CPU) {
+			fprintf(f, "    %-7s allocated %s\n", name, a);
+			continue;
+		}
+		gs_format_bytes(d->reserved, b, sizeof(b));
+		gs_format_bytes(d->reserved > d->allocated ? d->reserved - d->allocated : 0, c,
+				sizeof(c));
+		fprintf(f, "    %-7s allocated %s, reserved %s (cached %s)\n", name, a, b, c);
+	}
+	if (!p->nr_tensor_groups)
+		return;
+	fprintf(f, "  %12s %8s %9s  %s\n", "BYTES", "TENSORS", "OLDEST", "DEVICE");
+	for (size_t i = 0; i < shown(r, p->nr_tensor_groups); i++) {
+		const struct gs_leak_group *g = &p->tensor_groups[i];
+
+		gs_format_bytes(g->bytes, b, sizeof(b));
+		gs_torch_device_name(g->api, name, sizeof(name));
+		fprintf(f, "  %12s %8" PRIu64 " %8.1fs  %s\n", b, g->count,
+			age_s(r, g->oldest_ts_ns), name);
+		text_frames(f, gs_stack_table__get(stacks, g->stack_id));
+	}
+	if (shown(r, p->nr_tensor_groups) < p->nr_tensor_groups)
+		fprintf(f, "  ... %zu more tensor stacks (--top)\n",
+			p->nr_tensor_groups - shown(r, p->nr_tensor_groups));
+}
+
+static void text_oom(FILE *f, const struct gs_leak_report *r, const struct gs_stack_table *stacks)
+{
+	char a[32], name[16];
+
+	if (r->oom) {
+		const struct gs_torch_oom_info *o = r->oom;
+
+		gs_torch_device_name(o->device, name, sizeof(name));
+		if (o->requested)
+			gs_format_bytes(o->requested, a, sizeof(a));
+		else
+			snprintf(a, sizeof(a), "unknown");
+		fprintf(f, "OUT OF MEMORY (PyTorch, %s): %s%s requested on %s\n",
+			o->source == GS_TORCH_OOM_REPORT ? "reportOutOfMemoryToProfiler"
+							 : "c10::OutOfMemoryError thrown",
+			a, o->requested_is_segment ? " (segment)" : "", name);
+		text_frames(f, gs_stack_table__get(stacks, o->stack_id));
+	} else if (r->oom_raw) {
+		gs_format_bytes(r->oom_raw->size, a, sizeof(a));
+		fprintf(f, "OUT OF MEMORY (%s failed with error %d): %s requested\n",
+			gs_cuda_api_name(r->oom_raw->api), r->oom_raw->ret, a);
+	}
+}
+
 static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_leak_proc_report *p,
 		      const struct gs_stack_table *stacks)
 {
@@ -95,6 +161,8 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, g->ret));
 		text_frames(f, gs_stack_table__get(stacks, g->stack_id));
 	}
+	if (p->torch)
+		text_torch(f, r, p, stacks);
 }
 
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
@@ -110,6 +178,7 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	if (r->min_age_s > 0)
 		fprintf(f, ", allocations older than %.1fs", r->min_age_s);
 	fputc('\n', f);
+	text_oom(f, r, stacks);
 	if (!r->nr_procs)
 		fprintf(f, "no CUDA allocations seen\n");
 	for (size_t i = 0; i < r->nr_procs; i++)
@@ -136,6 +205,93 @@ static void json_frames(struct gs_json *j, const struct gs_stack *s)
 		gs_json__end_object(j);
 	}
 	gs_json__end_array(j);
+}
+
+static void json_device(struct gs_json *j, const struct gs_torch_device *d)
+{
+	char name[16];
+
+	gs_torch_device_name(d->key, name, sizeof(name));
+	gs_json__begin_object(j, NULL);
+	gs_json__string(j, "device", name);
+	gs_json__u64(j, "allocated_bytes", d->allocated);
+	gs_json__u64(j, "tensors", d->tensors);
+	if (d->key >> 8 != GS_TORCH_DEV_CPU) {
+		gs_json__u64(j, "reserved_bytes", d->reserved);
+		gs_json__u64(j, "cached_bytes",
+			     d->reserved > d->allocated ? d->reserved - d->allocated : 0);
+		gs_json__u64(j, "largest_free_segment", d->largest_free_segment);
+		gs_json__u64(j, "segments", d->segments);
+		gs_json__bool(j, "pytorch_counters", d->totals);
+	}
+	gs_json__end_object(j);
+}
+
+static void json_torch(struct gs_json *j, const struct gs_leak_report *r,
+		       const struct gs_leak_proc_report *p, const struct gs_stack_table *stacks)
+{
+	const struct gs_torch_proc *tp = p->torch;
+	char name[16];
+
+	gs_json__begin_object(j, "torch");
+	gs_json__string(j, "version", *tp->version ? tp->version : NULL);
+	gs_json__string(j, "source", tp->source ? gs_torch_source_name(tp->source) : NULL);
+	gs_json__u64(j, "tensor_bytes", p->tensor_bytes);
+	gs_json__u64(j, "tensor_allocations", p->tensor_allocations);
+	gs_json__u64(j, "unknown_frees", tp->unknown_frees);
+	gs_json__u64(j, "failed_segments", tp->failed_segments);
+	gs_json__u64(j, "ooms", tp->ooms);
+	gs_json__begin_array(j, "devices");
+	for (size_t i = 0; i < tp->nr_devs; i++)
+		json_device(j, &tp->devs[i]);
+	gs_json__end_array(j);
+	gs_json__u64(j, "stacks_total", p->nr_tensor_groups);
+	gs_json__begin_array(j, "stacks");
+	for (size_t i = 0; i < shown(r, p->nr_tensor_groups); i++) {
+		const struct gs_leak_group *g = &p->tensor_groups[i];
+
+		gs_torch_device_name(g->api, name, sizeof(name));
+		gs_json__begin_object(j, NULL);
+		gs_json__u64(j, "bytes", g->bytes);
+		gs_json__u64(j, "allocations", g->count);
+		gs_json__double(j, "oldest_age_s", age_s(r, g->oldest_ts_ns));
+		gs_json__string(j, "device", name);
+		json_frames(j, gs_stack_table__get(stacks, g->stack_id));
+		gs_json__end_object(j);
+	}
+	gs_json__end_array(j);
+	gs_json__end_object(j);
+}
+
+static void json_oom(struct gs_json *j, const struct gs_leak_report *r,
+		     const struct gs_stack_table *stacks)
+{
+	char name[16];
+
+	if (!r->oom && !r->oom_raw)
+		return;
+	gs_json__begin_object(j, "oom");
+	gs_json__i64(j, "pid", r->oom ? r->oom->pid : (int64_t)r->oom_raw->hdr.pid);
+	if (r->oom) {
+		gs_torch_device_name(r->oom->device, name, sizeof(name));
+		gs_json__string(j, "source",
+				r->oom->source == GS_TORCH_OOM_REPORT
+					? "reportOutOfMemoryToProfiler"
+					: "OutOfMemoryError");
+		gs_json__u64(j, "requested_bytes", r->oom->requested);
+		gs_json__bool(j, "requested_is_segment", r->oom->requested_is_segment);
+		gs_json__string(j, "device", name);
+		if (r->oom->source == GS_TORCH_OOM_REPORT) {
+			gs_json__u64(j, "pytorch_allocated_bytes", r->oom->allocated);
+			gs_json__u64(j, "pytorch_reserved_bytes", r->oom->reserved);
+		}
+		json_frames(j, gs_stack_table__get(stacks, r->oom->stack_id));
+	} else {
+		gs_json__string(j, "source", gs_cuda_api_name(r->oom_raw->api));
+		gs_json__i64(j, "error", r->oom_raw->ret);
+		gs_json__u64(j, "requested_bytes", r->oom_raw->size);
+	}
+	gs_json__end_object(j);
 }
 
 static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
@@ -183,6 +339,8 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 		gs_json__end_object(j);
 	}
 	gs_json__end_array(j);
+	if (p->torch)
+		json_torch(j, r, p, stacks);
 	gs_json__end_object(j);
 }
 
@@ -197,6 +355,7 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__i64(&j, "time", (int64_t)time(NULL));
 	gs_json__u64(&j, "monotonic_ns", r->now_ns);
 	gs_json__double(&j, "min_age_s", r->min_age_s);
+	json_oom(&j, r, stacks);
 	gs_json__begin_array(&j, "processes");
 	for (size_t i = 0; i < r->nr_procs; i++)
 		json_proc(&j, r, &r->procs[i], stacks);

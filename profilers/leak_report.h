@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 #include "profilers/mem_accounting.h"
+#include "profilers/torch_acct.h"
 
 struct gs_stack_table;
 
@@ -34,6 +35,11 @@ struct gs_leak_proc_report {
 	size_t nr_groups;
 	struct gs_fail_group *fails; /* sorted by count */
 	size_t nr_fails;
+	/* PyTorch: NULL when the process showed none; tensor groups' api is the device key */
+	struct gs_torch_proc *torch;
+	struct gs_leak_group *tensor_groups;
+	size_t nr_tensor_groups;
+	uint64_t tensor_bytes, tensor_allocations;
 };
 
 struct gs_leak_report {
@@ -44,6 +50,9 @@ struct gs_leak_report {
 	struct gs_leak_proc_report *procs;
 	size_t nr_procs;
 	uint64_t stats[GS_STAT__MAX];
+	/* reason "oom": what ran out (a PyTorch OOM, or a raw allocation failing with error 2) */
+	const struct gs_torch_oom_info *oom;
+	const struct gs_mem_alloc *oom_raw;
 };
 
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,

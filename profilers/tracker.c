@@ -15,7 +15,9 @@
 #include "cuda.skel.h"
 #include "mem.skel.h"
 #include "proc.skel.h"
+#include "torch.skel.h"
 #include "profilers/cuda_api.h"
+#include "profilers/torch_attach.h"
 #include "profilers/tracker.h"
 #include "user/elf_file.h"
 #include "user/event_decode.h"
@@ -50,6 +52,8 @@ struct gs_tracker {
 	struct proc_bpf *proc;
 	struct mem_bpf *mem;
 	struct cuda_bpf *cuda;
+	struct torch_bpf *torch; /* NULL unless opts.torch */
+	struct gs_torch_attach *torch_attach;
 	struct ring_buffer *rb;
 	struct gs_links *links;
 	struct gs_symcache *symcache;
@@ -290,6 +294,8 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 				cuda |= attach_mapping(t, maps, m, ROLE_RUNTIME, scope) == 0;
 		}
 	}
+	if (t->torch_attach && gs_torch_attach__scan(t->torch_attach, maps, scope))
+		cuda = t->saw_cuda = true;
 	return cuda;
 }
 
@@ -314,6 +320,8 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 		return;
 	}
 	bpf_map_delete_elem(bpf_map__fd(t->proc->maps.targets), &key);
+	if (t->torch_attach && !t->opts.all)
+		gs_torch_attach__forget(t->torch_attach, pid);
 	gs_symcache__forget(t->symcache, pid);
 	drop_target(t, tg);
 }
@@ -373,6 +381,16 @@ static int handle_event(void *ctx, void *data, size_t size)
 		note_process(t, pid);
 		if (t->ops.cuda_call)
 			t->ops.cuda_call(t->ops.ctx, data);
+		break;
+	case GS_EV_TORCH_MEM:
+		note_process(t, pid);
+		if (t->ops.torch_mem)
+			t->ops.torch_mem(t->ops.ctx, data);
+		break;
+	case GS_EV_TORCH_OOM:
+		note_process(t, pid);
+		if (t->ops.torch_oom)
+			t->ops.torch_oom(t->ops.ctx, data);
 		break;
 	default:
 		gs_dbg("unknown record type %u", hdr->type);
@@ -462,6 +480,22 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	if (err) {
 		load_error("cuda", err);
 		goto out_free;
+	}
+	if (opts->torch) {
+		t->torch = torch_bpf__open();
+		err = t->torch ? 0 : -errno;
+		if (!err) {
+			t->torch->rodata->cfg_all_pids = opts->all;
+			err = share_maps(t, t->torch->maps.events, t->torch->maps.targets,
+					 t->torch->maps.stats);
+		}
+		err = err ?: torch_bpf__load(t->torch);
+		t->torch_attach =
+			err ? NULL : gs_torch_attach__new(t->torch, t->links, t->symcache);
+		if (err || !t->torch_attach) {
+			load_error("torch", err ?: -ENOMEM);
+			goto out_free;
+		}
 	}
 	err = proc_bpf__attach(t->proc); /* the tracepoints; uprobes are attached per file */
 	if (err) {
@@ -715,6 +749,8 @@ void gs_tracker__free(struct gs_tracker *t)
 		close(t->child.error_fd);
 	ring_buffer__free(t->rb);
 	gs_links__free(t->links);
+	gs_torch_attach__free(t->torch_attach);
+	torch_bpf__destroy(t->torch);
 	mem_bpf__destroy(t->mem);
 	cuda_bpf__destroy(t->cuda);
 	proc_bpf__destroy(t->proc);

@@ -21,6 +21,7 @@ struct gs_tracker_opts {
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe */
 	bool free_returns; /* report every free's return, not only failures */
+	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -30,6 +31,8 @@ struct gs_tracker_ops {
 	void (*mem_free)(void *ctx, const struct gs_mem_free *e);
 	void (*mem_free_ret)(void *ctx, const struct gs_mem_free_ret *e);
 	void (*cuda_call)(void *ctx, const struct gs_cuda_call *e);
+	void (*torch_mem)(void *ctx, const struct gs_torch_mem *e);
+	void (*torch_oom)(void *ctx, const struct gs_torch_oom *e);
 	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
 	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
 };
@@ -43,7 +46,7 @@ int gs_tracker__start(struct gs_tracker *t);
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
 /* True once every -p/-- target is gone (never in -a mode). */
 bool gs_tracker__done(const struct gs_tracker *t);
-/* True once some target had CUDA probes attached. */
+/* True once some target had CUDA (or PyTorch) probes attached. */
 bool gs_tracker__saw_cuda(const struct gs_tracker *t);
 /* Loss counters summed over CPUs, indexed by enum gs_stat. */
 void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX]);

@@ -11,6 +11,8 @@ _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
 _Static_assert(offsetof(struct gs_mem_free_ret, frames) == 48, "gs_mem_free_ret frames offset");
 _Static_assert(offsetof(struct gs_cuda_call, frames) == 296, "gs_cuda_call frames offset");
+_Static_assert(offsetof(struct gs_torch_mem, frames) == 72, "gs_torch_mem frames offset");
+_Static_assert(offsetof(struct gs_torch_oom, frames) == 56, "gs_torch_oom frames offset");
 
 int gs_event_decode(const void *data, size_t size)
 {
@@ -18,6 +20,8 @@ int gs_event_decode(const void *data, size_t size)
 	const struct gs_mem_alloc *alloc = data;
 	const struct gs_mem_free_ret *free_ret = data;
 	const struct gs_cuda_call *call = data;
+	const struct gs_torch_mem *tmem = data;
+	const struct gs_torch_oom *toom = data;
 	size_t need;
 
 	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
@@ -48,6 +52,18 @@ int gs_event_decode(const void *data, size_t size)
 		if (hdr->size < need || call->nr_frames > GS_MAX_STACK)
 			return -EINVAL;
 		need += call->nr_frames * sizeof(call->frames[0]);
+		break;
+	case GS_EV_TORCH_MEM:
+		need = offsetof(struct gs_torch_mem, frames);
+		if (hdr->size < need || tmem->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += tmem->nr_frames * sizeof(tmem->frames[0]);
+		break;
+	case GS_EV_TORCH_OOM:
+		need = offsetof(struct gs_torch_oom, frames);
+		if (hdr->size < need || toom->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += toom->nr_frames * sizeof(toom->frames[0]);
 		break;
 	default:
 		return -ENOENT;
