@@ -236,8 +236,13 @@ int BPF_KPROBE(caching_malloc_enter, void *self, void *dev_ptr, long device, __u
 			    GS_TORCH_SRC_SYMBOLS);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(caching_malloc_exit)
+/*
+ * Not a return probe: a uretprobe replaces the return address, and an exception thrown
+ * through the frame (the OOM is one) then finds no unwind info and calls std::terminate.
+ * This plain probe sits on the instruction after each direct call to malloc.
+ */
+SEC("uprobe")
+int BPF_KPROBE(caching_malloc_returned)
 {
 	return emit_pending(ctx, 0, GS_TORCH_SRC_SYMBOLS);
 }

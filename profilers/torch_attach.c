@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* torch_attach.c: PyTorch library discovery per process and the choice of tensor source. */
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +174,61 @@ static void attach_c10(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			who(scope, w, sizeof(w)), m->path, strerror(-err));
 }
 
+#define MAX_CALL_SITES 16
+
+/*
+ * Link-time addresses just after each `call rel32` to target in the executable sections
+ * of path: where a plain probe sees the call return. Returns how many (at most max).
+ */
+static size_t find_return_sites(const char *path, uint64_t target, uint64_t *out, size_t max)
+{
+	Elf_Scn *scn = NULL;
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && n < max && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		const unsigned char *b;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || !(data = elf_getdata(scn, NULL)) ||
+		    !data->d_buf)
+			continue;
+		b = data->d_buf;
+		for (size_t i = 0; i + 5 <= data->d_size && n < max; i++) {
+			int32_t rel;
+
+			if (b[i] != 0xe8)
+				continue;
+			memcpy(&rel, b + i + 1, sizeof(rel));
+			if (sh.sh_addr + i + 5 + (int64_t)rel == target)
+				out[n++] = sh.sh_addr + i + 5;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return n;
+}
+
+static int attach_return_sites(struct gs_torch_attach *ta, struct gs_elf *elf, const char *path,
+			       pid_t scope, uint64_t target, struct bpf_program *prog)
+{
+	uint64_t sites[MAX_CALL_SITES];
+	size_t n = target ? find_return_sites(path, target, sites, MAX_CALL_SITES) : 0;
+	int err = 0;
+
+	if (!n)
+		return -ENOENT;
+	for (size_t i = 0; i < n && !err; i++)
+		err = attach_at(ta, elf, path, scope, sites[i], prog, false);
+	return err;
+}
+
 static int attach_usdt(struct gs_torch_attach *ta, const char *path, pid_t scope)
 {
 	int err = gs_links__attach_usdt(ta->links, ta->skel->progs.torch_usdt_malloc, scope, path,
@@ -211,8 +270,8 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 		}
 	}
 	gs_elf__for_each_function(elf, note_hook, &h);
-	err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
-			s->progs.caching_malloc_exit, true);
+	err = attach_return_sites(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
+				  s->progs.caching_malloc_returned);
 	err = err
 		      ?: attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
 				   s->progs.caching_malloc_enter, false);
