@@ -223,6 +223,7 @@ int gs_parse_event_families(const char *list, uint32_t *families)
 		{ "cuda-launch", GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) },
 		{ "cuda-sync", GS_FAM_BIT(GS_FAM_SYNC) },
 		{ "cuda-memcpy", GS_FAM_BIT(GS_FAM_COPY) },
+		{ "torch-mem", GS_FAM_BIT(GS_FAM_TORCH) },
 	};
 	const char *p = list;
 
