@@ -60,9 +60,12 @@ static void text_torch(FILE *f, const struct gs_leak_report *r, const struct gs_
 	char a[32], b[32], c[32], name[16];
 
 	gs_format_bytes(p->tensor_bytes, a, sizeof(a));
-	fprintf(f, "  PyTorch %s: %s in %" PRIu64 " tensor%s (CUDA tensors from %s)\n",
+	fprintf(f, "  PyTorch %s: %s in %" PRIu64 " tensor%s",
 		*tp->version ? tp->version : "(version unknown)", a, p->tensor_allocations,
-		p->tensor_allocations == 1 ? "" : "s", gs_torch_source_name(tp->source));
+		p->tensor_allocations == 1 ? "" : "s");
+	if (tp->source)
+		fprintf(f, " (CUDA tensors from %s)", gs_torch_source_name(tp->source));
+	fputc('\n', f);
 	for (size_t i = 0; i < tp->nr_devs; i++) {
 		const struct gs_torch_device *d = &tp->devs[i];
 

@@ -435,6 +435,27 @@ static bool unwind_free_ret(struct gs_tracker *t, const struct gs_mem_free_ret *
 	return true;
 }
 
+/*
+ * A torch record with its frames unwound from its stack slice, in out; false if none. At a
+ * function's entry (the profiler hooks, __cxa_throw) the first address is the hooked
+ * function itself, dropped so that the stack starts in its caller, as with frame pointers.
+ */
+static bool unwind_torch(struct gs_tracker *t, const void *e, size_t frames_off, bool at_entry,
+			 void *out)
+{
+	__u64 frames[GS_MAX_STACK];
+	size_t n = gs_tracker__unwind(t, e, frames, GS_MAX_STACK), skip = at_entry && n > 1;
+	__u16 nr = (__u16)(n - skip);
+
+	if (!n)
+		return false;
+	memcpy(out, e, frames_off);
+	memcpy((char *)out + frames_off, frames + skip, nr * sizeof(__u64));
+	/* the caller sets nr_frames from the size */
+	((struct gs_event_hdr *)out)->size = (__u32)(frames_off + nr * sizeof(__u64));
+	return true;
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct gs_tracker *t = ctx;
@@ -444,6 +465,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	union {
 		struct gs_mem_alloc alloc;
 		struct gs_mem_free_ret free_ret;
+		struct gs_torch_mem torch_mem;
+		struct gs_torch_oom torch_oom;
 	} unwound;
 
 	if (type == -EINVAL) {
@@ -496,11 +519,28 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	case GS_EV_TORCH_MEM:
 		note_process(t, pid);
+		if (unwind_torch(t, data, offsetof(struct gs_torch_mem, frames),
+				 ((struct gs_torch_mem *)data)->source == GS_TORCH_SRC_REPORT,
+				 &unwound.torch_mem)) {
+			unwound.torch_mem.nr_frames =
+				(__u16)((unwound.torch_mem.hdr.size -
+					 offsetof(struct gs_torch_mem, frames)) /
+					sizeof(__u64));
+			data = &unwound.torch_mem;
+		}
 		if (t->ops.torch_mem)
 			t->ops.torch_mem(t->ops.ctx, data);
 		break;
 	case GS_EV_TORCH_OOM:
 		note_process(t, pid);
+		if (unwind_torch(t, data, offsetof(struct gs_torch_oom, frames), true,
+				 &unwound.torch_oom)) {
+			unwound.torch_oom.nr_frames =
+				(__u16)((unwound.torch_oom.hdr.size -
+					 offsetof(struct gs_torch_oom, frames)) /
+					sizeof(__u64));
+			data = &unwound.torch_oom;
+		}
 		if (t->ops.torch_oom)
 			t->ops.torch_oom(t->ops.ctx, data);
 		break;
@@ -607,6 +647,7 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 		err = t->torch ? 0 : -errno;
 		if (!err) {
 			t->torch->rodata->cfg_all_pids = opts->all;
+			t->torch->rodata->cfg_ustack = opts->stacks == GS_STACKS_DWARF;
 			err = share_maps(t, t->torch->maps.events, t->torch->maps.targets,
 					 t->torch->maps.stats);
 		}
