@@ -9,6 +9,8 @@ PACKAGES=(
 	libelf-dev zlib1g-dev
 	python3 jq
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
+	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like test fixtures
+	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU)
 )
 
 missing=()
