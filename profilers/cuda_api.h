@@ -36,6 +36,8 @@ enum gs_api_shape {
 	GS_SHAPE_REGISTER_FUNCTION, /* __cudaRegisterFunction(handle, hostFun, deviceFun, name, ..) */
 	GS_SHAPE_GET_KERNEL,	    /* (cudaKernel_t *out, const void *hostFun) */
 	GS_SHAPE_GET_FUNCTION,	    /* (CUfunction *out, module, const char *name) */
+	GS_SHAPE_MAP,		    /* cuMemMap(ptr, size, offset, handle, flags): generic probe */
+	GS_SHAPE_UNMAP,		    /* cuMemUnmap(ptr, size): generic probe */
 };
 
 enum gs_mem_kind { GS_MEM_DEVICE, GS_MEM_MANAGED, GS_MEM_HOST };

@@ -78,6 +78,21 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	gs_mem_accounting__free(&l->mem, e);
 }
 
+/* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
+{
+	struct leaks *l = ctx;
+	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
+
+	if (l->opts.no_torch || !api || e->ret)
+		return;
+	if (api->shape == GS_SHAPE_MAP)
+		gs_torch_acct__segment_map(&l->torch, &e->hdr, e->args[0], e->args[1], e->frames,
+					   e->nr_frames);
+	else if (api->shape == GS_SHAPE_UNMAP)
+		gs_torch_acct__segment_unmap(&l->torch, &e->hdr, e->args[0]);
+}
+
 static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 {
 	struct leaks *l = ctx;
@@ -398,6 +413,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		.mem_alloc = on_alloc,
 		.mem_free = on_free,
 		.mem_free_ret = on_free_ret,
+		.cuda_call = on_cuda_call,
 		.torch_mem = on_torch_mem,
 		.torch_oom = on_torch_oom,
 		.proc_gone = on_proc_gone,

@@ -395,6 +395,16 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	case GS_FAM_NAMES:
 		learn_name(r, api, e);
 		break;
+	case GS_FAM_MEM: /* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+		if (!(r->opts.families & GS_FAM_BIT(GS_FAM_TORCH)) || e->ret)
+			break;
+		if (api->shape == GS_SHAPE_MAP)
+			gs_torch_acct__segment_map(&r->torch, &e->hdr, e->args[0], e->args[1],
+						   e->frames, e->nr_frames);
+		else if (api->shape == GS_SHAPE_UNMAP)
+			gs_torch_acct__segment_unmap(&r->torch, &e->hdr, e->args[0]);
+		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+		break;
 	default:
 		break;
 	}

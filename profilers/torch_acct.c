@@ -143,15 +143,21 @@ const struct gs_torch_device *gs_torch_proc__device(const struct gs_torch_proc *
 	return NULL;
 }
 
-/* a segment of unknown device that holds ptr learns its device from the block */
-static void infer_segment_device(struct gs_torch_proc *p, uint64_t ptr, uint16_t key)
+/*
+ * Segments of unknown device under the block [ptr, ptr + size) learn their device from it
+ * (an expandable segment's block can span several mapped pages).
+ */
+static void infer_segment_device(struct gs_torch_proc *p, uint64_t ptr, uint64_t size, uint16_t key)
 {
+	uint64_t end = ptr + (size ? size : 1);
+
 	for (size_t i = 0; p->unknown_device_segments && i < gs_alloc_table__slots(p->segments);
 	     i++) {
 		struct gs_alloc *s = (struct gs_alloc *)gs_alloc_table__at(p->segments, i);
 		struct gs_torch_device *from, *to;
 
-		if (!s || s->api != GS_TORCH_DEV_UNKNOWN || ptr < s->ptr || ptr >= s->ptr + s->size)
+		if (!s || s->api != GS_TORCH_DEV_UNKNOWN || end <= s->ptr ||
+		    ptr >= s->ptr + s->size)
 			continue;
 		from = device(p, GS_TORCH_DEV_UNKNOWN);
 		to = device(p, key);
@@ -163,7 +169,6 @@ static void infer_segment_device(struct gs_torch_proc *p, uint64_t ptr, uint16_t
 		to->segments++;
 		s->api = key;
 		p->unknown_device_segments--;
-		return;
 	}
 }
 
@@ -219,7 +224,7 @@ int gs_torch_acct__tensor(struct gs_torch_acct *m, const struct gs_torch_mem *e)
 			d->tensors++;
 		}
 		if (!cpu)
-			infer_segment_device(p, e->ptr, key);
+			infer_segment_device(p, a.ptr, a.size, key);
 	}
 	d = e->flags & GS_TORCH_F_TOTALS ? device(p, key) : NULL;
 	if (d) {
@@ -229,6 +234,41 @@ int gs_torch_acct__tensor(struct gs_torch_acct *m, const struct gs_torch_mem *e)
 		d->seg_bytes_at_report = d->seg_bytes;
 	}
 	return 0;
+}
+
+static void add_segment(struct gs_torch_proc *p, uint64_t ptr, uint64_t size, uint64_t ts_ns)
+{
+	struct gs_alloc a = {
+		.ptr = ptr, .size = size, .ts_ns = ts_ns, .api = GS_TORCH_DEV_UNKNOWN
+	};
+	struct gs_torch_device *d;
+	bool replaced;
+
+	if (gs_alloc_table__insert(p->segments, &a, &replaced) || replaced)
+		return;
+	d = device(p, GS_TORCH_DEV_UNKNOWN);
+	if (d) {
+		d->seg_bytes += size;
+		d->segments++;
+		p->unknown_device_segments++;
+	}
+}
+
+static bool remove_segment(struct gs_torch_proc *p, uint64_t ptr)
+{
+	struct gs_torch_device *d;
+	struct gs_alloc a;
+
+	if (!gs_alloc_table__remove(p->segments, ptr, &a))
+		return false;
+	if (a.api == GS_TORCH_DEV_UNKNOWN)
+		p->unknown_device_segments--;
+	d = device(p, a.api);
+	if (d) {
+		d->seg_bytes -= a.size;
+		d->segments--;
+	}
+	return true;
 }
 
 /* the return address of the CUDA call is in libc10_cuda: the caching allocator made it */
@@ -246,9 +286,6 @@ static bool from_caching_allocator(struct gs_torch_acct *m, pid_t pid, const __u
 bool gs_torch_acct__segment_alloc(struct gs_torch_acct *m, const struct gs_mem_alloc *e)
 {
 	struct gs_torch_proc *p;
-	struct gs_torch_device *d;
-	struct gs_alloc a;
-	bool replaced;
 
 	if (!from_caching_allocator(m, (pid_t)e->hdr.pid, e->frames, e->nr_frames))
 		return false;
@@ -262,37 +299,37 @@ bool gs_torch_acct__segment_alloc(struct gs_torch_acct *m, const struct gs_mem_a
 		p->failed_segment_size = e->size;
 		return true;
 	}
-	if (!e->ptr)
-		return true;
-	a = (struct gs_alloc){
-		.ptr = e->ptr, .size = e->size, .ts_ns = e->hdr.ts_ns, .api = GS_TORCH_DEV_UNKNOWN
-	};
-	if (gs_alloc_table__insert(p->segments, &a, &replaced))
-		return true;
-	if (!replaced && (d = device(p, GS_TORCH_DEV_UNKNOWN))) {
-		d->seg_bytes += a.size;
-		d->segments++;
-		p->unknown_device_segments++;
-	}
+	if (e->ptr)
+		add_segment(p, e->ptr, e->size, e->hdr.ts_ns);
 	return true;
 }
 
 bool gs_torch_acct__segment_free(struct gs_torch_acct *m, const struct gs_mem_free *e)
 {
 	struct gs_torch_proc *p = gs_torch_acct__find(m, (pid_t)e->hdr.pid);
-	struct gs_torch_device *d;
-	struct gs_alloc a;
 
-	if (!p || !gs_alloc_table__remove(p->segments, e->ptr, &a))
-		return false;
-	if (a.api == GS_TORCH_DEV_UNKNOWN)
-		p->unknown_device_segments--;
-	d = device(p, a.api);
-	if (d) {
-		d->seg_bytes -= a.size;
-		d->segments--;
-	}
-	return true;
+	return p && remove_segment(p, e->ptr);
+}
+
+void gs_torch_acct__segment_map(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+				uint64_t ptr, uint64_t size, const __u64 *frames, uint16_t nr)
+{
+	struct gs_torch_proc *p;
+
+	if (!ptr || !from_caching_allocator(m, (pid_t)hdr->pid, frames, nr))
+		return;
+	p = get_proc(m, (pid_t)hdr->pid);
+	if (p)
+		add_segment(p, ptr, size, hdr->ts_ns);
+}
+
+void gs_torch_acct__segment_unmap(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+				  uint64_t ptr)
+{
+	struct gs_torch_proc *p = gs_torch_acct__find(m, (pid_t)hdr->pid);
+
+	if (p)
+		remove_segment(p, ptr);
 }
 
 int gs_torch_acct__oom(struct gs_torch_acct *m, const struct gs_torch_oom *e,

@@ -87,6 +87,14 @@ int gs_torch_acct__tensor(struct gs_torch_acct *m, const struct gs_torch_mem *e)
 bool gs_torch_acct__segment_alloc(struct gs_torch_acct *m, const struct gs_mem_alloc *e);
 bool gs_torch_acct__segment_free(struct gs_torch_acct *m, const struct gs_mem_free *e);
 /*
+ * cuMemMap/cuMemUnmap (decoded from the generic call record by the caller): expandable
+ * segments map their pages one call each; a page the caching allocator mapped is a segment.
+ */
+void gs_torch_acct__segment_map(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+				uint64_t ptr, uint64_t size, const __u64 *frames, uint16_t nr);
+void gs_torch_acct__segment_unmap(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+				  uint64_t ptr);
+/*
  * An OOM record. Returns 1 and fills *out when it is a new out-of-memory (a throw right
  * after the profiler hook reported it is the same one: 0), or -ENOMEM.
  */
