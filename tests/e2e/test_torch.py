@@ -294,3 +294,40 @@ def system_torch_dwarf_stacks():
         assert any(s.startswith(want) for s in symbols), (want, symbols)
     assert any((f["module"] or "").split("/")[-1].startswith("libtorch_python.so")
                for f in frames), frames
+
+
+@test
+def torch_all_processes_text_report():
+    # -a: found when it starts; other processes on the host may appear too, so read ours only
+    g = Gpusnoop("leaks", "-a")
+    w = None
+    try:
+        g.wait_tracing()
+        w = Workload("gs_torch")
+        g.wait_stderr("all processes: PyTorch 2.4.0+gs.torch (" +
+                      os.path.join(FIXTURES, "torch", "lib", "libc10_cuda.so") +
+                      "): CUDA tensors from USDT pytorch:malloc/pytorch:free")
+        w.release()
+        w.wait_line("oom CUDA out of memory")
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+    finally:
+        g.kill()
+        if w:
+            w.finish()
+    lines = g.stdout.decode().splitlines()
+    start = lines.index(f"pid {w.pid} (gs_torch): 0 B outstanding in 0 allocations")
+    ours = []
+    for line in lines[start + 1:]:
+        if line.startswith("pid ") or not line:
+            break
+        ours.append(line)
+    for want in ("  PyTorch 2.4.0+gs.torch: 6.6 MiB in 8 tensors (CUDA tensors from usdt)",
+                 "    cpu     allocated 293.0 KiB",
+                 "    cuda:0  allocated 6.0 MiB, reserved 20.0 MiB (cached 14.0 MiB)",
+                 "    cuda:1  allocated 294.0 KiB, reserved 2.0 MiB (cached 1.7 MiB)",
+                 "         BYTES  TENSORS    OLDEST  DEVICE"):
+        assert want in ours, (want, ours)
+    assert any(l.startswith("       6.0 MiB        2 ") and l.endswith("  cuda:0") for l in ours), ours
+    assert any("keep_weights()+0x" in l for l in ours), ours
