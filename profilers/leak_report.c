@@ -97,6 +97,10 @@ static void text_torch(FILE *f, const struct gs_leak_report *r, const struct gs_
 			p->nr_tensor_groups - shown(r, p->nr_tensor_groups));
 }
 
+/*
+ * The out-of-memory that made this report (--on-oom), in the shape of the daemon's trigger
+ * reports: kind "torch-oom" (PyTorch's allocator) or "cuda-oom" (a CUDA call's error 2).
+ */
 static void text_oom(FILE *f, const struct gs_leak_report *r, const struct gs_stack_table *stacks)
 {
 	char a[32], name[16];
@@ -108,16 +112,21 @@ static void text_oom(FILE *f, const struct gs_leak_report *r, const struct gs_st
 		if (o->requested)
 			gs_format_bytes(o->requested, a, sizeof(a));
 		else
-			snprintf(a, sizeof(a), "unknown");
-		fprintf(f, "OUT OF MEMORY (PyTorch, %s): %s%s requested on %s\n",
-			o->source == GS_TORCH_OOM_REPORT ? "reportOutOfMemoryToProfiler"
-							 : "c10::OutOfMemoryError thrown",
-			a, o->requested_is_segment ? " (segment)" : "", name);
+			snprintf(a, sizeof(a), "unknown size");
+		fprintf(f, "TRIGGER torch-oom: pid %d: %s%s on %s ran out of memory (%s)\n",
+			(int)o->pid, a, o->requested_is_segment ? " (segment)" : "", name,
+			o->source == GS_TORCH_OOM_REPORT ? "c10::reportOutOfMemoryToProfiler"
+							 : "c10::OutOfMemoryError thrown");
 		text_frames(f, gs_stack_table__get(stacks, o->stack_id));
 	} else if (r->oom_raw) {
+		const struct gs_cuda_api *api = gs_cuda_api_get(r->oom_raw->api);
+
 		gs_format_bytes(r->oom_raw->size, a, sizeof(a));
-		fprintf(f, "OUT OF MEMORY (%s failed with error %d): %s requested\n",
-			gs_cuda_api_name(r->oom_raw->api), r->oom_raw->ret, a);
+		fprintf(f, "TRIGGER cuda-oom: pid %d: %s of %s failed with error %d %s\n",
+			(int)r->oom_raw->hdr.pid, gs_cuda_api_name(r->oom_raw->api), a,
+			r->oom_raw->ret,
+			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, r->oom_raw->ret));
+		text_frames(f, gs_stack_table__get(stacks, r->oom_raw_stack_id));
 	}
 }
 
@@ -271,30 +280,40 @@ static void json_oom(struct gs_json *j, const struct gs_leak_report *r,
 {
 	char name[16];
 
-	if (!r->oom && !r->oom_raw)
-		return;
-	gs_json__begin_object(j, "oom");
-	gs_json__i64(j, "pid", r->oom ? r->oom->pid : (int64_t)r->oom_raw->hdr.pid);
 	if (r->oom) {
-		gs_torch_device_name(r->oom->device, name, sizeof(name));
+		const struct gs_torch_oom_info *o = r->oom;
+
+		gs_torch_device_name(o->device, name, sizeof(name));
+		gs_json__begin_object(j, "trigger");
+		gs_json__string(j, "kind", "torch-oom");
+		gs_json__i64(j, "pid", o->pid);
 		gs_json__string(j, "source",
-				r->oom->source == GS_TORCH_OOM_REPORT
-					? "reportOutOfMemoryToProfiler"
-					: "OutOfMemoryError");
-		gs_json__u64(j, "requested_bytes", r->oom->requested);
-		gs_json__bool(j, "requested_is_segment", r->oom->requested_is_segment);
+				o->source == GS_TORCH_OOM_REPORT ? "reportOutOfMemoryToProfiler"
+								 : "OutOfMemoryError");
+		gs_json__u64(j, "bytes_requested", o->requested);
+		gs_json__bool(j, "requested_is_segment", o->requested_is_segment);
 		gs_json__string(j, "device", name);
-		if (r->oom->source == GS_TORCH_OOM_REPORT) {
-			gs_json__u64(j, "pytorch_allocated_bytes", r->oom->allocated);
-			gs_json__u64(j, "pytorch_reserved_bytes", r->oom->reserved);
+		if (o->source == GS_TORCH_OOM_REPORT) {
+			gs_json__u64(j, "pytorch_allocated_bytes", o->allocated);
+			gs_json__u64(j, "pytorch_reserved_bytes", o->reserved);
 		}
-		json_frames(j, gs_stack_table__get(stacks, r->oom->stack_id));
-	} else {
-		gs_json__string(j, "source", gs_cuda_api_name(r->oom_raw->api));
+		json_frames(j, gs_stack_table__get(stacks, o->stack_id));
+		gs_json__end_object(j);
+	} else if (r->oom_raw) {
+		const struct gs_cuda_api *api = gs_cuda_api_get(r->oom_raw->api);
+
+		gs_json__begin_object(j, "trigger");
+		gs_json__string(j, "kind", "cuda-oom");
+		gs_json__i64(j, "pid", r->oom_raw->hdr.pid);
+		gs_json__string(j, "api", gs_cuda_api_name(r->oom_raw->api));
 		gs_json__i64(j, "error", r->oom_raw->ret);
-		gs_json__u64(j, "requested_bytes", r->oom_raw->size);
+		gs_json__string(
+			j, "error_name",
+			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, r->oom_raw->ret));
+		gs_json__u64(j, "bytes_requested", r->oom_raw->size);
+		json_frames(j, gs_stack_table__get(stacks, r->oom_raw_stack_id));
+		gs_json__end_object(j);
 	}
-	gs_json__end_object(j);
 }
 
 static void json_proc(struct gs_json *j, const struct gs_leak_report *r,

@@ -50,9 +50,10 @@ struct gs_leak_report {
 	struct gs_leak_proc_report *procs;
 	size_t nr_procs;
 	uint64_t stats[GS_STAT__MAX];
-	/* reason "oom": what ran out (a PyTorch OOM, or a raw allocation failing with error 2) */
+	/* reason "trigger" (--on-oom): a PyTorch OOM, or a CUDA allocation failing with error 2 */
 	const struct gs_torch_oom_info *oom;
 	const struct gs_mem_alloc *oom_raw;
+	uint32_t oom_raw_stack_id;
 };
 
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,

@@ -50,23 +50,25 @@ static void fatal(struct leaks *l, int err)
 }
 
 static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only,
-			const struct gs_torch_oom_info *oom, const struct gs_mem_alloc *oom_raw);
+			const struct gs_torch_oom_info *oom, const struct gs_mem_alloc *oom_raw,
+			uint32_t oom_raw_stack_id);
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct leaks *l = ctx;
+	uint32_t stack_id;
 	int err;
 
 	/* the caching allocator's segments are PyTorch's reserved memory, not raw allocations */
 	if (!l->opts.no_torch && gs_torch_acct__segment_alloc(&l->torch, e))
 		return;
-	err = gs_mem_accounting__alloc(&l->mem, e, NULL);
+	err = gs_mem_accounting__alloc(&l->mem, e, &stack_id);
 	if (err)
 		fatal(l, err);
 	else if (l->opts.on_oom &&
-		 e->ret == 2) /* cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY */
-		write_report(l, "oom", gs_mem_accounting__find(&l->mem, (pid_t)e->hdr.pid), NULL,
-			     e);
+		 e->ret == 2) /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+		write_report(l, "trigger", gs_mem_accounting__find(&l->mem, (pid_t)e->hdr.pid),
+			     NULL, e, stack_id);
 }
 
 static void on_free(void *ctx, const struct gs_mem_free *e)
@@ -115,7 +117,7 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 	if (ret < 0 || !p)
 		fatal(l, ret < 0 ? ret : -ENOMEM);
 	else if (ret == 1 && l->opts.on_oom)
-		write_report(l, "oom", p, &info, NULL);
+		write_report(l, "trigger", p, &info, NULL, 0);
 }
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
@@ -233,7 +235,8 @@ static bool has_anything(struct leaks *l, const struct gs_mem_proc *p)
 
 /* Writes one report over the given processes (all of them when only is NULL). */
 static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only,
-			const struct gs_torch_oom_info *oom, const struct gs_mem_alloc *oom_raw)
+			const struct gs_torch_oom_info *oom, const struct gs_mem_alloc *oom_raw,
+			uint32_t oom_raw_stack_id)
 {
 	struct gs_leak_report r = {
 		.reason = reason,
@@ -242,6 +245,7 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		.top = l->opts.top,
 		.oom = oom,
 		.oom_raw = oom_raw,
+		.oom_raw_stack_id = oom_raw_stack_id,
 	};
 	int err = 0;
 
@@ -286,7 +290,7 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	/* a target that never allocated still gets its (empty) exit report */
 	if (!p && (exec || !(p = gs_mem_accounting__get(&l->mem, pid))))
 		return;
-	write_report(l, exec ? "exec" : "exit", p, NULL, NULL);
+	write_report(l, exec ? "exec" : "exit", p, NULL, NULL, 0);
 	if (exec)
 		gs_alloc_table__clear(p->allocs);
 	else
@@ -394,14 +398,14 @@ static int run_loop(struct leaks *l)
 		if (duration_ns && now - start >= duration_ns)
 			break;
 		if (interval_ns && now >= next_report) {
-			write_report(l, "interval", NULL, NULL, NULL);
+			write_report(l, "interval", NULL, NULL, NULL, 0);
 			next_report += interval_ns;
 		}
 	}
 	gs_tracker__poll(l->tracker, 0); /* what arrived before the stop */
 	if (l->error)
 		return l->error;
-	return write_report(l, "final", NULL, NULL, NULL);
+	return write_report(l, "final", NULL, NULL, NULL, 0);
 }
 
 int gs_cmd_leaks(int argc, char **argv)

@@ -78,13 +78,13 @@ def run_variant(variant, extra_env=None, gs_args=()):
         w.release()
         w.wait_line("oom CUDA out of memory")
         # written at the OOM, while the workload still holds its memory (it waits here)
-        oom_line = out.wait_for(lambda l: l.startswith('{"report":"oom"'), "the OOM report")
+        oom_line = out.wait_for(lambda l: l.startswith('{"report":"trigger"'), "the OOM report")
         w.release()
         w.wait_line("done")
         expect_eq(g.stop(), 0, "gpusnoop status")
         lines = out.lines + g.stdout.decode().splitlines()
         reports = [json.loads(l) for l in lines if l.strip()]
-        expect_eq([r["report"] for r in reports], ["oom", "final"], "reports written")
+        expect_eq([r["report"] for r in reports], ["trigger", "final"], "reports written")
         expect_eq(reports[0], json.loads(oom_line), "the OOM report")
         return reports[0], reports[1], w, g
     finally:
@@ -122,9 +122,9 @@ def check_variant(variant, source, oom_source, requested, extra_env=None):
         ("keep_activations()", "cuda:1"): (3 * ACTIVATION, 3),
         ("keep_cpu()", "cpu"): (300000, 3),
     }, "tensors by allocating function at the end")
-    o = oom["oom"]
-    expect_eq((o["pid"], o["source"], o["requested_bytes"], o["device"]),
-              (w.pid, oom_source, requested, "cuda:0"), "the OOM")
+    o = oom["trigger"]
+    expect_eq((o["kind"], o["pid"], o["source"], o["bytes_requested"], o["device"]),
+              ("torch-oom", w.pid, oom_source, requested, "cuda:0"), "the OOM")
     expect_eq(first_workload_frame(o["frames"], "/gs_torch"), "oom_request()", "OOM stack")
     if oom_source == "reportOutOfMemoryToProfiler":
         expect_eq((o["pytorch_allocated_bytes"], o["pytorch_reserved_bytes"]),
@@ -204,10 +204,11 @@ def raw_cuda_oom_report():
     finally:
         g.kill()
         w.finish()
-    expect_eq([r["report"] for r in reports], ["oom", "final"], "reports written")
-    o = reports[0]["oom"]
-    expect_eq((o["pid"], o["source"], o["error"], o["requested_bytes"]),
-              (w.pid, "cudaMalloc", 2, GiB), "the OOM")
+    expect_eq([r["report"] for r in reports], ["trigger", "final"], "reports written")
+    o = reports[0]["trigger"]
+    expect_eq((o["kind"], o["pid"], o["api"], o["error"], o["error_name"], o["bytes_requested"]),
+              ("cuda-oom", w.pid, "cudaMalloc", 2, "cudaErrorMemoryAllocation", GiB), "the OOM")
+    expect_eq(o["frames"][0]["symbol"], "oom_request", "the failing call's stack")
     proc = process(reports[0], w.pid)
     expect_eq((proc["outstanding_bytes"], proc["outstanding_allocations"]), (96 * MiB, 3),
               "what the process held at the OOM")
