@@ -153,12 +153,12 @@ static void attach_c10(struct gs_torch_attach *ta, const struct gs_maps *maps,
 	/* return probe first: an entry seen without its return would leave a stale pending */
 	err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_ALLOC_CPU],
 			s->progs.alloc_cpu_exit, true);
-	err = err
-		      ?: attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_ALLOC_CPU],
-				   s->progs.alloc_cpu_enter, false);
-	err = err
-		      ?: attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_FREE_CPU],
-				   s->progs.free_cpu_enter, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_ALLOC_CPU],
+				s->progs.alloc_cpu_enter, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_FREE_CPU],
+				s->progs.free_cpu_enter, false);
 	if (err)
 		gs_warn("%s: %s: CPU tensors not followed (c10::alloc_cpu/free_cpu: %s)",
 			who(scope, w, sizeof(w)), m->path, strerror(-err));
@@ -179,6 +179,10 @@ static void attach_c10(struct gs_torch_attach *ta, const struct gs_maps *maps,
 /*
  * Link-time addresses just after each `call rel32` to target in the executable sections
  * of path: where a plain probe sees the call return. Returns how many (at most max).
+ * The bytes are not disassembled: an 0xe8 whose displacement lands exactly on target is
+ * taken for a call. A coincidental match inside another instruction (odds about 2^-32 per
+ * 0xe8 byte) would put a probe mid-instruction; MAX_CALL_SITES bounds the damage of a
+ * function called from everywhere (then it is not the allocator's malloc anyway).
  */
 static size_t find_return_sites(const char *path, uint64_t target, uint64_t *out, size_t max)
 {
@@ -189,6 +193,7 @@ static size_t find_return_sites(const char *path, uint64_t target, uint64_t *out
 
 	if (fd < 0)
 		return 0;
+	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	while (e && n < max && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
@@ -272,12 +277,12 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 	gs_elf__for_each_function(elf, note_hook, &h);
 	err = attach_return_sites(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
 				  s->progs.caching_malloc_returned);
-	err = err
-		      ?: attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
-				   s->progs.caching_malloc_enter, false);
-	err = err
-		      ?: attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_FREE],
-				   s->progs.caching_free_enter, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
+				s->progs.caching_malloc_enter, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_FREE],
+				s->progs.caching_free_enter, false);
 	if (!err) {
 		how = "the caching allocator's malloc/free (.symtab)";
 		goto out_log;
