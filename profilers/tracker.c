@@ -582,6 +582,36 @@ static int share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_m
 	return err ?: bpf_map__reuse_fd(stats, bpf_map__fd(t->proc->maps.stats));
 }
 
+/*
+ * PyTorch's probes are optional: CUDA tracing goes on without them (one warning) when their
+ * object does not load, e.g. on a kernel without USDT semaphore support (before 4.20).
+ */
+static void open_torch(struct gs_tracker *t)
+{
+	int err;
+
+	t->torch = torch_bpf__open();
+	err = t->torch ? 0 : -errno;
+	if (!err) {
+		t->torch->rodata->cfg_all_pids = t->opts.all;
+		t->torch->rodata->cfg_ustack = t->opts.stacks == GS_STACKS_DWARF;
+		err = share_maps(t, t->torch->maps.events, t->torch->maps.targets,
+				 t->torch->maps.stats);
+	}
+	if (!err)
+		err = torch_bpf__load(t->torch);
+	if (!err) {
+		t->torch_attach = gs_torch_attach__new(t->torch, t->links, t->symcache);
+		err = t->torch_attach ? 0 : -ENOMEM;
+	}
+	if (err) {
+		gs_warn("loading the PyTorch probes: %s; PyTorch memory is not followed",
+			strerror(-err));
+		torch_bpf__destroy(t->torch);
+		t->torch = NULL;
+	}
+}
+
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
 		     const struct gs_tracker_ops *ops)
 {
@@ -642,23 +672,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 		load_error("cuda", err);
 		goto out_free;
 	}
-	if (opts->torch) {
-		t->torch = torch_bpf__open();
-		err = t->torch ? 0 : -errno;
-		if (!err) {
-			t->torch->rodata->cfg_all_pids = opts->all;
-			t->torch->rodata->cfg_ustack = opts->stacks == GS_STACKS_DWARF;
-			err = share_maps(t, t->torch->maps.events, t->torch->maps.targets,
-					 t->torch->maps.stats);
-		}
-		err = err ?: torch_bpf__load(t->torch);
-		t->torch_attach =
-			err ? NULL : gs_torch_attach__new(t->torch, t->links, t->symcache);
-		if (err || !t->torch_attach) {
-			load_error("torch", err ?: -ENOMEM);
-			goto out_free;
-		}
-	}
+	if (opts->torch)
+		open_torch(t);
 	err = proc_bpf__attach(t->proc); /* the tracepoints; uprobes are attached per file */
 	if (err) {
 		load_error("proc attach", err);
