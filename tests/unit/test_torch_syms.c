@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_torch_syms.c: PyTorch hooks by demangled meaning across versions, versions, accounting. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +299,142 @@ out:
 	gs_symcache__free(sc);
 }
 
+/* a return address inside a function of a loaded library: a call made from there */
+static __u64 call_site(void *fn)
+{
+	return (__u64)(uintptr_t)fn + 1;
+}
+
+static struct gs_mem_alloc segment(pid_t pid, __u64 ptr, __u64 size, int ret, __u64 from)
+{
+	struct gs_mem_alloc e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = GS_EV_MEM_ALLOC;
+	e.hdr.pid = e.hdr.tid = (__u32)pid;
+	e.hdr.size = offsetof(struct gs_mem_alloc, frames) + 8;
+	e.ptr = ret ? 0 : ptr;
+	e.size = size;
+	e.ret = ret;
+	e.nr_frames = 1;
+	e.frames[0] = from;
+	return e;
+}
+
+/* segments are told apart by their caller: the fixture's libc10_cuda.so, loaded here */
+GS_TEST(segments_by_caller_and_their_device)
+{
+	void *lib = dlopen(GS_FIXTURES "/torch/lib/libc10_cuda.so", RTLD_NOW | RTLD_LOCAL);
+	struct gs_symcache *sc = gs_symcache__new();
+	struct gs_stack_table *st = gs_stack_table__new(sc);
+	pid_t pid = getpid();
+	const struct gs_torch_device *d;
+	struct gs_torch_proc *p;
+	struct gs_torch_acct m;
+	struct gs_mem_alloc a;
+	struct gs_mem_free f = { .hdr = { .type = GS_EV_MEM_FREE, .pid = (__u32)pid } };
+	struct gs_torch_mem t;
+	__u64 torch_site, own_site = call_site((void *)&segment);
+
+	if (!GS_EXPECT(lib && sc && st))
+		goto out;
+	torch_site = call_site(dlsym(lib, "gs_c10_cuda_empty"));
+	gs_torch_acct__init(&m, st, sc);
+	gs_symcache__refresh(sc, pid);
+	/* not the caching allocator's: a raw CUDA allocation */
+	a = segment(pid, 0x30000000, 1 << 20, 0, own_site);
+	GS_EXPECT(!gs_torch_acct__segment_alloc(&m, &a));
+	/* segment A (20 MiB) gets its device from the tensor placed in it; B has none yet */
+	a = segment(pid, 0x10000000, 20 << 20, 0, torch_site);
+	GS_EXPECT(gs_torch_acct__segment_alloc(&m, &a));
+	a = segment(pid, 0x20000000, 2 << 20, 0, torch_site);
+	GS_EXPECT(gs_torch_acct__segment_alloc(&m, &a));
+	a = segment(pid, 0, 1 << 30, 2, torch_site); /* retried by the allocator: counted only */
+	GS_EXPECT(gs_torch_acct__segment_alloc(&m, &a));
+	t = tensor((__u32)pid, (__u32)pid, GS_TORCH_SRC_USDT, GS_TORCH_OP_ALLOC, 1, 0x10000000,
+		   3 << 20);
+	GS_EXPECT_EQ(gs_torch_acct__tensor(&m, &t), 0);
+	p = gs_torch_acct__find(&m, pid);
+	if (!GS_EXPECT(p))
+		goto out_release;
+	GS_EXPECT_EQ(p->failed_segments, 1);
+	gs_torch_proc__update(p);
+	d = gs_torch_proc__device(p, GS_TORCH_DEV_KEY(GS_TORCH_DEV_CUDA, 1));
+	GS_EXPECT(d && d->allocated == 3 << 20 && d->reserved == 20 << 20 && d->segments == 1 &&
+		  d->largest_free_segment == 0);
+	d = gs_torch_proc__device(p, GS_TORCH_DEV_UNKNOWN);
+	GS_EXPECT(d && d->reserved == 2 << 20 && d->segments == 1 &&
+		  d->largest_free_segment == 2 << 20);
+	/* B given back (emptyCache); a free of a raw allocation is not a segment */
+	f.ptr = 0x20000000;
+	GS_EXPECT(gs_torch_acct__segment_free(&m, &f));
+	f.ptr = 0x30000000;
+	GS_EXPECT(!gs_torch_acct__segment_free(&m, &f));
+	/* the tensor freed: A is cached whole, what empty_cache would release */
+	t = tensor((__u32)pid, (__u32)pid, GS_TORCH_SRC_USDT, GS_TORCH_OP_FREE, -1, 0x10000000, 0);
+	gs_torch_acct__tensor(&m, &t);
+	gs_torch_proc__update(p);
+	GS_EXPECT(!gs_torch_proc__device(p, GS_TORCH_DEV_UNKNOWN));
+	d = gs_torch_proc__device(p, GS_TORCH_DEV_KEY(GS_TORCH_DEV_CUDA, 1));
+	GS_EXPECT(d && d->allocated == 0 && d->reserved == 20 << 20 &&
+		  d->largest_free_segment == 20 << 20);
+out_release:
+	gs_torch_acct__release(&m);
+out:
+	gs_stack_table__free(st);
+	gs_symcache__free(sc);
+	if (lib)
+		dlclose(lib);
+}
+
+/* the profiler hook's reserved is PyTorch's, moved by segments given back after it */
+GS_TEST(reported_reserved_follows_later_segments)
+{
+	void *lib = dlopen(GS_FIXTURES "/torch/lib/libc10_cuda.so", RTLD_NOW | RTLD_LOCAL);
+	struct gs_symcache *sc = gs_symcache__new();
+	struct gs_stack_table *st = gs_stack_table__new(sc);
+	struct gs_mem_free f = { .hdr = { .type = GS_EV_MEM_FREE, .pid = (__u32)getpid() } };
+	const struct gs_torch_device *d;
+	struct gs_torch_proc *p;
+	struct gs_torch_acct m;
+	struct gs_mem_alloc a;
+	struct gs_torch_mem t;
+
+	if (!GS_EXPECT(lib && sc && st))
+		goto out;
+	gs_torch_acct__init(&m, st, sc);
+	gs_symcache__refresh(sc, getpid());
+	a = segment(getpid(), 0x10000000, 20 << 20, 0, call_site(dlsym(lib, "gs_c10_cuda_empty")));
+	gs_torch_acct__segment_alloc(&m, &a);
+	a.ptr = 0x20000000;
+	gs_torch_acct__segment_alloc(&m, &a);
+	t = tensor((__u32)getpid(), 1, GS_TORCH_SRC_REPORT, GS_TORCH_OP_ALLOC, 0, 0x20000000, 512);
+	t.flags = GS_TORCH_F_TOTALS;
+	t.total_allocated = 512;
+	t.total_reserved = 60 << 20; /* more than we saw: segments made before we attached */
+	gs_torch_acct__tensor(&m, &t);
+	t = tensor((__u32)getpid(), 1, GS_TORCH_SRC_REPORT, GS_TORCH_OP_FREE, 0, 0x20000000, 512);
+	t.flags = GS_TORCH_F_TOTALS;
+	t.total_allocated = 0;
+	t.total_reserved = 60 << 20;
+	gs_torch_acct__tensor(&m, &t);
+	f.ptr = 0x20000000;
+	GS_EXPECT(gs_torch_acct__segment_free(&m, &f));
+	p = gs_torch_acct__find(&m, getpid());
+	if (!GS_EXPECT(p))
+		goto out_release;
+	gs_torch_proc__update(p);
+	d = gs_torch_proc__device(p, GS_TORCH_DEV_KEY(GS_TORCH_DEV_CUDA, 0));
+	GS_EXPECT(d && d->totals && d->allocated == 0 && d->reserved == 40 << 20);
+out_release:
+	gs_torch_acct__release(&m);
+out:
+	gs_stack_table__free(st);
+	gs_symcache__free(sc);
+	if (lib)
+		dlclose(lib);
+}
+
 GS_TEST(device_names)
 {
 	char b[16];
@@ -313,4 +450,5 @@ GS_TEST(device_names)
 GS_TEST_MAIN(profiler_hooks_of_every_version, caching_allocator_of_every_version,
 	     look_alikes_are_not_hooks, fixture_libraries, library_names, version_py,
 	     version_of_an_install, block_sizes, accounting_by_source, oom_once_per_out_of_memory,
+	     segments_by_caller_and_their_device, reported_reserved_follows_later_segments,
 	     device_names)
