@@ -26,6 +26,11 @@ enum gs_event_type {
 	GS_EV_CUDA_CALL = 32, /* a probed call returned; userspace decodes args per API */
 	/* CPU samples, from bpf/cpu.bpf.c: 48..63 */
 	GS_EV_CPU_SAMPLE = 48, /* one perf_event sample of a target thread, with its stacks */
+	/* PyTorch allocators, from bpf/torch.bpf.c: 64..79 */
+	GS_EV_TORCH_MEM = 64, /* a tensor block was allocated or freed (struct gs_torch_mem) */
+	GS_EV_TORCH_OOM = 65, /* PyTorch ran out of memory (struct gs_torch_oom) */
+	/* user stack slices for DWARF unwinding, from gs_ustack.bpf.h: 80..95 */
+	GS_EV_USTACK = 80, /* struct gs_ustack_event, just before the record it belongs to */
 };
 
 struct gs_event_hdr {
@@ -119,6 +124,7 @@ enum gs_stat {
 	GS_STAT_USER_READ_FAILED, /* out-parameter unreadable at return */
 	GS_STAT_CPU_STACK_LOST,	  /* CPU samples counted without a stack: stack map full */
 	GS_STAT_CPU_COUNTS_FULL,  /* CPU samples lost: the in-kernel counts map was full */
+	GS_STAT_USTACK_FAILED,	  /* --stacks dwarf: no byte of the user stack was readable */
 	GS_STAT__MAX,
 };
 
@@ -142,6 +148,87 @@ struct gs_cpu_key {
 	__s32 kernel_stack_id; /* negative: the sample hit user mode, or lost */
 	__u32 pad;
 	char comm[16];
+};
+
+/* gs_torch_mem.source / the bpf_cookie of the torch probes: where the block event came from */
+#define GS_TORCH_SRC_USDT    1 /* pytorch:malloc / pytorch:free in libc10_cuda.so */
+#define GS_TORCH_SRC_REPORT  2 /* c10::reportMemoryUsageToProfiler in libc10.so */
+#define GS_TORCH_SRC_SYMBOLS 3 /* the caching allocator's malloc/free from .symtab */
+#define GS_TORCH_SRC_CPU     4 /* c10::alloc_cpu / c10::free_cpu in libc10.so */
+
+#define GS_TORCH_OP_ALLOC 1
+#define GS_TORCH_OP_FREE  2
+
+/* c10::DeviceType values gpusnoop names */
+#define GS_TORCH_DEV_CPU  0
+#define GS_TORCH_DEV_CUDA 1
+
+/* gs_torch_mem.flags */
+#define GS_TORCH_F_TOTALS 0x1 /* total_allocated/total_reserved are PyTorch's own counters */
+
+struct gs_torch_mem {
+	struct gs_event_hdr hdr;
+	__u64 ptr;
+	__u64 size; /* bytes (the block's for REPORT, the request's otherwise); 0 unknown */
+	__u64 total_allocated; /* GS_TORCH_F_TOTALS: after this event, for the device */
+	__u64 total_reserved;
+	__u64 stream;
+	__u8 source;	  /* GS_TORCH_SRC_* */
+	__u8 op;	  /* GS_TORCH_OP_* */
+	__u8 device_type; /* GS_TORCH_DEV_* (c10::DeviceType) */
+	__s8 device;	  /* index; -1 unknown */
+	__u16 flags;
+	__u16 nr_frames;
+	__u64 frames[GS_MAX_STACK]; /* user stack, innermost first; allocations only */
+};
+
+#define GS_TORCH_OOM_REPORT 1 /* c10::reportOutOfMemoryToProfiler */
+#define GS_TORCH_OOM_THROW  2 /* __cxa_throw of c10::OutOfMemoryError */
+
+struct gs_torch_oom {
+	struct gs_event_hdr hdr;
+	__u64 size; /* requested bytes (REPORT); 0 for THROW */
+	__u64 total_allocated;
+	__u64 total_reserved;
+	__u8 source; /* GS_TORCH_OOM_* */
+	__u8 device_type;
+	__s8 device;
+	__u8 pad;
+	__u16 nr_frames;
+	__u16 pad2;
+	__u64 frames[GS_MAX_STACK];
+};
+
+/*
+ * DWARF unwinding (--stacks dwarf): BPF copies the registers and a slice of the user stack
+ * above sp; userspace unwinds it with the CFI of the mapped files (user/unwind.c).
+ *
+ * 16 KiB, twice perf's default for --call-graph dwarf: PyTorch allocations are made under
+ * many large frames (dispatcher, boxed kernels, Python bindings), and a slice that stops
+ * short ends the unwound stack there (README, "Stacks"). The slice is read
+ * straight into the reserved ring-buffer record: it costs ring-buffer space, not a copy.
+ */
+#define GS_USTACK_BYTES	 16384
+#define GS_USTACK_REG_IP 0
+#define GS_USTACK_REG_SP 1
+#define GS_USTACK_REG_BP 2
+
+struct gs_ustack {
+	__u64 regs[3]; /* ip, sp, bp at the probe */
+	__u32 size;    /* bytes of data[] copied from sp; 0 when none could be read */
+	__u32 pad;
+	__u8 data[GS_USTACK_BYTES];
+};
+
+/*
+ * gs_event_hdr.flags bit of any record type: a GS_EV_USTACK record of the same tid and
+ * ts_ns came just before this one (the same BPF program emitted both, in that order).
+ */
+#define GS_EV_F_USTACK 0x8000
+
+struct gs_ustack_event {
+	struct gs_event_hdr hdr;
+	struct gs_ustack st;
 };
 
 #endif /* GS_EVENT_H */

@@ -82,6 +82,9 @@ static struct gs_cuda_api apis[] = {
 	DRV_MEM(cuMemFreeAsync, FREE, DEVICE),
 	DRV_MEM(cuMemFreeAsync_ptsz, FREE, DEVICE),
 	DRV_MEM(cuMemFreeHost, FREE, HOST),
+	/* virtual memory management: PyTorch's expandable segments (profilers/torch_acct.c) */
+	DRV_MEM(cuMemMap, MAP, DEVICE),
+	DRV_MEM(cuMemUnmap, UNMAP, DEVICE),
 	/* launches (CUDA 13 <<<>>> reaches cudaLaunchKernel through __cudaLaunchKernel) */
 	RT_LAUNCH(cudaLaunchKernel, LAUNCH_RT),
 	RT_LAUNCH(cudaLaunchKernel_ptsz, LAUNCH_RT),
@@ -199,6 +202,8 @@ uint32_t gs_cuda_api_call_flags(const struct gs_cuda_api *api)
 		return GS_CALL_F_READ_OUT0;
 	case GS_SHAPE_GET_FUNCTION:
 		return GS_CALL_F_READ_OUT0 | GS_CALL_F_READ_STR2;
+	case GS_SHAPE_MAP: /* the caller tells a caching allocator's segment */
+		return GS_CALL_F_USER_STACK;
 	default:
 		return 0;
 	}
@@ -223,6 +228,7 @@ int gs_parse_event_families(const char *list, uint32_t *families)
 		{ "cuda-launch", GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) },
 		{ "cuda-sync", GS_FAM_BIT(GS_FAM_SYNC) },
 		{ "cuda-memcpy", GS_FAM_BIT(GS_FAM_COPY) },
+		{ "torch-mem", GS_FAM_BIT(GS_FAM_TORCH) },
 	};
 	const char *p = list;
 

@@ -10,7 +10,14 @@
 enum gs_cuda_lib { GS_LIB_RUNTIME, GS_LIB_DRIVER };
 
 /* what a call is about; -e selects families (kernel naming follows launches) */
-enum gs_api_family { GS_FAM_MEM, GS_FAM_LAUNCH, GS_FAM_SYNC, GS_FAM_COPY, GS_FAM_NAMES };
+enum gs_api_family {
+	GS_FAM_MEM,
+	GS_FAM_LAUNCH,
+	GS_FAM_SYNC,
+	GS_FAM_COPY,
+	GS_FAM_NAMES,
+	GS_FAM_TORCH, /* no CUDA APIs: PyTorch's allocators (profilers/torch_attach.c) */
+};
 #define GS_FAM_BIT(f) (1u << (f))
 
 enum gs_api_shape {
@@ -29,6 +36,8 @@ enum gs_api_shape {
 	GS_SHAPE_REGISTER_FUNCTION, /* __cudaRegisterFunction(handle, hostFun, deviceFun, name, ..) */
 	GS_SHAPE_GET_KERNEL,	    /* (cudaKernel_t *out, const void *hostFun) */
 	GS_SHAPE_GET_FUNCTION,	    /* (CUfunction *out, module, const char *name) */
+	GS_SHAPE_MAP,		    /* cuMemMap(ptr, size, offset, handle, flags): generic probe */
+	GS_SHAPE_UNMAP,		    /* cuMemUnmap(ptr, size): generic probe */
 };
 
 enum gs_mem_kind { GS_MEM_DEVICE, GS_MEM_MANAGED, GS_MEM_HOST };
@@ -81,7 +90,7 @@ const char *gs_cuda_error_name(enum gs_cuda_lib lib, int code);
 
 /* Parses "cuda-mem,cuda-launch,..." into GS_FAM_BIT()s; -EINVAL on an unknown name. */
 int gs_parse_event_families(const char *list, uint32_t *families);
-#define GS_EVENT_FAMILY_NAMES "cuda-mem, cuda-launch, cuda-sync, cuda-memcpy"
+#define GS_EVENT_FAMILY_NAMES "cuda-mem, cuda-launch, cuda-sync, cuda-memcpy, torch-mem"
 
 /* Whether a mapped file's name marks it as the CUDA runtime or the driver. */
 bool gs_is_cudart_name(const char *path);

@@ -358,14 +358,7 @@ static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t st
 {
 	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
 	uint64_t interval_ns = (uint64_t)(d->cfg.trigger_interval_s * 1e9);
-	struct gs_leak_trigger t = {
-		.kind = "cuda-oom",
-		.pid = (pid_t)e->hdr.pid,
-		.api = e->api,
-		.error = e->ret,
-		.bytes_requested = e->size,
-		.stack_id = stack_id,
-	};
+	struct gs_leak_trigger t = gs_leak_trigger_cuda_oom(e, stack_id);
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
 
 	d->oom_events++;

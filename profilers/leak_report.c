@@ -7,6 +7,7 @@
 #include <time.h>
 #include "profilers/cuda_api.h"
 #include "profilers/leak_report.h"
+#include "profilers/torch_syms.h"
 #include "user/json.h"
 #include "user/stack_table.h"
 
@@ -55,6 +56,50 @@ static void text_frames(FILE *f, const struct gs_stack *s)
 	}
 }
 
+static void text_torch(FILE *f, const struct gs_leak_report *r, const struct gs_leak_proc_report *p,
+		       const struct gs_stack_table *stacks)
+{
+	const struct gs_torch_proc *tp = p->torch;
+	char a[32], b[32], c[32], name[16];
+
+	gs_format_bytes(p->tensor_bytes, a, sizeof(a));
+	fprintf(f, "  PyTorch %s: %s in %" PRIu64 " tensor%s",
+		*tp->version ? tp->version : "(version unknown)", a, p->tensor_allocations,
+		p->tensor_allocations == 1 ? "" : "s");
+	if (tp->source)
+		fprintf(f, " (CUDA tensors from %s)", gs_torch_source_name(tp->source));
+	fputc('\n', f);
+	for (size_t i = 0; i < tp->nr_devs; i++) {
+		const struct gs_torch_device *d = &tp->devs[i];
+
+		gs_torch_device_name(d->key, name, sizeof(name));
+		gs_format_bytes(d->allocated, a, sizeof(a));
+		if (d->key >> 8 == GS_TORCH_DEV_CPU) {
+			fprintf(f, "    %-7s allocated %s\n", name, a);
+			continue;
+		}
+		gs_format_bytes(d->reserved, b, sizeof(b));
+		gs_format_bytes(d->reserved > d->allocated ? d->reserved - d->allocated : 0, c,
+				sizeof(c));
+		fprintf(f, "    %-7s allocated %s, reserved %s (cached %s)\n", name, a, b, c);
+	}
+	if (!p->nr_tensor_groups)
+		return;
+	fprintf(f, "  %12s %8s %9s  %s\n", "BYTES", "TENSORS", "OLDEST", "DEVICE");
+	for (size_t i = 0; i < shown(r, p->nr_tensor_groups); i++) {
+		const struct gs_leak_group *g = &p->tensor_groups[i];
+
+		gs_format_bytes(g->bytes, b, sizeof(b));
+		gs_torch_device_name(g->api, name, sizeof(name));
+		fprintf(f, "  %12s %8" PRIu64 " %8.1fs  %s\n", b, g->count,
+			age_s(r, g->oldest_ts_ns), name);
+		text_frames(f, gs_stack_table__get(stacks, g->stack_id));
+	}
+	if (shown(r, p->nr_tensor_groups) < p->nr_tensor_groups)
+		fprintf(f, "  ... %zu more tensor stacks (--top)\n",
+			p->nr_tensor_groups - shown(r, p->nr_tensor_groups));
+}
+
 static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_leak_proc_report *p,
 		      const struct gs_stack_table *stacks)
 {
@@ -98,6 +143,8 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, g->ret));
 		text_frames(f, gs_stack_table__get(stacks, g->stack_id));
 	}
+	if (p->torch)
+		text_torch(f, r, p, stacks);
 }
 
 static void text_trigger(FILE *f, const struct gs_leak_trigger *t,
@@ -106,6 +153,22 @@ static void text_trigger(FILE *f, const struct gs_leak_trigger *t,
 	const struct gs_cuda_api *api = gs_cuda_api_get(t->api);
 	char b[32];
 
+	if (t->torch) {
+		const struct gs_torch_oom_info *o = t->torch;
+		char name[16];
+
+		gs_torch_device_name(o->device, name, sizeof(name));
+		if (o->requested)
+			gs_format_bytes(o->requested, b, sizeof(b));
+		else
+			snprintf(b, sizeof(b), "unknown size");
+		fprintf(f, "TRIGGER %s: pid %d: %s%s on %s ran out of memory (%s)\n", t->kind,
+			(int)t->pid, b, o->requested_is_segment ? " (segment)" : "", name,
+			o->source == GS_TORCH_OOM_REPORT ? "c10::reportOutOfMemoryToProfiler"
+							 : "c10::OutOfMemoryError thrown");
+		text_frames(f, gs_stack_table__get(stacks, t->stack_id));
+		return;
+	}
 	if (!t->api) {
 		fprintf(f, "TRIGGER %s: pid %d: chosen by the kernel OOM killer\n", t->kind,
 			(int)t->pid);
@@ -161,6 +224,62 @@ static void json_frames(struct gs_json *j, const struct gs_stack *s)
 	gs_json__end_array(j);
 }
 
+static void json_device(struct gs_json *j, const struct gs_torch_device *d)
+{
+	char name[16];
+
+	gs_torch_device_name(d->key, name, sizeof(name));
+	gs_json__begin_object(j, NULL);
+	gs_json__string(j, "device", name);
+	gs_json__u64(j, "allocated_bytes", d->allocated);
+	gs_json__u64(j, "tensors", d->tensors);
+	if (d->key >> 8 != GS_TORCH_DEV_CPU) {
+		gs_json__u64(j, "reserved_bytes", d->reserved);
+		gs_json__u64(j, "cached_bytes",
+			     d->reserved > d->allocated ? d->reserved - d->allocated : 0);
+		gs_json__u64(j, "largest_free_segment", d->largest_free_segment);
+		gs_json__u64(j, "segments", d->segments);
+		gs_json__bool(j, "pytorch_counters", d->totals);
+	}
+	gs_json__end_object(j);
+}
+
+static void json_torch(struct gs_json *j, const struct gs_leak_report *r,
+		       const struct gs_leak_proc_report *p, const struct gs_stack_table *stacks)
+{
+	const struct gs_torch_proc *tp = p->torch;
+	char name[16];
+
+	gs_json__begin_object(j, "torch");
+	gs_json__string(j, "version", *tp->version ? tp->version : NULL);
+	gs_json__string(j, "source", tp->source ? gs_torch_source_name(tp->source) : NULL);
+	gs_json__u64(j, "tensor_bytes", p->tensor_bytes);
+	gs_json__u64(j, "tensor_allocations", p->tensor_allocations);
+	gs_json__u64(j, "unknown_frees", tp->unknown_frees);
+	gs_json__u64(j, "failed_segments", tp->failed_segments);
+	gs_json__u64(j, "ooms", tp->ooms);
+	gs_json__begin_array(j, "devices");
+	for (size_t i = 0; i < tp->nr_devs; i++)
+		json_device(j, &tp->devs[i]);
+	gs_json__end_array(j);
+	gs_json__u64(j, "stacks_total", p->nr_tensor_groups);
+	gs_json__begin_array(j, "stacks");
+	for (size_t i = 0; i < shown(r, p->nr_tensor_groups); i++) {
+		const struct gs_leak_group *g = &p->tensor_groups[i];
+
+		gs_torch_device_name(g->api, name, sizeof(name));
+		gs_json__begin_object(j, NULL);
+		gs_json__u64(j, "bytes", g->bytes);
+		gs_json__u64(j, "allocations", g->count);
+		gs_json__double(j, "oldest_age_s", age_s(r, g->oldest_ts_ns));
+		gs_json__string(j, "device", name);
+		json_frames(j, gs_stack_table__get(stacks, g->stack_id));
+		gs_json__end_object(j);
+	}
+	gs_json__end_array(j);
+	gs_json__end_object(j);
+}
+
 static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 		      const struct gs_leak_proc_report *p, const struct gs_stack_table *stacks)
 {
@@ -206,6 +325,8 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 		gs_json__end_object(j);
 	}
 	gs_json__end_array(j);
+	if (p->torch)
+		json_torch(j, r, p, stacks);
 	gs_json__end_object(j);
 }
 
@@ -217,6 +338,25 @@ static void json_trigger(struct gs_json *j, const struct gs_leak_trigger *t,
 	gs_json__begin_object(j, "trigger");
 	gs_json__string(j, "kind", t->kind);
 	gs_json__i64(j, "pid", t->pid);
+	if (t->torch) {
+		const struct gs_torch_oom_info *o = t->torch;
+		char name[16];
+
+		gs_torch_device_name(o->device, name, sizeof(name));
+		gs_json__string(j, "source",
+				o->source == GS_TORCH_OOM_REPORT ? "reportOutOfMemoryToProfiler"
+								 : "OutOfMemoryError");
+		gs_json__u64(j, "bytes_requested", o->requested);
+		gs_json__bool(j, "requested_is_segment", o->requested_is_segment);
+		gs_json__string(j, "device", name);
+		if (o->source == GS_TORCH_OOM_REPORT) {
+			gs_json__u64(j, "pytorch_allocated_bytes", o->allocated);
+			gs_json__u64(j, "pytorch_reserved_bytes", o->reserved);
+		}
+		json_frames(j, gs_stack_table__get(stacks, t->stack_id));
+		gs_json__end_object(j);
+		return;
+	}
 	if (!t->api) {
 		gs_json__end_object(j);
 		return;
@@ -254,6 +394,7 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__u64(&j, "inflight_full", r->stats[GS_STAT_INFLIGHT_FULL]);
 	gs_json__u64(&j, "stack_failed", r->stats[GS_STAT_STACK_FAILED]);
 	gs_json__u64(&j, "user_read_failed", r->stats[GS_STAT_USER_READ_FAILED]);
+	gs_json__u64(&j, "ustack_failed", r->stats[GS_STAT_USTACK_FAILED]);
 	gs_json__end_object(&j);
 	gs_json__end_object(&j);
 	fputc('\n', f);
@@ -284,23 +425,16 @@ static int cmp_fail_count(const void *a, const void *b)
 	return x->count > y->count ? -1 : x->count < y->count;
 }
 
-int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
-			       const char *comm, uint64_t now, uint64_t min_age_ns)
+int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t min_age_ns,
+			struct gs_leak_group **groups, size_t *nr, uint64_t *bytes, uint64_t *count)
 {
 	size_t n = 0, nr_groups = 0;
-	struct gs_leak_group *g;
+	struct gs_leak_group *g = malloc((gs_alloc_table__count(t) + 1) * sizeof(*g));
 
-	memset(out, 0, sizeof(*out));
-	out->pid = p->pid;
-	out->comm = comm;
-	out->failed_allocations = p->failed_allocations;
-	out->failed_frees = p->failed_frees;
-	out->unknown_frees = p->unknown_frees;
-	g = malloc((gs_alloc_table__count(p->allocs) + 1) * sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	for (size_t i = 0; i < gs_alloc_table__slots(p->allocs); i++) {
-		const struct gs_alloc *a = gs_alloc_table__at(p->allocs, i);
+	for (size_t i = 0; i < gs_alloc_table__slots(t); i++) {
+		const struct gs_alloc *a = gs_alloc_table__at(t, i);
 
 		if (!a || now - a->ts_ns < min_age_ns)
 			continue;
@@ -309,8 +443,8 @@ int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_pr
 						 .oldest_ts_ns = a->ts_ns,
 						 .stack_id = a->stack_id,
 						 .api = a->api };
-		out->outstanding_bytes += a->size;
-		out->outstanding_allocations++;
+		*bytes += a->size;
+		*count += 1;
 	}
 	qsort(g, n, sizeof(*g), cmp_group_key);
 	for (size_t i = 0; i < n; i++) {
@@ -326,10 +460,51 @@ int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_pr
 		}
 	}
 	qsort(g, nr_groups, sizeof(*g), cmp_group_bytes);
+	*groups = g;
+	*nr = nr_groups;
+	return 0;
+}
+
+int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
+			       const char *comm, uint64_t now, uint64_t min_age_ns)
+{
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = p->pid;
+	out->comm = comm;
+	out->failed_allocations = p->failed_allocations;
+	out->failed_frees = p->failed_frees;
+	out->unknown_frees = p->unknown_frees;
+	err = gs_leak_group_table(p->allocs, now, min_age_ns, &out->groups, &out->nr_groups,
+				  &out->outstanding_bytes, &out->outstanding_allocations);
+	if (err)
+		return err;
 	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
-	out->groups = g;
-	out->nr_groups = nr_groups;
 	out->fails = p->fails;
 	out->nr_fails = p->nr_fails;
 	return 0;
+}
+
+struct gs_leak_trigger gs_leak_trigger_cuda_oom(const struct gs_mem_alloc *e, uint32_t stack_id)
+{
+	return (struct gs_leak_trigger){
+		.kind = "cuda-oom",
+		.pid = (pid_t)e->hdr.pid,
+		.api = e->api,
+		.error = e->ret,
+		.bytes_requested = e->size,
+		.stack_id = stack_id,
+	};
+}
+
+struct gs_leak_trigger gs_leak_trigger_torch_oom(pid_t pid, const struct gs_torch_oom_info *o)
+{
+	return (struct gs_leak_trigger){
+		.kind = "torch-oom",
+		.pid = pid,
+		.bytes_requested = o->requested,
+		.stack_id = o->stack_id,
+		.torch = o,
+	};
 }

@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 #include "profilers/mem_accounting.h"
+#include "profilers/torch_acct.h"
 
 struct gs_stack_table;
 
@@ -34,17 +35,29 @@ struct gs_leak_proc_report {
 	size_t nr_groups;
 	struct gs_fail_group *fails; /* sorted by count */
 	size_t nr_fails;
+	/* PyTorch: NULL when the process showed none; tensor groups' api is the device key */
+	struct gs_torch_proc *torch;
+	struct gs_leak_group *tensor_groups;
+	size_t nr_tensor_groups;
+	uint64_t tensor_bytes, tensor_allocations;
 };
 
 /* what made a report be written at that moment (the daemon's triggers) */
 struct gs_leak_trigger {
-	const char *kind; /* "cuda-oom"; "oom-kill" (no API: the kernel chose the process) */
+	/* "cuda-oom"; "torch-oom" (torch set, no API); "oom-kill" (no API: the kernel chose) */
+	const char *kind;
 	pid_t pid;
 	uint16_t api;
 	int32_t error;
 	uint64_t bytes_requested;
-	uint32_t stack_id; /* the failing call's stack */
+	uint32_t stack_id;		       /* the failing call's stack */
+	const struct gs_torch_oom_info *torch; /* "torch-oom": what PyTorch's allocator said */
 };
+
+/* The trigger of a CUDA allocation call that failed (error 2: out of memory). */
+struct gs_leak_trigger gs_leak_trigger_cuda_oom(const struct gs_mem_alloc *e, uint32_t stack_id);
+/* The trigger of a PyTorch out-of-memory in process pid (o is borrowed by the result). */
+struct gs_leak_trigger gs_leak_trigger_torch_oom(pid_t pid, const struct gs_torch_oom_info *o);
 
 struct gs_leak_report {
 	const char *reason; /* "final", "interval", "exit", "exec", "trigger", "snapshot" */
@@ -57,6 +70,13 @@ struct gs_leak_report {
 	uint64_t stats[GS_STAT__MAX];
 };
 
+/*
+ * Groups the entries of t at least min_age_ns old at now by (stack, API), largest first:
+ * *groups (caller frees) and *nr; adds their bytes and count to *bytes and *count.
+ */
+int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t min_age_ns,
+			struct gs_leak_group **groups, size_t *nr, uint64_t *bytes,
+			uint64_t *count);
 /*
  * Fills out with the allocations p holds that are at least min_age_ns old at now (CLOCK_MONOTONIC),
  * grouped by (stack, API) and sorted by bytes; sorts p's failures by count. Returns 0 or

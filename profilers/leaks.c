@@ -19,12 +19,16 @@
 
 #define POLL_MS 100
 
+enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH };
+
 struct leaks_opts {
 	struct gs_common_opts common;
 	double interval_s;
 	double min_age_s;
 	size_t top;
 	bool json;
+	bool no_torch;
+	bool on_oom;
 };
 
 struct leaks {
@@ -32,6 +36,7 @@ struct leaks {
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
 	struct gs_mem_accounting mem;
+	struct gs_torch_acct torch;
 	FILE *out;
 	int error; /* first fatal error inside a callback */
 };
@@ -44,20 +49,79 @@ static void fatal(struct leaks *l, int err)
 	}
 }
 
+static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only,
+			const struct gs_leak_trigger *trigger);
+
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct leaks *l = ctx;
-	int err = gs_mem_accounting__alloc(&l->mem, e, NULL);
+	struct gs_leak_trigger t;
+	uint32_t stack_id;
+	int err;
 
-	if (err)
+	/* the caching allocator's segments are PyTorch's reserved memory, not raw allocations */
+	if (!l->opts.no_torch && gs_torch_acct__segment_alloc(&l->torch, e))
+		return;
+	err = gs_mem_accounting__alloc(&l->mem, e, &stack_id);
+	if (err) {
 		fatal(l, err);
+	} else if (l->opts.on_oom &&
+		   e->ret == 2) { /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+		t = gs_leak_trigger_cuda_oom(e, stack_id);
+		write_report(l, "trigger", gs_mem_accounting__find(&l->mem, (pid_t)e->hdr.pid), &t);
+	}
 }
 
 static void on_free(void *ctx, const struct gs_mem_free *e)
 {
 	struct leaks *l = ctx;
 
+	if (!l->opts.no_torch && gs_torch_acct__segment_free(&l->torch, e))
+		return;
 	gs_mem_accounting__free(&l->mem, e);
+}
+
+/* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
+{
+	struct leaks *l = ctx;
+	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
+
+	if (l->opts.no_torch || !api || e->ret)
+		return;
+	if (api->shape == GS_SHAPE_MAP)
+		gs_torch_acct__segment_map(&l->torch, &e->hdr, e->args[0], e->args[1], e->frames,
+					   e->nr_frames);
+	else if (api->shape == GS_SHAPE_UNMAP)
+		gs_torch_acct__segment_unmap(&l->torch, &e->hdr, e->args[0]);
+}
+
+static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
+{
+	struct leaks *l = ctx;
+	int err = gs_torch_acct__tensor(&l->torch, e);
+
+	/* every PyTorch process gets a report, CPU-only ones too */
+	if (!err && !gs_mem_accounting__get(&l->mem, (pid_t)e->hdr.pid))
+		err = -ENOMEM;
+	if (err)
+		fatal(l, err);
+}
+
+static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
+{
+	struct leaks *l = ctx;
+	struct gs_torch_oom_info info;
+	struct gs_leak_trigger t;
+	struct gs_mem_proc *p = gs_mem_accounting__get(&l->mem, (pid_t)e->hdr.pid);
+	int ret = gs_torch_acct__oom(&l->torch, e, &info);
+
+	if (ret < 0 || !p)
+		fatal(l, ret < 0 ? ret : -ENOMEM);
+	else if (ret == 1 && l->opts.on_oom) {
+		t = gs_leak_trigger_torch_oom(p->pid, &info);
+		write_report(l, "trigger", p, &t);
+	}
 }
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
@@ -67,19 +131,41 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 	gs_mem_accounting__free_ret(&l->mem, e);
 }
 
-static bool has_anything(const struct gs_mem_proc *p)
+/* The shared report of p, plus the tensors PyTorch's allocator holds for it. */
+static int build_proc_report(struct leaks *l, struct gs_mem_proc *p, uint64_t now,
+			     struct gs_leak_proc_report *out)
 {
-	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees;
+	uint64_t min_age_ns = (uint64_t)(l->opts.min_age_s * 1e9);
+	struct gs_torch_proc *tp = gs_torch_acct__find(&l->torch, p->pid);
+	int err;
+
+	err = gs_leak_proc_report__build(out, p, gs_tracker__comm(l->tracker, p->pid), now,
+					 min_age_ns);
+	if (err || !tp)
+		return err;
+	gs_torch_proc__update(tp);
+	out->torch = tp;
+	return gs_leak_group_table(tp->blocks, now, min_age_ns, &out->tensor_groups,
+				   &out->nr_tensor_groups, &out->tensor_bytes,
+				   &out->tensor_allocations);
+}
+
+static bool has_anything(struct leaks *l, const struct gs_mem_proc *p)
+{
+	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees ||
+	       gs_torch_acct__find(&l->torch, p->pid);
 }
 
 /* Writes one report over the given processes (all of them when only is NULL). */
-static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only)
+static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only,
+			const struct gs_leak_trigger *trigger)
 {
 	struct gs_leak_report r = {
 		.reason = reason,
 		.now_ns = gs_clock_ns(CLOCK_MONOTONIC),
 		.min_age_s = l->opts.min_age_s,
 		.top = l->opts.top,
+		.trigger = trigger,
 	};
 	int err = 0;
 
@@ -89,14 +175,13 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 	for (size_t i = 0; i < l->mem.nr_procs && !err; i++) {
 		struct gs_mem_proc *p = &l->mem.procs[i];
 
-		if ((only && p != only) || (!only && !has_anything(p)))
+		if ((only && p != only) || (!only && !has_anything(l, p)))
 			continue;
-		err = gs_leak_proc_report__build(&r.procs[r.nr_procs], p,
-						 gs_tracker__comm(l->tracker, p->pid), r.now_ns,
-						 (uint64_t)(l->opts.min_age_s * 1e9));
+		err = build_proc_report(l, p, r.now_ns, &r.procs[r.nr_procs]);
 		if (!err) {
-			r.procs[r.nr_procs].exited = only && strcmp(reason, "interval");
-			r.procs[r.nr_procs].exec = only && !strcmp(reason, "exec");
+			r.procs[r.nr_procs].exited =
+				!strcmp(reason, "exit") || !strcmp(reason, "exec");
+			r.procs[r.nr_procs].exec = !strcmp(reason, "exec");
 			r.nr_procs++;
 		}
 	}
@@ -108,8 +193,10 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 			gs_leak_report__write_text(l->out, &r, l->stacks);
 		fflush(l->out);
 	}
-	for (size_t i = 0; i < r.nr_procs; i++)
+	for (size_t i = 0; i < r.nr_procs; i++) {
 		free(r.procs[i].groups);
+		free(r.procs[i].tensor_groups);
+	}
 	free(r.procs);
 	return err;
 }
@@ -118,15 +205,20 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct leaks *l = ctx;
 	struct gs_mem_proc *p = gs_mem_accounting__find(&l->mem, pid);
+	struct gs_torch_proc *tp = gs_torch_acct__find(&l->torch, pid);
 
 	/* a target that never allocated still gets its (empty) exit report */
 	if (!p && (exec || !(p = gs_mem_accounting__get(&l->mem, pid))))
 		return;
-	write_report(l, exec ? "exec" : "exit", p);
+	write_report(l, exec ? "exec" : "exit", p, NULL);
 	if (exec)
 		gs_alloc_table__clear(p->allocs);
 	else
 		gs_mem_accounting__remove(&l->mem, p);
+	if (tp && exec)
+		gs_torch_acct__clear(tp);
+	else if (tp)
+		gs_torch_acct__remove(&l->torch, tp);
 }
 
 static const struct argp_option leaks_options[] = {
@@ -134,6 +226,11 @@ static const struct argp_option leaks_options[] = {
 	{ "min-age", 'm', "SECS", 0, "Only allocations at least SECS old", 0 },
 	{ "top", 't', "N", 0, "Stacks shown per process (default 10, 0: all)", 0 },
 	{ "format", 'f', "FMT", 0, "text (default) or json: one JSON document per report", 0 },
+	{ "on-oom", OPT_ON_OOM, NULL, 0,
+	  "Also report at each out-of-memory: PyTorch's, or a CUDA allocation failing with error 2",
+	  0 },
+	{ "no-torch", OPT_NO_TORCH, NULL, 0,
+	  "Ignore PyTorch: no tensors, its segments shown as plain CUDA allocations", 0 },
 	{ 0 },
 };
 
@@ -159,6 +256,12 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 		if (*end || *arg == '-')
 			argp_error(state, "invalid --top '%s'", arg);
 		break;
+	case OPT_ON_OOM:
+		o->on_oom = true;
+		break;
+	case OPT_NO_TORCH:
+		o->no_torch = true;
+		break;
 	case 'f':
 		if (!strcmp(arg, "json"))
 			o->json = true;
@@ -177,14 +280,16 @@ static const struct argp_child leaks_children[] = {
 };
 
 static const char leaks_doc[] =
-	"Report outstanding CUDA allocations per process, grouped by the stack that made them.\v"
+	"Report outstanding CUDA allocations and PyTorch tensors per process, grouped by the "
+	"stack that made them.\v"
 	"Reports are written at the end (-d, Ctrl-C, SIGTERM), every --interval, and when a "
 	"target exits.\n\n"
 	"EXAMPLES:\n"
 	"  gpusnoop leaks -p 1234 -d 30           # what pid 1234 allocates and keeps for 30s\n"
 	"  gpusnoop leaks -p 1234 -i 10 -m 5      # every 10s, allocations older than 5s\n"
 	"  gpusnoop leaks --format json -- ./train  # run ./train, JSON report at its exit\n"
-	"  gpusnoop leaks -a -d 60 -o leaks.txt   # every CUDA process on the host";
+	"  gpusnoop leaks -a -d 60 -o leaks.txt   # every CUDA process on the host\n"
+	"  gpusnoop leaks --on-oom -p 1234        # who held what when PyTorch ran out";
 
 static const struct argp leaks_argp = {
 	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc, leaks_children,
@@ -213,14 +318,14 @@ static int run_loop(struct leaks *l)
 		if (duration_ns && now - start >= duration_ns)
 			break;
 		if (interval_ns && now >= next_report) {
-			write_report(l, "interval", NULL);
+			write_report(l, "interval", NULL, NULL);
 			next_report += interval_ns;
 		}
 	}
 	gs_tracker__poll(l->tracker, 0); /* what arrived before the stop */
 	if (l->error)
 		return l->error;
-	return write_report(l, "final", NULL);
+	return write_report(l, "final", NULL, NULL);
 }
 
 int gs_cmd_leaks(int argc, char **argv)
@@ -232,6 +337,9 @@ int gs_cmd_leaks(int argc, char **argv)
 		.mem_alloc = on_alloc,
 		.mem_free = on_free,
 		.mem_free_ret = on_free_ret,
+		.cuda_call = on_cuda_call,
+		.torch_mem = on_torch_mem,
+		.torch_oom = on_torch_oom,
 		.proc_gone = on_proc_gone,
 	};
 	int err, status = 1;
@@ -249,6 +357,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		}
 	}
 	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));
+	topts.torch = !l.opts.no_torch;
 	if (gs_tracker__open(&l.tracker, &topts, &ops))
 		goto out_close;
 	l.stacks = gs_stack_table__new(gs_tracker__symcache(l.tracker));
@@ -257,6 +366,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		goto out_free;
 	}
 	gs_mem_accounting__init(&l.mem, l.stacks);
+	gs_torch_acct__init(&l.torch, l.stacks, gs_tracker__symcache(l.tracker));
 	if (gs_tracker__start(l.tracker))
 		goto out_free;
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
@@ -264,12 +374,14 @@ int gs_cmd_leaks(int argc, char **argv)
 	err = run_loop(&l);
 	status = err ? 1 : 0;
 	if (!err && !gs_tracker__saw_cuda(l.tracker) && !l.opts.common.all) {
-		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
+		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
+		       "or PyTorch (libc10)");
 		status = 1;
 	}
 
 out_free:
 	gs_mem_accounting__release(&l.mem);
+	gs_torch_acct__release(&l.torch);
 	gs_stack_table__free(l.stacks);
 	gs_tracker__free(l.tracker);
 out_close:

@@ -18,6 +18,7 @@
 #include "profilers/options.h"
 #include "profilers/record_summary.h"
 #include "profilers/subcommands.h"
+#include "profilers/torch_acct.h"
 #include "profilers/tracker.h"
 #include "stitch/chrome_trace.h"
 #include "stitch/reorder.h"
@@ -54,6 +55,7 @@ struct record {
 	struct gs_stack_table *stacks;
 	struct gs_kernel_names *names;
 	struct gs_mem_accounting mem;
+	struct gs_torch_acct torch;
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
 	struct gs_chrome_trace trace; /* the output file */
@@ -224,6 +226,72 @@ static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 	}
 }
 
+/* Two counter tracks per device of a PyTorch process: allocated and reserved bytes. */
+static void torch_counters(struct record *r, pid_t pid, uint64_t ts_ns)
+{
+	struct gs_torch_proc *p = gs_torch_acct__find(&r->torch, pid);
+	char dev[16], name[64];
+
+	if (!p)
+		return;
+	gs_torch_proc__update(p);
+	for (size_t i = 0; i < p->nr_devs; i++) {
+		const struct gs_torch_device *d = &p->devs[i];
+
+		if (d->key == GS_TORCH_DEV_UNKNOWN)
+			continue; /* a new segment, until its first tensor names the device */
+		gs_torch_device_name(d->key, dev, sizeof(dev));
+		snprintf(name, sizeof(name), "PyTorch %s allocated", dev);
+		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, name, ts_ns, "bytes",
+					 d->allocated);
+		render_end(r);
+		if (d->key >> 8 == GS_TORCH_DEV_CPU)
+			continue;
+		snprintf(name, sizeof(name), "PyTorch %s reserved", dev);
+		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, name, ts_ns, "bytes",
+					 d->reserved);
+		render_end(r);
+	}
+}
+
+static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
+{
+	struct record *r = ctx;
+	int err = gs_torch_acct__tensor(&r->torch, e);
+
+	if (err) {
+		fatal(r, err);
+		return;
+	}
+	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
+	torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+}
+
+/* an instant event on the thread that ran out, with what was requested */
+static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
+{
+	struct record *r = ctx;
+	struct gs_torch_oom_info info;
+	struct gs_json *j;
+	char dev[16];
+	int ret = gs_torch_acct__oom(&r->torch, e, &info);
+
+	if (ret < 0)
+		fatal(r, ret);
+	if (ret != 1)
+		return;
+	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
+	j = gs_chrome_trace__event(render_begin(r, e->hdr.ts_ns), "i", "PyTorch out of memory",
+				   "torch_oom", e->hdr.pid, e->hdr.tid, e->hdr.ts_ns);
+	gs_json__string(j, "s", "t");
+	gs_json__begin_object(j, "args");
+	gs_torch_device_name(info.device, dev, sizeof(dev));
+	gs_json__u64(j, "requested", info.requested);
+	gs_json__string(j, "device", dev);
+	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
+	end_slice(r, j);
+}
+
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct record *r = ctx;
@@ -234,6 +302,11 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 		fatal(r, err);
 		return;
 	}
+	if (r->opts.families & GS_FAM_BIT(GS_FAM_TORCH) &&
+	    gs_torch_acct__segment_alloc(&r->torch, e))
+		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+	if (!(r->opts.families & GS_FAM_BIT(GS_FAM_MEM)))
+		return; /* probed for torch-mem's segments only */
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
 	gs_json__u64(j, "bytes", e->size);
 	if (!e->ret)
@@ -251,7 +324,10 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	struct record *r = ctx;
 
 	gs_mem_accounting__free(&r->mem, e);
-	if (e->ptr)
+	if (r->opts.families & GS_FAM_BIT(GS_FAM_TORCH) &&
+	    gs_torch_acct__segment_free(&r->torch, e))
+		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+	if (e->ptr && r->opts.families & GS_FAM_BIT(GS_FAM_MEM))
 		memory_counter(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
 
@@ -261,6 +337,8 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 	struct gs_json *j;
 
 	gs_mem_accounting__free_ret(&r->mem, e);
+	if (!(r->opts.families & GS_FAM_BIT(GS_FAM_MEM)))
+		return;
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
 	hex_arg(j, "ptr", e->ptr);
 	error_args(j, e->api, e->ret);
@@ -381,6 +459,16 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	case GS_FAM_NAMES:
 		learn_name(r, api, e);
 		break;
+	case GS_FAM_MEM: /* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+		if (!(r->opts.families & GS_FAM_BIT(GS_FAM_TORCH)) || e->ret)
+			break;
+		if (api->shape == GS_SHAPE_MAP)
+			gs_torch_acct__segment_map(&r->torch, &e->hdr, e->args[0], e->args[1],
+						   e->frames, e->nr_frames);
+		else if (api->shape == GS_SHAPE_UNMAP)
+			gs_torch_acct__segment_unmap(&r->torch, &e->hdr, e->args[0]);
+		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+		break;
 	default:
 		break;
 	}
@@ -459,8 +547,13 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
 	struct gs_mem_proc *p = gs_mem_accounting__find(&r->mem, pid);
+	struct gs_torch_proc *tp = gs_torch_acct__find(&r->torch, pid);
 
 	gs_kernel_names__forget(r->names, pid);
+	if (tp && exec)
+		gs_torch_acct__clear(tp);
+	else if (tp)
+		gs_torch_acct__remove(&r->torch, tp);
 	if (p && exec) {
 		gs_alloc_table__clear(p->allocs);
 		memory_counter(r, pid, gs_clock_ns(CLOCK_MONOTONIC));
@@ -505,6 +598,7 @@ static void write_metadata(struct record *r)
 	gs_json__u64(j, "inflight_full", stats[GS_STAT_INFLIGHT_FULL]);
 	gs_json__u64(j, "stack_failed", stats[GS_STAT_STACK_FAILED]);
 	gs_json__u64(j, "user_read_failed", stats[GS_STAT_USER_READ_FAILED]);
+	gs_json__u64(j, "ustack_failed", stats[GS_STAT_USTACK_FAILED]);
 	gs_json__end_object(j);
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");
@@ -652,6 +746,8 @@ int gs_cmd_record(int argc, char **argv)
 		.mem_free_ret = on_free_ret,
 		.cuda_call = on_cuda_call,
 		.cpu_sample = on_cpu_sample,
+		.torch_mem = on_torch_mem,
+		.torch_oom = on_torch_oom,
 		.proc_gone = on_proc_gone,
 	};
 	struct gs_tracker_opts topts;
@@ -660,7 +756,7 @@ int gs_cmd_record(int argc, char **argv)
 
 	r.opts.families = GS_FAM_BIT(GS_FAM_MEM) | GS_FAM_BIT(GS_FAM_LAUNCH) |
 			  GS_FAM_BIT(GS_FAM_NAMES) | GS_FAM_BIT(GS_FAM_SYNC) |
-			  GS_FAM_BIT(GS_FAM_COPY);
+			  GS_FAM_BIT(GS_FAM_COPY) | GS_FAM_BIT(GS_FAM_TORCH);
 	if (argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, &r.opts))
 		return 1;
 	if (gs_common_opts__finish(&r.opts.common))
@@ -676,7 +772,12 @@ int gs_cmd_record(int argc, char **argv)
 		gs_err("%s: %s", r.opts.common.output, strerror(errno));
 		return 1;
 	}
-	topts = gs_common_opts__tracker(&r.opts.common, r.opts.families);
+	/* PyTorch's reserved memory is the caching allocator's cudaMalloc/cudaFree */
+	topts = gs_common_opts__tracker(
+		&r.opts.common,
+		r.opts.families |
+			(r.opts.families & GS_FAM_BIT(GS_FAM_TORCH) ? GS_FAM_BIT(GS_FAM_MEM) : 0));
+	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
 	topts.free_returns = true; /* every free is a slice with its duration */
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
 		goto out_close;
@@ -703,6 +804,7 @@ int gs_cmd_record(int argc, char **argv)
 			gs_warn("/proc/kallsyms: %s: kernel frames stay unnamed", strerror(errno));
 	}
 	gs_mem_accounting__init(&r.mem, r.stacks);
+	gs_torch_acct__init(&r.torch, r.stacks, gs_tracker__symcache(r.tracker));
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	/* from here on the file is always finished, whatever stops the recording */
@@ -729,6 +831,7 @@ out_free:
 		fclose(r.render_f);
 	free(r.render_buf);
 	gs_mem_accounting__release(&r.mem);
+	gs_torch_acct__release(&r.torch);
 	gs_record_summary__free(r.summary);
 	gs_addr_map__free(r.named);
 	gs_kernel_names__free(r.names);

@@ -14,6 +14,12 @@ struct bpf_map;
 struct gs_symcache;
 struct gs_tracker;
 
+/* --stacks: how user stacks are unwound */
+enum gs_stack_mode {
+	GS_STACKS_FP = 0, /* frame pointers, by the kernel at the probe (bpf_get_stack) */
+	GS_STACKS_DWARF,  /* a copied stack slice, unwound here with the files' CFI */
+};
+
 struct gs_tracker_opts {
 	const pid_t *pids; /* -p */
 	size_t nr_pids;
@@ -23,6 +29,8 @@ struct gs_tracker_opts {
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
 	bool free_returns; /* report every free's return, not only failures */
 	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
+	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
+	enum gs_stack_mode stacks;
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -35,6 +43,8 @@ struct gs_tracker_ops {
 	void (*cpu_sample)(void *ctx, const struct gs_cpu_sample *e);
 	/* the kernel OOM killer chose target pid (before it is gone); needs opts.oom_kills */
 	void (*oom_kill)(void *ctx, pid_t pid);
+	void (*torch_mem)(void *ctx, const struct gs_torch_mem *e);
+	void (*torch_oom)(void *ctx, const struct gs_torch_oom *e);
 	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
 	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
 };
@@ -54,7 +64,7 @@ int gs_tracker__start(struct gs_tracker *t);
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
 /* True once every -p/-- target is gone (never in -a mode). */
 bool gs_tracker__done(const struct gs_tracker *t);
-/* True once some target had CUDA probes attached. */
+/* True once some target had CUDA (or PyTorch) probes attached. */
 bool gs_tracker__saw_cuda(const struct gs_tracker *t);
 /* Loss counters summed over CPUs, indexed by enum gs_stat. */
 void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX]);
@@ -63,6 +73,15 @@ struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t);
 /* The spawned command's pid, 0 without one; its exit status once it was reaped. */
 pid_t gs_tracker__child(const struct gs_tracker *t);
 int gs_tracker__child_status(const struct gs_tracker *t);
+/*
+ * --stacks dwarf: for a record whose hdr has GS_EV_F_USTACK, unwinds the GS_EV_USTACK slice
+ * that came before it into frames (innermost first, at most GS_MAX_STACK). Returns the
+ * number of frames, or 0
+ * when there is no such slice (keep the record's frame-pointer frames then). The memory
+ * records of the tracker's own ops arrive with their frames already replaced.
+ */
+size_t gs_tracker__unwind(struct gs_tracker *t, const struct gs_event_hdr *hdr, __u64 *frames,
+			  size_t max_frames);
 /* Comm of pid as last read (borrowed), "?" when unknown. */
 const char *gs_tracker__comm(struct gs_tracker *t, pid_t pid);
 void gs_tracker__free(struct gs_tracker *t);

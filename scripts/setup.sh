@@ -11,6 +11,9 @@ PACKAGES=(
 	libmicrohttpd-dev # gpusnoop daemon: the Prometheus metrics endpoint
 	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
+	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
+	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like test fixtures
+	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU)
 )
 
 missing=()

@@ -314,6 +314,18 @@ const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_
 	return NULL;
 }
 
+int gs_elf__for_each_function(const struct gs_elf *elf,
+			      int (*fn)(const char *name, uint64_t vaddr, void *ctx), void *ctx)
+{
+	for (size_t i = 0; i < elf->nr_syms; i++) {
+		int ret = fn(elf->syms[i].name, elf->syms[i].addr, ctx);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 const char *gs_elf__interp(const struct gs_elf *elf)
 {
 	return elf->interp;

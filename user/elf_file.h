@@ -36,6 +36,13 @@ struct gs_elf_kernel_handle {
 };
 size_t gs_elf__kernel_handles(const struct gs_elf *elf, const struct gs_elf_kernel_handle **out);
 
+/*
+ * Calls fn for every function symbol (mangled name, link-time address), in address order,
+ * until it returns non-zero; returns that value, or 0.
+ */
+int gs_elf__for_each_function(const struct gs_elf *elf,
+			      int (*fn)(const char *name, uint64_t vaddr, void *ctx), void *ctx);
+
 /* PT_INTERP of an executable (borrowed), or NULL. */
 const char *gs_elf__interp(const struct gs_elf *elf);
 size_t gs_elf__nr_symbols(const struct gs_elf *elf);

@@ -14,6 +14,10 @@ _Static_assert(offsetof(struct gs_cuda_call, frames) == 296, "gs_cuda_call frame
 _Static_assert(offsetof(struct gs_cpu_sample, frames) == 48 + 8 * GS_CPU_KERNEL_STACK,
 	       "gs_cpu_sample frames offset");
 _Static_assert(sizeof(struct gs_cpu_key) == 32, "gs_cpu_key layout");
+_Static_assert(offsetof(struct gs_torch_mem, frames) == 72, "gs_torch_mem frames offset");
+_Static_assert(offsetof(struct gs_torch_oom, frames) == 56, "gs_torch_oom frames offset");
+_Static_assert(offsetof(struct gs_ustack, data) == 32, "gs_ustack data offset");
+_Static_assert(sizeof(struct gs_ustack_event) == 24 + 32 + GS_USTACK_BYTES, "gs_ustack_event");
 
 int gs_event_decode(const void *data, size_t size)
 {
@@ -22,6 +26,9 @@ int gs_event_decode(const void *data, size_t size)
 	const struct gs_mem_free_ret *free_ret = data;
 	const struct gs_cuda_call *call = data;
 	const struct gs_cpu_sample *sample = data;
+	const struct gs_torch_mem *tmem = data;
+	const struct gs_torch_oom *toom = data;
+	const struct gs_ustack_event *ustack = data;
 	size_t need;
 
 	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
@@ -60,6 +67,23 @@ int gs_event_decode(const void *data, size_t size)
 		    sample->nr_kernel > GS_CPU_KERNEL_STACK)
 			return -EINVAL;
 		need += sample->nr_frames * sizeof(sample->frames[0]);
+		break;
+	case GS_EV_TORCH_MEM:
+		need = offsetof(struct gs_torch_mem, frames);
+		if (hdr->size < need || tmem->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += tmem->nr_frames * sizeof(tmem->frames[0]);
+		break;
+	case GS_EV_TORCH_OOM:
+		need = offsetof(struct gs_torch_oom, frames);
+		if (hdr->size < need || toom->nr_frames > GS_MAX_STACK)
+			return -EINVAL;
+		need += toom->nr_frames * sizeof(toom->frames[0]);
+		break;
+	case GS_EV_USTACK:
+		need = sizeof(struct gs_ustack_event);
+		if (hdr->size < need || ustack->st.size > GS_USTACK_BYTES)
+			return -EINVAL;
 		break;
 	default:
 		return -ENOENT;

@@ -58,6 +58,38 @@ void gs_links__free(struct gs_links *links)
 	free(links);
 }
 
+static int grow(struct gs_links *links)
+{
+	size_t cap;
+	struct bpf_link **grown;
+
+	if (links->nr < links->cap)
+		return 0;
+	cap = links->cap ? links->cap * 2 : 64;
+	grown = realloc(links->links, cap * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	links->links = grown;
+	links->cap = cap;
+	return 0;
+}
+
+int gs_links__attach_usdt(struct gs_links *links, struct bpf_program *prog, pid_t pid,
+			  const char *path, const char *provider, const char *name, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = cookie);
+	struct bpf_link *link;
+	int err = grow(links);
+
+	if (err)
+		return err;
+	link = bpf_program__attach_usdt(prog, pid, path, provider, name, &opts);
+	if (!link)
+		return -errno;
+	links->links[links->nr++] = link;
+	return 0;
+}
+
 int gs_links__attach_uprobe(struct gs_links *links, struct bpf_program *prog, pid_t pid,
 			    const char *path, uint64_t off, bool retprobe, uint64_t cookie)
 {

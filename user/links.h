@@ -21,6 +21,10 @@ void gs_links__free(struct gs_links *links);
  */
 int gs_links__attach_uprobe(struct gs_links *links, struct bpf_program *prog, pid_t pid,
 			    const char *path, uint64_t off, bool retprobe, uint64_t cookie);
+/* Attaches prog to the USDT probe provider:name in path (its semaphore is bumped by libbpf). */
+int gs_links__attach_usdt(struct gs_links *links, struct bpf_program *prog, pid_t pid,
+			  const char *path, const char *provider, const char *name,
+			  uint64_t cookie);
 size_t gs_links__count(const struct gs_links *links);
 
 #endif /* GS_LINKS_H */

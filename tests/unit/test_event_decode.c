@@ -65,6 +65,8 @@ GS_TEST(each_type_needs_its_fixed_part)
 		{ GS_EV_MEM_FREE, sizeof(struct gs_mem_free) },
 		{ GS_EV_MEM_FREE_RET, offsetof(struct gs_mem_free_ret, frames) },
 		{ GS_EV_CUDA_CALL, offsetof(struct gs_cuda_call, frames) },
+		{ GS_EV_TORCH_MEM, offsetof(struct gs_torch_mem, frames) },
+		{ GS_EV_TORCH_OOM, offsetof(struct gs_torch_oom, frames) },
 	};
 	union {
 		struct gs_event_hdr hdr;
@@ -115,6 +117,30 @@ GS_TEST(cpu_sample_stacks_must_fit)
 	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -EINVAL);
 }
 
+GS_TEST(torch_frames_must_fit)
+{
+	struct gs_torch_mem m;
+	struct gs_torch_oom o;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = GS_EV_TORCH_MEM;
+	m.nr_frames = 2;
+	m.hdr.size = offsetof(struct gs_torch_mem, frames) + 2 * 8;
+	GS_EXPECT_EQ(gs_event_decode(&m, sizeof(m)), GS_EV_TORCH_MEM);
+	m.nr_frames = 3;
+	GS_EXPECT_EQ(gs_event_decode(&m, sizeof(m)), -EINVAL);
+	m.nr_frames = GS_MAX_STACK + 1;
+	m.hdr.size = sizeof(m);
+	GS_EXPECT_EQ(gs_event_decode(&m, sizeof(m)), -EINVAL);
+	memset(&o, 0, sizeof(o));
+	o.hdr.type = GS_EV_TORCH_OOM;
+	o.nr_frames = 1;
+	o.hdr.size = offsetof(struct gs_torch_oom, frames) + 8;
+	GS_EXPECT_EQ(gs_event_decode(&o, sizeof(o)), GS_EV_TORCH_OOM);
+	o.nr_frames = 2;
+	GS_EXPECT_EQ(gs_event_decode(&o, sizeof(o)), -EINVAL);
+}
+
 GS_TEST(unknown_type_is_reported_as_such)
 {
 	struct gs_proc_event e;
@@ -127,4 +153,4 @@ GS_TEST(unknown_type_is_reported_as_such)
 
 GS_TEST_MAIN(alloc_with_frames_is_valid, alloc_claiming_more_frames_than_it_holds,
 	     header_size_must_fit_the_record, each_type_needs_its_fixed_part, call_frames_must_fit,
-	     cpu_sample_stacks_must_fit, unknown_type_is_reported_as_such)
+	     cpu_sample_stacks_must_fit, torch_frames_must_fit, unknown_type_is_reported_as_such)

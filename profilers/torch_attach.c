@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* torch_attach.c: PyTorch library discovery per process and the choice of tensor source. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "torch.skel.h"
+#include "profilers/torch_attach.h"
+#include "profilers/torch_syms.h"
+#include "user/elf_file.h"
+#include "user/links.h"
+#include "user/log.h"
+#include "user/proc_maps.h"
+#include "user/symcache.h"
+
+#define CXA_THROW "__cxa_throw"
+
+struct probed_file {
+	pid_t scope;
+	uint64_t dev, inode;
+};
+
+struct gs_torch_attach {
+	struct torch_bpf *skel;
+	struct gs_links *links;
+	struct gs_symcache *symcache;
+	struct probed_file *files;
+	size_t nr_files, cap_files;
+};
+
+/* where each hook is in one file (link-time addresses; 0 when absent) */
+struct hooks {
+	uint64_t vaddr[GS_TORCH_HOOK__MAX];
+};
+
+struct gs_torch_attach *gs_torch_attach__new(struct torch_bpf *skel, struct gs_links *links,
+					     struct gs_symcache *symcache)
+{
+	struct gs_torch_attach *ta = calloc(1, sizeof(*ta));
+
+	if (!ta)
+		return NULL;
+	ta->skel = skel;
+	ta->links = links;
+	ta->symcache = symcache;
+	return ta;
+}
+
+void gs_torch_attach__free(struct gs_torch_attach *ta)
+{
+	if (!ta)
+		return;
+	free(ta->files);
+	free(ta);
+}
+
+void gs_torch_attach__forget(struct gs_torch_attach *ta, pid_t scope)
+{
+	for (size_t i = 0; i < ta->nr_files;) {
+		if (ta->files[i].scope == scope)
+			ta->files[i] = ta->files[--ta->nr_files];
+		else
+			i++;
+	}
+}
+
+/* true the first time (scope, file) is seen; remembered even if attaching then fails */
+static bool first_time(struct gs_torch_attach *ta, pid_t scope, const struct gs_mapping *m)
+{
+	struct probed_file *grown;
+
+	for (size_t i = 0; i < ta->nr_files; i++)
+		if (ta->files[i].scope == scope && ta->files[i].dev == m->dev &&
+		    ta->files[i].inode == m->inode)
+			return false;
+	if (ta->nr_files == ta->cap_files) {
+		size_t cap = ta->cap_files ? ta->cap_files * 2 : 16;
+
+		grown = realloc(ta->files, cap * sizeof(*grown));
+		if (!grown)
+			return false;
+		ta->files = grown;
+		ta->cap_files = cap;
+	}
+	ta->files[ta->nr_files++] =
+		(struct probed_file){ .scope = scope, .dev = m->dev, .inode = m->inode };
+	return true;
+}
+
+static int note_hook(const char *name, uint64_t vaddr, void *ctx)
+{
+	struct hooks *h = ctx;
+	enum gs_torch_hook hook = gs_torch_classify_symbol(name);
+
+	if (hook != GS_TORCH_HOOK_NONE && !h->vaddr[hook])
+		h->vaddr[hook] = vaddr;
+	return 0;
+}
+
+static int attach_at(struct gs_torch_attach *ta, struct gs_elf *elf, const char *path, pid_t scope,
+		     uint64_t vaddr, struct bpf_program *prog, bool ret)
+{
+	uint64_t off;
+
+	if (!vaddr)
+		return -ENOENT;
+	if (gs_elf__vaddr_to_offset(elf, vaddr, &off))
+		return -ENOEXEC;
+	return gs_links__attach_uprobe(ta->links, prog, scope, path, off, ret, 0);
+}
+
+static const char *who(pid_t scope, char *buf, size_t len)
+{
+	if (scope > 0)
+		snprintf(buf, len, "pid %d", (int)scope);
+	else
+		snprintf(buf, len, "all processes");
+	return buf;
+}
+
+/* The file and symbols of a mapping; false (logged) when unreadable. */
+static bool open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			 const struct gs_mapping *m, char *path, size_t len, struct gs_elf **elf)
+{
+	int err = gs_mapping__open_path(maps, m, path, len);
+
+	*elf = gs_symcache__elf(ta->symcache, maps, m);
+	if (err || !*elf) {
+		gs_warn("%s: cannot read: %s", m->path, strerror(err ? -err : errno));
+		return false;
+	}
+	return true;
+}
+
+static void attach_c10(struct gs_torch_attach *ta, const struct gs_maps *maps,
+		       const struct gs_mapping *m, pid_t scope, const char *version)
+{
+	struct torch_bpf *s = ta->skel;
+	struct hooks h = {};
+	char path[PATH_MAX], w[32];
+	struct gs_elf *elf;
+	int err;
+
+	if (!open_mapping(ta, maps, m, path, sizeof(path), &elf))
+		return;
+	gs_elf__for_each_function(elf, note_hook, &h);
+	/* return probe first: an entry seen without its return would leave a stale pending */
+	err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_ALLOC_CPU],
+			s->progs.alloc_cpu_exit, true);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_ALLOC_CPU],
+				s->progs.alloc_cpu_enter, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_FREE_CPU],
+				s->progs.free_cpu_enter, false);
+	if (err)
+		gs_warn("%s: %s: CPU tensors not followed (c10::alloc_cpu/free_cpu: %s)",
+			who(scope, w, sizeof(w)), m->path, strerror(-err));
+	else
+		gs_info("%s: PyTorch %s (%s): CPU tensors from c10::alloc_cpu/free_cpu",
+			who(scope, w, sizeof(w)), *version ? version : "(version unknown)",
+			m->path);
+	err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_REPORT_OOM],
+			s->progs.torch_report_oom, false);
+	if (err)
+		gs_info("%s: %s: no c10::reportOutOfMemoryToProfiler (%s); OOMs are seen as "
+			"c10::OutOfMemoryError throws",
+			who(scope, w, sizeof(w)), m->path, strerror(-err));
+}
+
+#define MAX_CALL_SITES 16
+
+/*
+ * Link-time addresses just after each `call rel32` to target in the executable sections
+ * of path: where a plain probe sees the call return. Returns how many (at most max).
+ * The bytes are not disassembled: an 0xe8 whose displacement lands exactly on target is
+ * taken for a call. A coincidental match inside another instruction (odds about 2^-32 per
+ * 0xe8 byte) would put a probe mid-instruction; MAX_CALL_SITES bounds the damage of a
+ * function called from everywhere (then it is not the allocator's malloc anyway).
+ */
+static size_t find_return_sites(const char *path, uint64_t target, uint64_t *out, size_t max)
+{
+	Elf_Scn *scn = NULL;
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && n < max && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		const unsigned char *b;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || !(data = elf_getdata(scn, NULL)) ||
+		    !data->d_buf)
+			continue;
+		b = data->d_buf;
+		for (size_t i = 0; i + 5 <= data->d_size && n < max; i++) {
+			int32_t rel;
+
+			if (b[i] != 0xe8)
+				continue;
+			memcpy(&rel, b + i + 1, sizeof(rel));
+			if (sh.sh_addr + i + 5 + (int64_t)rel == target)
+				out[n++] = sh.sh_addr + i + 5;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return n;
+}
+
+static int attach_return_sites(struct gs_torch_attach *ta, struct gs_elf *elf, const char *path,
+			       pid_t scope, uint64_t target, struct bpf_program *prog)
+{
+	uint64_t sites[MAX_CALL_SITES];
+	size_t n = target ? find_return_sites(path, target, sites, MAX_CALL_SITES) : 0;
+	int err = 0;
+
+	if (!n)
+		return -ENOENT;
+	for (size_t i = 0; i < n && !err; i++)
+		err = attach_at(ta, elf, path, scope, sites[i], prog, false);
+	return err;
+}
+
+static int attach_usdt(struct gs_torch_attach *ta, const char *path, pid_t scope)
+{
+	int err = gs_links__attach_usdt(ta->links, ta->skel->progs.torch_usdt_malloc, scope, path,
+					"pytorch", "malloc", 0);
+
+	return err
+		       ?: gs_links__attach_usdt(ta->links, ta->skel->progs.torch_usdt_free, scope,
+						path, "pytorch", "free", 0);
+}
+
+/* The best tensor source this libc10_cuda offers, given the libc10 beside it. */
+static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			    const struct gs_mapping *m, const struct gs_mapping *c10, pid_t scope,
+			    const char *version)
+{
+	struct torch_bpf *s = ta->skel;
+	char path[PATH_MAX], c10_path[PATH_MAX], w[32];
+	struct hooks h = {}, hc = {};
+	struct gs_elf *elf, *c10_elf;
+	const char *how;
+	int err;
+
+	if (!open_mapping(ta, maps, m, path, sizeof(path), &elf))
+		return;
+	who(scope, w, sizeof(w));
+	err = attach_usdt(ta, path, scope);
+	if (!err) {
+		how = "USDT pytorch:malloc/pytorch:free";
+		goto out_log;
+	}
+	gs_dbg("%s: %s: no USDT probes pytorch:malloc/free (%s)", w, m->path, strerror(-err));
+	if (c10 && open_mapping(ta, maps, c10, c10_path, sizeof(c10_path), &c10_elf)) {
+		gs_elf__for_each_function(c10_elf, note_hook, &hc);
+		err = attach_at(ta, c10_elf, c10_path, scope, hc.vaddr[GS_TORCH_HOOK_REPORT_USAGE],
+				s->progs.torch_report_usage, false);
+		if (!err) {
+			how = "c10::reportMemoryUsageToProfiler";
+			goto out_log;
+		}
+	}
+	gs_elf__for_each_function(elf, note_hook, &h);
+	err = attach_return_sites(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
+				  s->progs.caching_malloc_returned);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
+				s->progs.caching_malloc_enter, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_FREE],
+				s->progs.caching_free_enter, false);
+	if (!err) {
+		how = "the caching allocator's malloc/free (.symtab)";
+		goto out_log;
+	}
+	gs_warn("%s: %s: no tensor-level source (no USDT probes, profiler hook or allocator "
+		"symbols); only its segments (cudaMalloc/cudaFree) are seen",
+		w, m->path);
+	return;
+out_log:
+	gs_info("%s: PyTorch %s (%s): CUDA tensors from %s", w,
+		*version ? version : "(version unknown)", m->path, how);
+}
+
+static void attach_cxx(struct gs_torch_attach *ta, const struct gs_maps *maps,
+		       const struct gs_mapping *m, pid_t scope)
+{
+	char path[PATH_MAX], w[32];
+	struct gs_elf *elf;
+	int err;
+
+	if (!open_mapping(ta, maps, m, path, sizeof(path), &elf))
+		return;
+	err = attach_at(ta, elf, path, scope, gs_elf__find_function(elf, CXA_THROW),
+			ta->skel->progs.cxa_throw_enter, false);
+	if (err)
+		gs_warn("%s: %s: cannot probe %s (%s): OOMs only from the profiler hook",
+			who(scope, w, sizeof(w)), m->path, CXA_THROW, strerror(-err));
+}
+
+bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *maps, pid_t scope)
+{
+	const struct gs_mapping *c10 = NULL, *cuda = NULL, *cxx = NULL;
+	char root[64], version[64] = "";
+
+	for (size_t i = 0; i < maps->nr; i++) {
+		const struct gs_mapping *m = &maps->mappings[i];
+
+		if (!m->exec || !m->path)
+			continue;
+		if (!c10 && gs_is_c10_name(m->path))
+			c10 = m;
+		else if (!cuda && gs_is_c10_cuda_name(m->path))
+			cuda = m;
+		else if (!cxx && gs_is_libstdcxx_name(m->path))
+			cxx = m;
+	}
+	if (!c10)
+		return false;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)maps->pid);
+	gs_torch_read_version(root, c10->path, version, sizeof(version));
+	if (first_time(ta, scope, c10))
+		attach_c10(ta, maps, c10, scope, version);
+	if (cxx && first_time(ta, scope, cxx))
+		attach_cxx(ta, maps, cxx, scope);
+	if (cuda && first_time(ta, scope, cuda))
+		attach_c10_cuda(ta, maps, cuda, c10, scope, version);
+	return true;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* torch_syms.h: PyTorch's libraries and functions recognised by name and demangled meaning. */
+#ifndef GS_TORCH_SYMS_H
+#define GS_TORCH_SYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* functions gpusnoop probes in libc10.so / libc10_cuda.so */
+enum gs_torch_hook {
+	GS_TORCH_HOOK_NONE,
+	GS_TORCH_HOOK_REPORT_USAGE,   /* c10::reportMemoryUsageToProfiler(void*, long, ...) */
+	GS_TORCH_HOOK_REPORT_OOM,     /* c10::reportOutOfMemoryToProfiler(long, ...) */
+	GS_TORCH_HOOK_ALLOC_CPU,      /* c10::alloc_cpu(unsigned long) */
+	GS_TORCH_HOOK_FREE_CPU,	      /* c10::free_cpu(void*) */
+	GS_TORCH_HOOK_CACHING_MALLOC, /* {THC,Native}CachingAllocator::malloc(void**, dev, size, s) */
+	GS_TORCH_HOOK_CACHING_FREE,   /* {THC,Native}CachingAllocator::free(void*) */
+	GS_TORCH_HOOK__MAX,
+};
+
+/*
+ * What a mangled symbol is, judged by its demangled name rather than one exact mangled
+ * string, so that 1.13's and 2.x's spellings (int64 vs size_t totals, int vs int8 device,
+ * the Native namespace) all resolve. Clones ("[clone .constprop.0]") are not matched.
+ */
+enum gs_torch_hook gs_torch_classify_symbol(const char *mangled);
+const char *gs_torch_hook_name(enum gs_torch_hook hook);
+
+/* libc10.so, libc10.so.1.13 (not libc10_cuda) / libc10_cuda.so* / libstdc++.so* */
+bool gs_is_c10_name(const char *path);
+bool gs_is_c10_cuda_name(const char *path);
+bool gs_is_libstdcxx_name(const char *path);
+
+/* "usdt", "report", "symbols", "cpu" for GS_TORCH_SRC_*; "none" otherwise */
+const char *gs_torch_source_name(unsigned int source);
+
+/*
+ * The PyTorch version of the install a libc10 belongs to: `__version__` of the torch
+ * package's version.py next to its lib/ directory (wheels, conda), else the version suffix
+ * of the file name (Debian's libc10.so.1.13). root prefixes paths (a /proc/PID/root).
+ * Writes "" when unknown.
+ */
+void gs_torch_read_version(const char *root, const char *lib_path, char *buf, size_t len);
+/* Parses the `__version__ = '...'` line of a version.py text; false when absent. */
+bool gs_torch_parse_version_py(const char *text, char *buf, size_t len);
+
+#endif /* GS_TORCH_SYMS_H */
