@@ -18,6 +18,7 @@
 #include "profilers/mem_accounting.h"
 #include "profilers/options.h"
 #include "profilers/subcommands.h"
+#include "profilers/torch_acct.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
 #include "user/ctl_socket.h"
@@ -70,6 +71,7 @@ struct daemon {
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
 	struct gs_mem_accounting mem;
+	struct gs_torch_acct torch; /* PyTorch tensors and segments, with cfg.torch */
 	struct gs_metrics_server *metrics;
 	struct gs_ctl_server *ctl;
 	struct gs_out_dir *out_dir;
@@ -80,8 +82,8 @@ struct daemon {
 	uint64_t next_schedule_ns[GS_DAEMON_MAX_SCHEDULES];
 	struct recording recordings[MAX_RECORDINGS];
 	size_t nr_recordings;
-	uint64_t oom_events, oom_kills, recordings_started, reports_written, report_errors,
-		triggers_suppressed;
+	uint64_t oom_events, torch_ooms, oom_kills, recordings_started, reports_written,
+		report_errors, triggers_suppressed;
 	int error;
 };
 
@@ -128,7 +130,7 @@ static int write_proc_report(struct daemon *d, struct gs_mem_proc *p, const char
 	int err;
 
 	err = gs_leak_proc_report__build(&proc, p, gs_tracker__comm(d->tracker, p->pid), r.now_ns,
-					 0);
+					 0, gs_torch_acct__find(&d->torch, p->pid));
 	if (err)
 		return err;
 	gs_tracker__stats(d->tracker, r.stats);
@@ -137,6 +139,7 @@ static int write_proc_report(struct daemon *d, struct gs_mem_proc *p, const char
 	else
 		gs_leak_report__write_text(f, &r, d->stacks);
 	free(proc.groups);
+	free(proc.tensor_groups);
 	return 0;
 }
 
@@ -354,22 +357,61 @@ static void triggered(struct daemon *d, struct gs_mem_proc *p, const struct gs_l
 				-1, NULL, 0);
 }
 
+/* At most one report per process per trigger-interval; counts what it holds back. */
+static bool rate_limited(struct daemon *d, pid_t pid, uint64_t ts_ns)
+{
+	struct proc_stats *st = proc_stats(d, pid, true);
+	uint64_t interval_ns = (uint64_t)(d->cfg.trigger_interval_s * 1e9);
+
+	if (!st)
+		return true;
+	if (st->last_trigger_ns && ts_ns - st->last_trigger_ns < interval_ns) {
+		d->triggers_suppressed++;
+		return true;
+	}
+	st->last_trigger_ns = ts_ns;
+	return false;
+}
+
 static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
-	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
-	uint64_t interval_ns = (uint64_t)(d->cfg.trigger_interval_s * 1e9);
 	struct gs_leak_trigger t = gs_leak_trigger_cuda_oom(e, stack_id);
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
 
 	d->oom_events++;
-	if (!d->cfg.oom_reports || !p || !st)
-		return;
-	if (st->last_trigger_ns && e->hdr.ts_ns - st->last_trigger_ns < interval_ns) {
-		d->triggers_suppressed++;
+	if (d->cfg.oom_reports && p && !rate_limited(d, p->pid, e->hdr.ts_ns))
+		triggered(d, p, &t, true);
+}
+
+/* PyTorch's allocator gave up: c10::reportOutOfMemoryToProfiler or OutOfMemoryError. */
+static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
+{
+	struct daemon *d = ctx;
+	struct gs_mem_proc *p = gs_mem_accounting__get(&d->mem, (pid_t)e->hdr.pid);
+	struct gs_torch_oom_info info;
+	struct gs_leak_trigger t;
+	int ret = gs_torch_acct__oom(&d->torch, e, &info);
+
+	if (ret < 0 || !p) {
+		gs_warn("PyTorch OOM of pid %d: out of memory", (int)e->hdr.pid);
 		return;
 	}
-	st->last_trigger_ns = e->hdr.ts_ns;
-	triggered(d, p, &t, true);
+	if (ret != 1) /* the throw after the profiler hook: the same OOM */
+		return;
+	d->torch_ooms++;
+	t = gs_leak_trigger_torch_oom(p->pid, &info);
+	if (d->cfg.oom_reports && !rate_limited(d, p->pid, e->hdr.ts_ns))
+		triggered(d, p, &t, true);
+}
+
+static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
+{
+	struct daemon *d = ctx;
+
+	/* every PyTorch process gets reports and metrics, CPU-only ones too */
+	if (gs_torch_acct__tensor(&d->torch, e) ||
+	    !gs_mem_accounting__get(&d->mem, (pid_t)e->hdr.pid))
+		gs_warn("PyTorch tensors of pid %d: out of memory", (int)e->hdr.pid);
 }
 
 /* The kernel is about to kill a CUDA process for memory: what it held, before it is gone. */
@@ -396,7 +438,12 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 	struct daemon *d = ctx;
 	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
 	uint32_t stack_id = 0;
-	int err = gs_mem_accounting__alloc(&d->mem, e, &stack_id);
+	int err;
+
+	/* the caching allocator's segments are PyTorch's reserved memory: its OOM says more */
+	if (d->cfg.torch && gs_torch_acct__segment_alloc(&d->torch, e))
+		return;
+	err = gs_mem_accounting__alloc(&d->mem, e, &stack_id);
 
 	if (err) {
 		gs_err("tracking allocations: %s", strerror(-err));
@@ -427,6 +474,8 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
 	const struct gs_alloc *a = p ? gs_alloc_table__find(p->allocs, e->ptr) : NULL;
 
+	if (d->cfg.torch && gs_torch_acct__segment_free(&d->torch, e))
+		return;
 	if (st)
 		st->frees++;
 	remember(d, (pid_t)e->hdr.pid,
@@ -449,7 +498,13 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 
 	if (!api || !st)
 		return;
-	if (api->family == GS_FAM_LAUNCH) {
+	/* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+	if (api->shape == GS_SHAPE_MAP && !e->ret && d->cfg.torch)
+		gs_torch_acct__segment_map(&d->torch, &e->hdr, e->args[0], e->args[1], e->frames,
+					   e->nr_frames);
+	else if (api->shape == GS_SHAPE_UNMAP && !e->ret && d->cfg.torch)
+		gs_torch_acct__segment_unmap(&d->torch, &e->hdr, e->args[0]);
+	else if (api->family == GS_FAM_LAUNCH) {
 		st->launches++;
 	} else if (api->family == GS_FAM_SYNC) {
 		st->syncs++;
@@ -470,7 +525,12 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	struct daemon *d = ctx;
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
 	struct proc_stats *st = proc_stats(d, pid, false);
+	struct gs_torch_proc *tp = gs_torch_acct__find(&d->torch, pid);
 
+	if (tp && exec)
+		gs_torch_acct__clear(tp);
+	else if (tp)
+		gs_torch_acct__remove(&d->torch, tp);
 	if (p && exec)
 		gs_alloc_table__clear(p->allocs);
 	else if (p)
@@ -549,6 +609,38 @@ static void proc_family(FILE *f, struct daemon *d, const char *name, const char 
 	}
 }
 
+/* PyTorch's allocated and reserved bytes per process and device. */
+static void torch_families(FILE *f, struct daemon *d)
+{
+	static const char *const names[2] = { "gpusnoop_torch_allocated_bytes",
+					      "gpusnoop_torch_reserved_bytes" };
+	static const char *const helps[2] = {
+		"Bytes of PyTorch tensors (torch.cuda.memory_allocated), per device.",
+		"Bytes the caching allocator holds (torch.cuda.memory_reserved), per device.",
+	};
+
+	for (int which = 0; which < 2; which++) {
+		metric_header(f, names[which], "gauge", helps[which]);
+		for (size_t i = 0; i < d->torch.nr_procs; i++) {
+			struct gs_torch_proc *tp = &d->torch.procs[i];
+
+			gs_torch_proc__update(tp);
+			for (size_t k = 0; k < tp->nr_devs; k++) {
+				const struct gs_torch_device *dev = &tp->devs[k];
+				char name[16];
+
+				if (dev->key == GS_TORCH_DEV_UNKNOWN)
+					continue;
+				gs_torch_device_name(dev->key, name, sizeof(name));
+				fprintf(f, "%s{pid=\"%d\",comm=\"", names[which], (int)tp->pid);
+				label_value(f, gs_tracker__comm(d->tracker, tp->pid));
+				fprintf(f, "\",device=\"%s\"} %" PRIu64 "\n", name,
+					which ? dev->reserved : dev->allocated);
+			}
+		}
+	}
+}
+
 static void render_metrics(struct daemon *d, FILE *f)
 {
 	static const char *const lost_names[GS_STAT__MAX] = {
@@ -571,6 +663,8 @@ static void render_metrics(struct daemon *d, FILE *f)
 		    "CUDA free calls since the daemon saw the process.", FREES);
 	proc_family(f, d, "gpusnoop_cuda_failed_allocations_total", "counter",
 		    "CUDA allocation calls that returned an error.", FAILED_ALLOCATIONS);
+	if (d->cfg.torch)
+		torch_families(f, d);
 	if (d->cfg.call_metrics) {
 		proc_family(f, d, "gpusnoop_cuda_launches_total", "counter",
 			    "Kernel and graph launches (cuda-call-metrics).", LAUNCHES);
@@ -582,6 +676,7 @@ static void render_metrics(struct daemon *d, FILE *f)
 	metric_header(f, "gpusnoop_oom_events_total", "counter",
 		      "Out-of-memory events seen, by source.");
 	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
+	fprintf(f, "gpusnoop_oom_events_total{source=\"torch\"} %" PRIu64 "\n", d->torch_ooms);
 	fprintf(f, "gpusnoop_oom_events_total{source=\"kernel\"} %" PRIu64 "\n", d->oom_kills);
 	metric_header(f, "gpusnoop_recordings_started_total", "counter",
 		      "Recordings started: scheduled, after a trigger, or asked by ctl.");
@@ -939,6 +1034,8 @@ int gs_cmd_daemon(int argc, char **argv)
 		.proc_gone = on_proc_gone,
 		.oom_kill = on_oom_kill,
 		.cuda_call = on_cuda_call,
+		.torch_mem = on_torch_mem,
+		.torch_oom = on_torch_oom,
 	};
 	int status = 1;
 
@@ -954,6 +1051,7 @@ int gs_cmd_daemon(int argc, char **argv)
 			(d.cfg.call_metrics ? GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC)
 					    : 0));
 	topts.oom_kills = true;
+	topts.torch = d.cfg.torch;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))
 		return 1;
 	d.stacks = gs_stack_table__new(gs_tracker__symcache(d.tracker));
@@ -962,6 +1060,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		goto out_free;
 	}
 	gs_mem_accounting__init(&d.mem, d.stacks);
+	gs_torch_acct__init(&d.torch, d.stacks, gs_tracker__symcache(d.tracker));
 	if (d.cfg.flight_recorder_s > 0) {
 		d.flight = gs_flight_recorder__new((uint64_t)(d.cfg.flight_recorder_s * 1e9),
 						   FLIGHT_MAX_EVENTS);
@@ -981,6 +1080,7 @@ int gs_cmd_daemon(int argc, char **argv)
 out_free:
 	close_endpoints(&d);
 	gs_mem_accounting__release(&d.mem);
+	gs_torch_acct__release(&d.torch);
 	gs_flight_recorder__free(d.flight);
 	gs_stack_table__free(d.stacks);
 	gs_tracker__free(d.tracker);

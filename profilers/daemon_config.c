@@ -25,6 +25,7 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 		.trigger_interval_s = 60,
 		.top = 20,
 		.flight_recorder_s = 30,
+		.torch = true,
 		.oom_record_events = GS_DAEMON_DEFAULT_EVENTS,
 	};
 }
@@ -272,6 +273,12 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 		if (!gs_parse_seconds(value, &c->trigger_interval_s))
 			return 0;
 		snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "torch")) {
+		if (!parse_bool(value, &c->torch))
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not on or off", value);
 		return -EINVAL;
 	}
 	if (!strcmp(key, "cuda-call-metrics")) {

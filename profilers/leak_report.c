@@ -466,7 +466,8 @@ int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t m
 }
 
 int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
-			       const char *comm, uint64_t now, uint64_t min_age_ns)
+			       const char *comm, uint64_t now, uint64_t min_age_ns,
+			       struct gs_torch_proc *tp)
 {
 	int err;
 
@@ -483,7 +484,13 @@ int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_pr
 	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
 	out->fails = p->fails;
 	out->nr_fails = p->nr_fails;
-	return 0;
+	if (!tp)
+		return 0;
+	gs_torch_proc__update(tp);
+	out->torch = tp;
+	return gs_leak_group_table(tp->blocks, now, min_age_ns, &out->tensor_groups,
+				   &out->nr_tensor_groups, &out->tensor_bytes,
+				   &out->tensor_allocations);
 }
 
 struct gs_leak_trigger gs_leak_trigger_cuda_oom(const struct gs_mem_alloc *e, uint32_t stack_id)

@@ -78,12 +78,14 @@ int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t m
 			struct gs_leak_group **groups, size_t *nr, uint64_t *bytes,
 			uint64_t *count);
 /*
- * Fills out with the allocations p holds that are at least min_age_ns old at now (CLOCK_MONOTONIC),
- * grouped by (stack, API) and sorted by bytes; sorts p's failures by count. Returns 0 or
- * -ENOMEM; the caller frees out->groups.
+ * Fills out with the allocations p holds that are at least min_age_ns old at now
+ * (CLOCK_MONOTONIC), grouped by (stack, API) and sorted by bytes, and, with tp, the
+ * process's PyTorch tensors the same way; sorts p's failures by count. Returns 0 or -ENOMEM;
+ * the caller frees out->groups and out->tensor_groups.
  */
 int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
-			       const char *comm, uint64_t now, uint64_t min_age_ns);
+			       const char *comm, uint64_t now, uint64_t min_age_ns,
+			       struct gs_torch_proc *tp);
 
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 				const struct gs_stack_table *stacks);

@@ -131,25 +131,6 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 	gs_mem_accounting__free_ret(&l->mem, e);
 }
 
-/* The shared report of p, plus the tensors PyTorch's allocator holds for it. */
-static int build_proc_report(struct leaks *l, struct gs_mem_proc *p, uint64_t now,
-			     struct gs_leak_proc_report *out)
-{
-	uint64_t min_age_ns = (uint64_t)(l->opts.min_age_s * 1e9);
-	struct gs_torch_proc *tp = gs_torch_acct__find(&l->torch, p->pid);
-	int err;
-
-	err = gs_leak_proc_report__build(out, p, gs_tracker__comm(l->tracker, p->pid), now,
-					 min_age_ns);
-	if (err || !tp)
-		return err;
-	gs_torch_proc__update(tp);
-	out->torch = tp;
-	return gs_leak_group_table(tp->blocks, now, min_age_ns, &out->tensor_groups,
-				   &out->nr_tensor_groups, &out->tensor_bytes,
-				   &out->tensor_allocations);
-}
-
 static bool has_anything(struct leaks *l, const struct gs_mem_proc *p)
 {
 	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees ||
@@ -177,7 +158,10 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 
 		if ((only && p != only) || (!only && !has_anything(l, p)))
 			continue;
-		err = build_proc_report(l, p, r.now_ns, &r.procs[r.nr_procs]);
+		err = gs_leak_proc_report__build(&r.procs[r.nr_procs], p,
+						 gs_tracker__comm(l->tracker, p->pid), r.now_ns,
+						 (uint64_t)(l->opts.min_age_s * 1e9),
+						 gs_torch_acct__find(&l->torch, p->pid));
 		if (!err) {
 			r.procs[r.nr_procs].exited =
 				!strcmp(reason, "exit") || !strcmp(reason, "exec");

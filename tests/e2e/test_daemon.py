@@ -18,8 +18,9 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, GPUSNOOP, LIB, TIMEOUT, LineReader, MiB, Gpusnoop, Workload,
+from harness import (BIN, FIXTURES, GPUSNOOP, LIB, TIMEOUT, LineReader, MiB, Gpusnoop, Workload,
                      expect_eq, run_gpusnoop, test)
+from test_torch import OOM_DEVICES, devices, first_workload_frame
 
 GiB = 1024 * MiB
 OOM_ENV = {"GS_FAKE_CUDA_MEM_LIMIT": str(256 * MiB), "GS_FAKE_CUDA_NO_DRIVER": "1"}
@@ -465,6 +466,51 @@ def daemon_call_metrics_count_launches_and_sync_time():
         secs = float(re.search(rf'^gpusnoop_cuda_sync_seconds_total{{pid="{w.pid}",[^}}]*}} (\S+)$',
                                m, re.M).group(1))
         assert secs >= 102 * 0.002, f"sync time {secs}s below the fake's 2 ms per call"
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
+
+
+@test
+def daemon_reports_a_pytorch_oom_with_tensors_by_device():
+    d = Daemon()
+    w = None
+    try:
+        w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
+        d.g.wait_stderr(f"{os.path.join(FIXTURES, 'torch', 'lib')}/libc10_cuda.so): CUDA tensors "
+                        "from USDT")
+        w.release()
+        w.wait_line("oom CUDA out of memory")  # it waits here, holding its memory
+        d.g.wait_stderr(f"pid {w.pid} (gs_torch): torch-oom: report")
+        files = d.reports(f"torch-oom-{w.pid}-*.json")
+        expect_eq(len(files), 1, "PyTorch OOM reports")
+        with open(files[0]) as f:
+            report = json.load(f)
+        t = report["trigger"]
+        expect_eq((t["kind"], t["pid"], t["source"], t["bytes_requested"], t["device"]),
+                  ("torch-oom", w.pid, "reportOutOfMemoryToProfiler", GiB, "cuda:0"), "trigger")
+        expect_eq(first_workload_frame(t["frames"], "/gs_torch"), "oom_request()", "OOM stack")
+        torch = report["processes"][0]["torch"]
+        expect_eq(devices(torch), OOM_DEVICES, "allocated vs reserved per device at the OOM")
+
+        deadline = time.monotonic() + 3
+        m = d.metrics()
+        want = f'gpusnoop_torch_allocated_bytes{{pid="{w.pid}",comm="gs_torch",device="cuda:0"}}'
+        while want not in m and time.monotonic() < deadline:
+            time.sleep(0.2)
+            m = d.metrics()
+        for dev, numbers in OOM_DEVICES.items():
+            for metric_name, key in (("gpusnoop_torch_allocated_bytes", "allocated_bytes"),
+                                     ("gpusnoop_torch_reserved_bytes", "reserved_bytes")):
+                if key not in numbers:
+                    continue
+                line = f'{metric_name}{{pid="{w.pid}",comm="gs_torch",device="{dev}"}} '
+                assert line + str(numbers[key]) + "\n" in m, f"{line}{numbers[key]} not in\n{m}"
+        assert re.search(r'^gpusnoop_oom_events_total\{source="torch"\} 1$', m, re.M), m
+        w.release()
+        w.wait_line("done")
         d.stop()
     finally:
         d.g.kill()
