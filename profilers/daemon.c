@@ -641,6 +641,12 @@ static void torch_families(FILE *f, struct daemon *d)
 	}
 }
 
+static void scalar_metric(FILE *f, const char *name, const char *help, uint64_t value)
+{
+	metric_header(f, name, "counter", help);
+	fprintf(f, "%s %" PRIu64 "\n", name, value);
+}
+
 static void render_metrics(struct daemon *d, FILE *f)
 {
 	static const char *const lost_names[GS_STAT__MAX] = {
@@ -648,6 +654,7 @@ static void render_metrics(struct daemon *d, FILE *f)
 		[GS_STAT_INFLIGHT_FULL] = "inflight_full",
 		[GS_STAT_STACK_FAILED] = "stack_failed",
 		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
+		[GS_STAT_USTACK_FAILED] = "ustack_failed",
 	};
 	uint64_t stats[GS_STAT__MAX];
 
@@ -678,18 +685,15 @@ static void render_metrics(struct daemon *d, FILE *f)
 	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
 	fprintf(f, "gpusnoop_oom_events_total{source=\"torch\"} %" PRIu64 "\n", d->torch_ooms);
 	fprintf(f, "gpusnoop_oom_events_total{source=\"kernel\"} %" PRIu64 "\n", d->oom_kills);
-	metric_header(f, "gpusnoop_recordings_started_total", "counter",
-		      "Recordings started: scheduled, after a trigger, or asked by ctl.");
-	fprintf(f, "gpusnoop_recordings_started_total %" PRIu64 "\n", d->recordings_started);
-	metric_header(f, "gpusnoop_reports_written_total", "counter",
-		      "Reports written to the output directory.");
-	fprintf(f, "gpusnoop_reports_written_total %" PRIu64 "\n", d->reports_written);
-	metric_header(f, "gpusnoop_report_errors_total", "counter",
-		      "Reports that could not be written.");
-	fprintf(f, "gpusnoop_report_errors_total %" PRIu64 "\n", d->report_errors);
-	metric_header(f, "gpusnoop_triggers_suppressed_total", "counter",
-		      "Triggers not reported because of trigger-interval.");
-	fprintf(f, "gpusnoop_triggers_suppressed_total %" PRIu64 "\n", d->triggers_suppressed);
+	scalar_metric(f, "gpusnoop_recordings_started_total",
+		      "Recordings started: scheduled, after a trigger, or asked by ctl.",
+		      d->recordings_started);
+	scalar_metric(f, "gpusnoop_reports_written_total",
+		      "Reports written to the output directory.", d->reports_written);
+	scalar_metric(f, "gpusnoop_report_errors_total", "Reports that could not be written.",
+		      d->report_errors);
+	scalar_metric(f, "gpusnoop_triggers_suppressed_total",
+		      "Triggers not reported because of trigger-interval.", d->triggers_suppressed);
 	metric_header(f, "gpusnoop_lost_events_total", "counter",
 		      "Events lost in the kernel, by reason.");
 	gs_tracker__stats(d->tracker, stats);
