@@ -8,7 +8,7 @@ CC ?= cc
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VERSION := 0.1.0
 
-PKGS := libbpf libelf zlib
+PKGS := libbpf libelf zlib libdw
 CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-initializers \
 	-Wno-unused-parameter -D_GNU_SOURCE -DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -40,6 +40,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 # defines FIXTURES (fake CUDA libraries, workloads); needed before rules that list it
 include tests/fixtures/fixtures.mk
+include tests/fixtures/unwind.mk
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -48,7 +49,7 @@ all: gpusnoop
 setup:
 	$(Q)./scripts/setup.sh
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/gs_event.h bpf/gs_common.bpf.h vmlinux/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -99,7 +100,8 @@ vmlinux:
 
 check:
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch] \
-		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch])
+		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
+		tests/fixtures/unwind/*.[ch])
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop

@@ -23,6 +23,8 @@ enum gs_event_type {
 	GS_EV_MEM_FREE_RET = 18, /* ... returned: failures always, successes when asked */
 	/* launches, synchronization, copies and kernel naming, from bpf/cuda.bpf.c: 32..47 */
 	GS_EV_CUDA_CALL = 32, /* a probed call returned; userspace decodes args per API */
+	/* user stack slices for DWARF unwinding, from gs_ustack.bpf.h: 80..95 */
+	GS_EV_USTACK = 80, /* struct gs_ustack_event, just before the record it belongs to */
 };
 
 struct gs_event_hdr {
@@ -114,7 +116,40 @@ enum gs_stat {
 	GS_STAT_INFLIGHT_FULL,	  /* calls not followed: per-thread state map full */
 	GS_STAT_STACK_FAILED,	  /* allocations recorded without a stack */
 	GS_STAT_USER_READ_FAILED, /* out-parameter unreadable at return */
+	GS_STAT_USTACK_FAILED,	  /* --stacks dwarf: no byte of the user stack was readable */
 	GS_STAT__MAX,
+};
+
+/*
+ * DWARF unwinding (--stacks dwarf): BPF copies the registers and a slice of the user stack
+ * above sp; userspace unwinds it with the CFI of the mapped files (user/unwind.c).
+ *
+ * 16 KiB, twice perf's default for --call-graph dwarf: PyTorch allocations are made under
+ * many large frames (dispatcher, boxed kernels, Python bindings), and a slice that stops
+ * short ends the unwound stack there (README, "Stacks"). The slice is read
+ * straight into the reserved ring-buffer record: it costs ring-buffer space, not a copy.
+ */
+#define GS_USTACK_BYTES	 16384
+#define GS_USTACK_REG_IP 0
+#define GS_USTACK_REG_SP 1
+#define GS_USTACK_REG_BP 2
+
+struct gs_ustack {
+	__u64 regs[3]; /* ip, sp, bp at the probe */
+	__u32 size;    /* bytes of data[] copied from sp; 0 when none could be read */
+	__u32 pad;
+	__u8 data[GS_USTACK_BYTES];
+};
+
+/*
+ * gs_event_hdr.flags bit of any record type: a GS_EV_USTACK record of the same tid and
+ * ts_ns came just before this one (the same BPF program emitted both, in that order).
+ */
+#define GS_EV_F_USTACK 0x8000
+
+struct gs_ustack_event {
+	struct gs_event_hdr hdr;
+	struct gs_ustack st;
 };
 
 #endif /* GS_EVENT_H */

@@ -5,6 +5,7 @@
 #include <bpf/bpf_tracing.h>
 #include "gs_common.bpf.h"
 #include "gs_calls.bpf.h"
+#include "gs_ustack.bpf.h"
 
 enum call_kind { CALL_ALLOC = 1, CALL_FREE = 2 };
 
@@ -22,6 +23,8 @@ struct call {
 
 /* a timeline draws every free with its duration; a leak report needs only the failures */
 const volatile bool cfg_free_returns = false;
+/* --stacks dwarf: a GS_EV_USTACK slice precedes each record that carries a stack */
+const volatile bool cfg_ustack = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -70,12 +73,18 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_mem_alloc *e;
+	bool ustack = false;
 	struct call *c;
+	__u64 ts = 0;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_ALLOC)
 		return 0;
 
+	if (cfg_ustack) {
+		ts = bpf_ktime_get_ns();
+		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
+	}
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
 		bpf_map_delete_elem(&calls, &tid);
@@ -104,6 +113,10 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	e->nr_frames = gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_ALLOC,
 		    offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
+	if (ustack) {
+		e->hdr.flags |= GS_EV_F_USTACK;
+		e->hdr.ts_ns = ts;
+	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -146,7 +159,9 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_mem_free_ret *e;
+	bool ustack = false;
 	struct call *c;
+	__u64 ts = 0;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_FREE)
@@ -154,6 +169,10 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	if ((__s32)ret == 0 && !cfg_free_returns) {
 		bpf_map_delete_elem(&calls, &tid);
 		return 0;
+	}
+	if (cfg_ustack && cfg_free_returns) {
+		ts = bpf_ktime_get_ns();
+		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
 	}
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
@@ -169,6 +188,10 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
 		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
 		    pid_tgid);
+	if (ustack) {
+		e->hdr.flags |= GS_EV_F_USTACK;
+		e->hdr.ts_ns = ts;
+	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

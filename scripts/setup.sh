@@ -8,6 +8,7 @@ PACKAGES=(
 	libbpf-dev bpftool
 	libelf-dev zlib1g-dev
 	python3 jq
+	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
 )
 
 missing=()

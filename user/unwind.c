@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* unwind.c: DWARF CFI unwinding of captured user stack slices, CFI cached per file (libdw). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <libelf.h>
+#include "user/log.h"
+#include "user/proc_maps.h"
+#include "user/unwind.h"
+
+/*
+ * Why libdw's CFI interface rather than dwfl or libunwind: both of those tie the unwind
+ * tables to one address space (a Dwfl, a unw_addr_space), so a 500 MB libtorch mapped by
+ * eight ranks would be opened eight times. dwarf_cfi_addrframe() works on one ELF file in
+ * its own link-time addresses, so the tables here are per file and shared by every process
+ * mapping it; libdw looks FDEs up through .eh_frame_hdr's sorted table and decodes only the
+ * ones asked for. What remains ours is the small register machine below (x86-64).
+ */
+
+/* DWARF register numbers of the x86-64 psABI */
+enum {
+	DW_RBX = 3,
+	DW_RBP = 6,
+	DW_RSP = 7,
+	DW_RA = 16, /* the return address column, and rip in expressions */
+	NR_REGS = 17,
+};
+
+#define MAX_EXPR_STACK 16
+
+struct regs {
+	uint64_t v[NR_REGS];
+	uint32_t valid; /* bit per register */
+};
+
+struct load_seg {
+	uint64_t offset, vaddr, filesz;
+};
+
+struct cfi_file {
+	uint64_t dev, inode;
+	char *path; /* identity when inode is 0 */
+	Elf *elf;   /* NULL: tried and failed, do not retry */
+	Dwarf_CFI *eh;
+	Dwarf *dwarf;
+	Dwarf_CFI *debug; /* owned by dwarf */
+	struct load_seg *segs;
+	size_t nr_segs;
+};
+
+struct proc_maps {
+	pid_t pid;
+	struct gs_maps *maps;
+};
+
+struct gs_unwinder {
+	struct cfi_file *files;
+	size_t nr_files, cap_files;
+	struct proc_maps *procs;
+	size_t nr_procs, cap_procs;
+	struct gs_unwind_stats stats;
+};
+
+/* One unwind: the stack slice and where the stack memory is. */
+struct walk {
+	const struct gs_ustack *st;
+	uint64_t lo, hi; /* [lo, hi): stack addresses st->data covers */
+};
+
+struct gs_unwinder *gs_unwinder__new(void)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	return calloc(1, sizeof(struct gs_unwinder));
+}
+
+static void close_file(struct cfi_file *f)
+{
+	if (f->eh)
+		dwarf_cfi_end(f->eh);
+	if (f->dwarf)
+		dwarf_end(f->dwarf);
+	if (f->elf)
+		elf_end(f->elf);
+	free(f->segs);
+	free(f->path);
+}
+
+void gs_unwinder__free(struct gs_unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->nr_files; i++)
+		close_file(&u->files[i]);
+	for (size_t i = 0; i < u->nr_procs; i++)
+		gs_maps__free(u->procs[i].maps);
+	free(u->files);
+	free(u->procs);
+	free(u);
+}
+
+void gs_unwinder__stats(const struct gs_unwinder *u, struct gs_unwind_stats *out)
+{
+	*out = u->stats;
+}
+
+static struct proc_maps *find_proc(struct gs_unwinder *u, pid_t pid)
+{
+	for (size_t i = 0; i < u->nr_procs; i++)
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	return NULL;
+}
+
+void gs_unwinder__forget(struct gs_unwinder *u, pid_t pid)
+{
+	struct proc_maps *p = find_proc(u, pid);
+
+	if (!p)
+		return;
+	gs_maps__free(p->maps);
+	*p = u->procs[--u->nr_procs];
+}
+
+/* (Re-)reads the maps of pid; keeps the old snapshot when the process is gone. */
+static const struct gs_maps *refresh_maps(struct gs_unwinder *u, pid_t pid)
+{
+	struct proc_maps *p = find_proc(u, pid);
+	struct gs_maps *maps = gs_maps__read(pid);
+
+	if (!maps)
+		return p ? p->maps : NULL;
+	u->stats.maps_reads++;
+	if (!p) {
+		if (u->nr_procs == u->cap_procs) {
+			size_t cap = u->cap_procs ? u->cap_procs * 2 : 16;
+			struct proc_maps *grown = realloc(u->procs, cap * sizeof(*grown));
+
+			if (!grown) {
+				gs_maps__free(maps);
+				return NULL;
+			}
+			u->procs = grown;
+			u->cap_procs = cap;
+		}
+		p = &u->procs[u->nr_procs++];
+		p->pid = pid;
+		p->maps = NULL;
+	}
+	gs_maps__free(p->maps);
+	p->maps = maps;
+	return maps;
+}
+
+static bool has_section(Elf *elf, const char *name)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		n = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (n && !strcmp(n, name) && shdr.sh_type != SHT_NOBITS)
+			return true;
+	}
+	return false;
+}
+
+static int load_file(struct cfi_file *f, const char *path)
+{
+	size_t nr_phdrs;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* mapped, not read: libdw touches only the FDEs it is asked for */
+	f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	close(fd);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || elf_getphdrnum(f->elf, &nr_phdrs))
+		goto out_bad;
+	f->segs = calloc(nr_phdrs ? nr_phdrs : 1, sizeof(*f->segs));
+	if (!f->segs)
+		goto out_bad;
+	for (size_t i = 0; i < nr_phdrs; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			f->segs[f->nr_segs++] = (struct load_seg){ .offset = ph.p_offset,
+								   .vaddr = ph.p_vaddr,
+								   .filesz = ph.p_filesz };
+	}
+	f->eh = dwarf_getcfi_elf(f->elf);
+	/* .debug_frame: what code built with -fno-asynchronous-unwind-tables -g has instead */
+	if (has_section(f->elf, ".debug_frame")) {
+		f->dwarf = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+		if (f->dwarf)
+			f->debug = dwarf_getcfi(f->dwarf);
+	}
+	return 0;
+
+out_bad:
+	if (f->elf)
+		elf_end(f->elf);
+	f->elf = NULL;
+	return -ENOEXEC;
+}
+
+/* The CFI of the file m maps, opened once per file; NULL when it has none or is unreadable. */
+static struct cfi_file *file_for(struct gs_unwinder *u, const struct gs_maps *maps,
+				 const struct gs_mapping *m)
+{
+	char path[PATH_MAX];
+	struct cfi_file *f;
+	int err;
+
+	for (size_t i = 0; i < u->nr_files; i++) {
+		f = &u->files[i];
+		if (m->inode ? (f->dev == m->dev && f->inode == m->inode)
+			     : (!f->inode && !strcmp(f->path, m->path)))
+			return f->elf ? f : NULL;
+	}
+	if (u->nr_files == u->cap_files) {
+		size_t cap = u->cap_files ? u->cap_files * 2 : 32;
+		struct cfi_file *grown = realloc(u->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		u->files = grown;
+		u->cap_files = cap;
+	}
+	f = &u->files[u->nr_files];
+	*f = (struct cfi_file){ .dev = m->dev, .inode = m->inode, .path = strdup(m->path) };
+	if (!f->path)
+		return NULL;
+	u->nr_files++;
+	err = gs_mapping__open_path(maps, m, path, sizeof(path));
+	err = err ?: load_file(f, path);
+	if (err) {
+		gs_dbg("unwind tables of %s: %s", m->path, strerror(-err));
+		return NULL;
+	}
+	u->stats.files++;
+	return f;
+}
+
+static bool file_offset_to_vaddr(const struct cfi_file *f, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < f->nr_segs; i++) {
+		const struct load_seg *s = &f->segs[i];
+
+		if (off >= s->offset && off < s->offset + s->filesz) {
+			*vaddr = off - s->offset + s->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool read_stack(const struct walk *w, uint64_t addr, uint64_t *out)
+{
+	if (addr < w->lo || addr > w->hi - sizeof(*out) || w->hi - w->lo < sizeof(*out))
+		return false;
+	memcpy(out, w->st->data + (addr - w->lo), sizeof(*out));
+	return true;
+}
+
+static bool reg_get(const struct regs *r, unsigned int regno, uint64_t *out)
+{
+	if (regno >= NR_REGS || !(r->valid & (1u << regno)))
+		return false;
+	*out = r->v[regno];
+	return true;
+}
+
+static void reg_set(struct regs *r, unsigned int regno, uint64_t v)
+{
+	r->v[regno] = v;
+	r->valid |= 1u << regno;
+}
+
+/*
+ * Evaluates a CFI DWARF expression: the operations compilers and assemblers emit for x86-64
+ * CFA and register rules (PLT entries, stack realignment, signal frames). Unknown ones fail.
+ * *is_value tells a DW_OP_stack_value or register result from a memory location.
+ */
+static bool eval_expr(const struct walk *w, const Dwarf_Op *ops, size_t nops, const struct regs *r,
+		      const uint64_t *cfa, uint64_t *out, bool *is_value)
+{
+	uint64_t stack[MAX_EXPR_STACK], a, b;
+	size_t sp = 0;
+
+	*is_value = false;
+#define PUSH(x)                              \
+	do {                                 \
+		if (sp == MAX_EXPR_STACK)    \
+			return false;        \
+		stack[sp++] = (uint64_t)(x); \
+	} while (0)
+#define POP(x)                        \
+	do {                          \
+		if (!sp)              \
+			return false; \
+		(x) = stack[--sp];    \
+	} while (0)
+	for (size_t i = 0; i < nops; i++) {
+		const Dwarf_Op *op = &ops[i];
+		uint8_t atom = op->atom;
+
+		if (atom >= DW_OP_lit0 && atom <= DW_OP_lit31) {
+			PUSH(atom - DW_OP_lit0);
+		} else if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31) {
+			if (!reg_get(r, atom - DW_OP_breg0, &a))
+				return false;
+			PUSH(a + (int64_t)op->number);
+		} else if (atom >= DW_OP_reg0 && atom <= DW_OP_reg31) {
+			/* a register location: only as the whole expression */
+			if (nops != 1 || !reg_get(r, atom - DW_OP_reg0, out))
+				return false;
+			*is_value = true;
+			return true;
+		} else {
+			switch (atom) {
+			case DW_OP_regx:
+				if (nops != 1 || !reg_get(r, (unsigned int)op->number, out))
+					return false;
+				*is_value = true;
+				return true;
+			case DW_OP_bregx:
+				if (!reg_get(r, (unsigned int)op->number, &a))
+					return false;
+				PUSH(a + (int64_t)op->number2);
+				break;
+			case DW_OP_call_frame_cfa:
+				if (!cfa)
+					return false;
+				PUSH(*cfa);
+				break;
+			case DW_OP_const1u:
+			case DW_OP_const1s:
+			case DW_OP_const2u:
+			case DW_OP_const2s:
+			case DW_OP_const4u:
+			case DW_OP_const4s:
+			case DW_OP_const8u:
+			case DW_OP_const8s:
+			case DW_OP_constu:
+			case DW_OP_consts:
+				PUSH(op->number);
+				break;
+			case DW_OP_plus_uconst:
+				POP(a);
+				PUSH(a + op->number);
+				break;
+			case DW_OP_dup:
+				POP(a);
+				PUSH(a);
+				PUSH(a);
+				break;
+			case DW_OP_drop:
+				POP(a);
+				break;
+			case DW_OP_swap:
+				POP(a);
+				POP(b);
+				PUSH(a);
+				PUSH(b);
+				break;
+			case DW_OP_deref:
+				POP(a);
+				if (!read_stack(w, a, &b))
+					return false;
+				PUSH(b);
+				break;
+			case DW_OP_neg:
+				POP(a);
+				PUSH(-a);
+				break;
+			case DW_OP_nop:
+				break;
+			case DW_OP_stack_value:
+				if (i != nops - 1)
+					return false;
+				*is_value = true;
+				break;
+			case DW_OP_plus:
+			case DW_OP_minus:
+			case DW_OP_mul:
+			case DW_OP_and:
+			case DW_OP_or:
+			case DW_OP_xor:
+			case DW_OP_shl:
+			case DW_OP_shr:
+			case DW_OP_shra:
+			case DW_OP_ge:
+			case DW_OP_gt:
+			case DW_OP_le:
+			case DW_OP_lt:
+			case DW_OP_eq:
+			case DW_OP_ne:
+				POP(b);
+				POP(a);
+				switch (atom) {
+				case DW_OP_plus:
+					PUSH(a + b);
+					break;
+				case DW_OP_minus:
+					PUSH(a - b);
+					break;
+				case DW_OP_mul:
+					PUSH(a * b);
+					break;
+				case DW_OP_and:
+					PUSH(a & b);
+					break;
+				case DW_OP_or:
+					PUSH(a | b);
+					break;
+				case DW_OP_xor:
+					PUSH(a ^ b);
+					break;
+				case DW_OP_shl:
+					PUSH(b < 64 ? a << b : 0);
+					break;
+				case DW_OP_shr:
+					PUSH(b < 64 ? a >> b : 0);
+					break;
+				case DW_OP_shra:
+					PUSH(b < 64 ? (uint64_t)((int64_t)a >> b) : 0);
+					break;
+				case DW_OP_ge:
+					PUSH((int64_t)a >= (int64_t)b);
+					break;
+				case DW_OP_gt:
+					PUSH((int64_t)a > (int64_t)b);
+					break;
+				case DW_OP_le:
+					PUSH((int64_t)a <= (int64_t)b);
+					break;
+				case DW_OP_lt:
+					PUSH((int64_t)a < (int64_t)b);
+					break;
+				case DW_OP_eq:
+					PUSH(a == b);
+					break;
+				default:
+					PUSH(a != b);
+				}
+				break;
+			default:
+				return false;
+			}
+		}
+	}
+#undef PUSH
+#undef POP
+	if (!sp)
+		return false;
+	*out = stack[sp - 1];
+	return true;
+}
+
+/* One step with CFI: the caller's registers from this frame's rules. */
+static bool cfi_step(const struct walk *w, Dwarf_Frame *frame, const struct regs *cur,
+		     struct regs *next)
+{
+	Dwarf_Op *ops, ops_mem[3];
+	uint64_t cfa, v;
+	size_t nops;
+	bool is_value;
+
+	if (dwarf_frame_cfa(frame, &ops, &nops) || !nops ||
+	    !eval_expr(w, ops, nops, cur, NULL, &cfa, &is_value))
+		return false;
+	*next = (struct regs){ 0 };
+	for (unsigned int regno = 0; regno < NR_REGS; regno++) {
+		if (dwarf_frame_register(frame, (int)regno, ops_mem, &ops, &nops))
+			continue;
+		if (!nops) {
+			/* ops NULL: same value; else undefined (call-clobbered, or the outermost RA) */
+			if (!ops && reg_get(cur, regno, &v))
+				reg_set(next, regno, v);
+			continue;
+		}
+		if (!eval_expr(w, ops, nops, cur, &cfa, &v, &is_value))
+			continue;
+		if (!is_value && !read_stack(w, v, &v))
+			continue;
+		reg_set(next, regno, v);
+	}
+	/* the psABI: the caller's rsp is the CFA unless a rule says otherwise */
+	if (!(next->valid & (1u << DW_RSP)))
+		reg_set(next, DW_RSP, cfa);
+	return reg_get(next, DW_RA, &v);
+}
+
+/* One step with frame pointers: [rbp] is the caller's rbp, [rbp+8] the return address. */
+static bool fp_step(const struct walk *w, const struct regs *cur, struct regs *next)
+{
+	uint64_t bp, sp, ra, caller_bp;
+
+	if (!reg_get(cur, DW_RBP, &bp) || !reg_get(cur, DW_RSP, &sp) || bp < sp ||
+	    !read_stack(w, bp, &caller_bp) || !read_stack(w, bp + 8, &ra))
+		return false;
+	*next = (struct regs){ 0 };
+	reg_set(next, DW_RBP, caller_bp);
+	reg_set(next, DW_RSP, bp + 16);
+	reg_set(next, DW_RA, ra);
+	return true;
+}
+
+/* The CFI frame state at pc in process pid (malloc'd, caller frees), or NULL. */
+static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_maps **maps,
+			     bool *refreshed, uint64_t pc)
+{
+	const struct gs_mapping *m = *maps ? gs_maps__find(*maps, pc) : NULL;
+	Dwarf_Frame *frame = NULL;
+	struct cfi_file *f;
+	uint64_t vaddr;
+
+	if (!m && !*refreshed) {
+		/* a library loaded since the snapshot */
+		*refreshed = true;
+		*maps = refresh_maps(u, pid);
+		m = *maps ? gs_maps__find(*maps, pc) : NULL;
+	}
+	if (!m || !m->path)
+		return NULL;
+	f = file_for(u, *maps, m);
+	if (!f || !file_offset_to_vaddr(f, pc - m->start + m->pgoff, &vaddr))
+		return NULL;
+	if (f->eh && dwarf_cfi_addrframe(f->eh, vaddr, &frame) == 0)
+		return frame;
+	if (f->debug && dwarf_cfi_addrframe(f->debug, vaddr, &frame) == 0)
+		return frame;
+	return NULL;
+}
+
+int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack *st, uint64_t *ips,
+			size_t max_ips)
+{
+	struct walk w = { .st = st };
+	const struct gs_maps *maps;
+	struct proc_maps *p;
+	bool refreshed = false, exact_pc = true;
+	struct regs cur = { 0 }, next;
+	size_t n = 0;
+
+	if (st->size > GS_USTACK_BYTES)
+		return -EINVAL;
+	if (!max_ips)
+		return 0;
+	u->stats.stacks++;
+	w.lo = st->regs[GS_USTACK_REG_SP];
+	w.hi = w.lo + st->size;
+	if (w.hi < w.lo)
+		return -EINVAL;
+	reg_set(&cur, DW_RA, st->regs[GS_USTACK_REG_IP]);
+	reg_set(&cur, DW_RSP, st->regs[GS_USTACK_REG_SP]);
+	reg_set(&cur, DW_RBP, st->regs[GS_USTACK_REG_BP]);
+	ips[n++] = st->regs[GS_USTACK_REG_IP];
+
+	p = find_proc(u, pid);
+	maps = p ? p->maps : NULL;
+	if (!maps) {
+		maps = refresh_maps(u, pid);
+		refreshed = true;
+	}
+	while (n < max_ips) {
+		uint64_t pc = cur.v[DW_RA], sp = cur.v[DW_RSP], next_sp;
+		/*
+		 * A return address may be one past the call's last byte, the end of the
+		 * function when the callee does not return: look up the call instruction.
+		 */
+		Dwarf_Frame *frame = frame_at(u, pid, &maps, &refreshed, exact_pc ? pc : pc - 1);
+		bool ok, signal = false;
+
+		if (frame) {
+			dwarf_frame_info(frame, NULL, NULL, &signal);
+			ok = cfi_step(&w, frame, &cur, &next);
+			free(frame);
+			if (ok)
+				u->stats.cfi_steps++;
+		} else {
+			ok = fp_step(&w, &cur, &next);
+			if (ok)
+				u->stats.fp_steps++;
+		}
+		if (!ok || !next.v[DW_RA] || !reg_get(&next, DW_RSP, &next_sp))
+			break;
+		/* the stack grows down: a caller's frame is above; anything else is a loop */
+		if (next_sp <= sp && !signal)
+			break;
+		ips[n++] = next.v[DW_RA];
+		exact_pc = signal; /* the interrupted pc of a signal frame is exact */
+		cur = next;
+	}
+	return (int)n;
+}
