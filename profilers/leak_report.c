@@ -208,6 +208,7 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__u64(&j, "inflight_full", r->stats[GS_STAT_INFLIGHT_FULL]);
 	gs_json__u64(&j, "stack_failed", r->stats[GS_STAT_STACK_FAILED]);
 	gs_json__u64(&j, "user_read_failed", r->stats[GS_STAT_USER_READ_FAILED]);
+	gs_json__u64(&j, "ustack_failed", r->stats[GS_STAT_USTACK_FAILED]);
 	gs_json__end_object(&j);
 	gs_json__end_object(&j);
 	fputc('\n', f);

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* options.c: -p/-a/-- CMD, -d, -o, -v, --ringbuf, shared by every subcommand. */
+/* options.c: -p/-a/-- CMD, -d, -o, -v, --ringbuf, --stacks, shared by every subcommand. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "profilers/options.h"
 #include "user/log.h"
 
-enum { OPT_RINGBUF = 0x1000 };
+enum { OPT_RINGBUF = 0x1000, OPT_STACKS };
+
+/*
+ * --stacks dwarf sends a 16 KiB stack slice with each record: 8 MiB would hold only ~500
+ * of them while userspace unwinds, so its default ring buffer is larger.
+ */
+#define DWARF_RINGBUF_BYTES (32UL << 20)
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
@@ -14,7 +21,12 @@ static const struct argp_option options[] = {
 	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
 	{ "output", 'o', "FILE", 0, "Write output to FILE instead of stdout", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics (-vv: libbpf's too)", 0 },
-	{ "ringbuf", OPT_RINGBUF, "MiB", 0, "Ring buffer size (default 8, a power of 2)", 0 },
+	{ "ringbuf", OPT_RINGBUF, "MiB", 0,
+	  "Ring buffer size (default 8, 32 with --stacks dwarf; a power of 2)", 0 },
+	{ "stacks", OPT_STACKS, "fp|dwarf", 0,
+	  "User stacks by frame pointers (default) or by DWARF unwinding of a copied stack slice, "
+	  "for code built without frame pointers (PyTorch)",
+	  0 },
 	{ 0 },
 };
 
@@ -66,6 +78,14 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid ring buffer size '%s' (MiB, a power of 2)", arg);
 		o->ringbuf_bytes = (size_t)v << 20;
 		break;
+	case OPT_STACKS:
+		if (!strcmp(arg, "fp"))
+			o->stacks = GS_STACKS_FP;
+		else if (!strcmp(arg, "dwarf"))
+			o->stacks = GS_STACKS_DWARF;
+		else
+			argp_error(state, "unknown --stacks '%s' (fp or dwarf)", arg);
+		break;
 	case ARGP_KEY_ARGS:
 		o->argv = state->argv + state->next;
 		state->next = state->argc;
@@ -111,7 +131,10 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 		.nr_pids = opts->nr_pids,
 		.all = opts->all,
 		.argv = opts->argv,
-		.ringbuf_bytes = opts->ringbuf_bytes,
+		.ringbuf_bytes = opts->ringbuf_bytes		   ? opts->ringbuf_bytes
+				 : opts->stacks == GS_STACKS_DWARF ? DWARF_RINGBUF_BYTES
+								   : 0,
 		.families = families,
+		.stacks = opts->stacks,
 	};
 }

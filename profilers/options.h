@@ -22,6 +22,7 @@ struct gs_common_opts {
 	const char *output; /* NULL: stdout */
 	int verbosity;
 	size_t ringbuf_bytes;
+	enum gs_stack_mode stacks; /* --stacks */
 };
 
 /* Pass as an argp child with the opts as input (see profilers/leaks.c). */

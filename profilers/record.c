@@ -376,6 +376,7 @@ static void write_metadata(struct record *r)
 	gs_json__u64(j, "inflight_full", stats[GS_STAT_INFLIGHT_FULL]);
 	gs_json__u64(j, "stack_failed", stats[GS_STAT_STACK_FAILED]);
 	gs_json__u64(j, "user_read_failed", stats[GS_STAT_USER_READ_FAILED]);
+	gs_json__u64(j, "ustack_failed", stats[GS_STAT_USTACK_FAILED]);
 	gs_json__end_object(j);
 	gs_chrome_trace__finish(&r->trace);
 }

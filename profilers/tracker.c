@@ -26,10 +26,18 @@
 #include "user/proc_maps.h"
 #include "user/spawn.h"
 #include "user/symcache.h"
+#include "user/unwind.h"
 
 #define LIVENESS_CHECK_NS    500000000ULL
 #define DL_DEBUG_STATE	     "_dl_debug_state"
 #define STATIC_CUDART_MARKER "cudaMalloc"
+/*
+ * Stack slices waiting for the record they precede. That record was reserved right after
+ * the slice by the same program, so only records of other CPUs come between the two; a
+ * slot per thread of a few CPUs' worth is plenty, and an orphan (the record's reserve
+ * failed) is simply overwritten.
+ */
+#define USTACK_SLOTS 64
 
 enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
 
@@ -44,6 +52,12 @@ struct target {
 	char comm[16];
 };
 
+struct ustack_slot {
+	__u32 tid;
+	__u64 ts_ns;
+	struct gs_ustack_event *e; /* owned copy; NULL until first used */
+};
+
 struct gs_tracker {
 	struct gs_tracker_opts opts;
 	struct gs_tracker_ops ops;
@@ -53,6 +67,9 @@ struct gs_tracker {
 	struct ring_buffer *rb;
 	struct gs_links *links;
 	struct gs_symcache *symcache;
+	struct gs_unwinder *unwinder; /* --stacks dwarf only */
+	struct ustack_slot ustacks[USTACK_SLOTS];
+	size_t next_ustack;
 	struct attached_file *files;
 	size_t nr_files, cap_files;
 	struct target *targets;
@@ -315,6 +332,8 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 	}
 	bpf_map_delete_elem(bpf_map__fd(t->proc->maps.targets), &key);
 	gs_symcache__forget(t->symcache, pid);
+	if (t->unwinder)
+		gs_unwinder__forget(t->unwinder, pid);
 	drop_target(t, tg);
 }
 
@@ -327,12 +346,97 @@ static void note_process(struct gs_tracker *t, pid_t pid)
 	gs_symcache__refresh(t->symcache, pid);
 }
 
+static void stash_ustack(struct gs_tracker *t, const struct gs_ustack_event *e)
+{
+	struct ustack_slot *slot = NULL;
+
+	for (size_t i = 0; i < USTACK_SLOTS && !slot; i++)
+		if (t->ustacks[i].e && t->ustacks[i].tid == e->hdr.tid)
+			slot = &t->ustacks[i];
+	if (!slot) {
+		slot = &t->ustacks[t->next_ustack];
+		t->next_ustack = (t->next_ustack + 1) % USTACK_SLOTS;
+	}
+	if (!slot->e)
+		slot->e = malloc(sizeof(*slot->e));
+	if (!slot->e)
+		return; /* the record keeps its frame-pointer stack */
+	/* only the captured bytes: the rest of the 16 KiB is never read */
+	memcpy(slot->e, e, offsetof(struct gs_ustack_event, st.data) + e->st.size);
+	slot->tid = e->hdr.tid;
+	slot->ts_ns = e->hdr.ts_ns;
+}
+
+size_t gs_tracker__unwind(struct gs_tracker *t, const struct gs_event_hdr *hdr, __u64 *frames,
+			  size_t max_frames)
+{
+	pid_t pid = (pid_t)hdr->pid;
+	const struct gs_maps *maps;
+	uint64_t ips[GS_MAX_STACK];
+	int n;
+
+	if (!t->unwinder || !(hdr->flags & GS_EV_F_USTACK))
+		return 0;
+	for (size_t i = 0; i < USTACK_SLOTS; i++) {
+		struct ustack_slot *slot = &t->ustacks[i];
+
+		if (!slot->e || slot->tid != hdr->tid || slot->ts_ns != hdr->ts_ns)
+			continue;
+		slot->ts_ns = 0; /* used once */
+		if (max_frames > GS_MAX_STACK)
+			max_frames = GS_MAX_STACK;
+		/* the symbolizer's snapshot: it outlives the process, which may be gone by now */
+		maps = gs_symcache__maps(t->symcache, pid);
+		if (maps && !gs_maps__find(maps, slot->e->st.regs[GS_USTACK_REG_IP]) &&
+		    gs_symcache__refresh(t->symcache, pid) == 0)
+			maps = gs_symcache__maps(t->symcache, pid);
+		if (!maps)
+			return 0;
+		n = gs_unwinder__unwind_maps(t->unwinder, maps, &slot->e->st, ips, max_frames);
+		for (int i = 0; i < n; i++)
+			frames[i] = ips[i];
+		return n > 0 ? (size_t)n : 0;
+	}
+	return 0;
+}
+
+/* The alloc record with its frames unwound from its stack slice, in out; false if none. */
+static bool unwind_alloc(struct gs_tracker *t, const struct gs_mem_alloc *e,
+			 struct gs_mem_alloc *out)
+{
+	size_t n = gs_tracker__unwind(t, &e->hdr, out->frames, GS_MAX_STACK);
+
+	if (!n)
+		return false;
+	memcpy(out, e, offsetof(struct gs_mem_alloc, frames));
+	out->nr_frames = (__u16)n;
+	out->hdr.size = (__u32)(offsetof(struct gs_mem_alloc, frames) + n * sizeof(__u64));
+	return true;
+}
+
+static bool unwind_free_ret(struct gs_tracker *t, const struct gs_mem_free_ret *e,
+			    struct gs_mem_free_ret *out)
+{
+	size_t n = gs_tracker__unwind(t, &e->hdr, out->frames, GS_MAX_STACK);
+
+	if (!n)
+		return false;
+	memcpy(out, e, offsetof(struct gs_mem_free_ret, frames));
+	out->nr_frames = (__u16)n;
+	out->hdr.size = (__u32)(offsetof(struct gs_mem_free_ret, frames) + n * sizeof(__u64));
+	return true;
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct gs_tracker *t = ctx;
 	const struct gs_event_hdr *hdr = data;
 	pid_t pid = (pid_t)hdr->pid;
 	int type = gs_event_decode(data, size);
+	union {
+		struct gs_mem_alloc alloc;
+		struct gs_mem_free_ret free_ret;
+	} unwound;
 
 	if (type == -EINVAL) {
 		gs_warn("malformed ring buffer record (%zu bytes): skipped", size);
@@ -355,8 +459,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case GS_EV_PROC_EXIT:
 		target_gone(t, pid, false);
 		break;
+	case GS_EV_USTACK:
+		if (t->unwinder)
+			stash_ustack(t, data);
+		break;
 	case GS_EV_MEM_ALLOC:
 		note_process(t, pid);
+		if (unwind_alloc(t, data, &unwound.alloc))
+			data = &unwound.alloc;
 		if (t->ops.mem_alloc)
 			t->ops.mem_alloc(t->ops.ctx, data);
 		break;
@@ -366,6 +476,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 			t->ops.mem_free(t->ops.ctx, data);
 		break;
 	case GS_EV_MEM_FREE_RET:
+		if (unwind_free_ret(t, data, &unwound.free_ret))
+			data = &unwound.free_ret;
 		if (t->ops.mem_free_ret)
 			t->ops.mem_free_ret(t->ops.ctx, data);
 		break;
@@ -442,6 +554,15 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->proc->rodata->cfg_report_all_execs = opts->all;
 	t->mem->rodata->cfg_all_pids = opts->all;
 	t->mem->rodata->cfg_free_returns = opts->free_returns;
+	t->mem->rodata->cfg_ustack = opts->stacks == GS_STACKS_DWARF;
+	if (opts->stacks == GS_STACKS_DWARF) {
+		t->unwinder = gs_unwinder__new();
+		if (!t->unwinder) {
+			err = -errno;
+			gs_err("DWARF unwinder: %s", strerror(-err));
+			goto out_free;
+		}
+	}
 	t->cuda->rodata->cfg_all_pids = opts->all;
 	if (opts->ringbuf_bytes)
 		bpf_map__set_max_entries(t->proc->maps.events, (__u32)opts->ringbuf_bytes);
@@ -719,6 +840,9 @@ void gs_tracker__free(struct gs_tracker *t)
 	cuda_bpf__destroy(t->cuda);
 	proc_bpf__destroy(t->proc);
 	gs_symcache__free(t->symcache);
+	gs_unwinder__free(t->unwinder);
+	for (size_t i = 0; i < USTACK_SLOTS; i++)
+		free(t->ustacks[i].e);
 	free(t->files);
 	free(t->targets);
 	free(t);

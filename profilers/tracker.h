@@ -13,6 +13,12 @@
 struct gs_symcache;
 struct gs_tracker;
 
+/* --stacks: how user stacks are unwound */
+enum gs_stack_mode {
+	GS_STACKS_FP = 0, /* frame pointers, by the kernel at the probe (bpf_get_stack) */
+	GS_STACKS_DWARF,  /* a copied stack slice, unwound here with the files' CFI */
+};
+
 struct gs_tracker_opts {
 	const pid_t *pids; /* -p */
 	size_t nr_pids;
@@ -21,6 +27,7 @@ struct gs_tracker_opts {
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe */
 	bool free_returns; /* report every free's return, not only failures */
+	enum gs_stack_mode stacks;
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -52,6 +59,15 @@ struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t);
 /* The spawned command's pid, 0 without one; its exit status once it was reaped. */
 pid_t gs_tracker__child(const struct gs_tracker *t);
 int gs_tracker__child_status(const struct gs_tracker *t);
+/*
+ * --stacks dwarf: for a record whose hdr has GS_EV_F_USTACK, unwinds the GS_EV_USTACK slice
+ * that came before it into frames (innermost first, at most GS_MAX_STACK). Returns the
+ * number of frames, or 0
+ * when there is no such slice (keep the record's frame-pointer frames then). The memory
+ * records of the tracker's own ops arrive with their frames already replaced.
+ */
+size_t gs_tracker__unwind(struct gs_tracker *t, const struct gs_event_hdr *hdr, __u64 *frames,
+			  size_t max_frames);
 /* Comm of pid as last read (borrowed), "?" when unknown. */
 const char *gs_tracker__comm(struct gs_tracker *t, pid_t pid);
 void gs_tracker__free(struct gs_tracker *t);

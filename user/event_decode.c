@@ -11,6 +11,8 @@ _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
 _Static_assert(offsetof(struct gs_mem_free_ret, frames) == 48, "gs_mem_free_ret frames offset");
 _Static_assert(offsetof(struct gs_cuda_call, frames) == 296, "gs_cuda_call frames offset");
+_Static_assert(offsetof(struct gs_ustack, data) == 32, "gs_ustack data offset");
+_Static_assert(sizeof(struct gs_ustack_event) == 24 + 32 + GS_USTACK_BYTES, "gs_ustack_event");
 
 int gs_event_decode(const void *data, size_t size)
 {
@@ -18,6 +20,7 @@ int gs_event_decode(const void *data, size_t size)
 	const struct gs_mem_alloc *alloc = data;
 	const struct gs_mem_free_ret *free_ret = data;
 	const struct gs_cuda_call *call = data;
+	const struct gs_ustack_event *ustack = data;
 	size_t need;
 
 	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
@@ -48,6 +51,11 @@ int gs_event_decode(const void *data, size_t size)
 		if (hdr->size < need || call->nr_frames > GS_MAX_STACK)
 			return -EINVAL;
 		need += call->nr_frames * sizeof(call->frames[0]);
+		break;
+	case GS_EV_USTACK:
+		need = sizeof(struct gs_ustack_event);
+		if (hdr->size < need || ustack->st.size > GS_USTACK_BYTES)
+			return -EINVAL;
 		break;
 	default:
 		return -ENOENT;

@@ -533,7 +533,7 @@ static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_m
 	struct cfi_file *f;
 	uint64_t vaddr;
 
-	if (!m && !*refreshed) {
+	if (!m && !*refreshed && pid > 0) {
 		/* a library loaded since the snapshot */
 		*refreshed = true;
 		*maps = refresh_maps(u, pid);
@@ -551,13 +551,12 @@ static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_m
 	return NULL;
 }
 
-int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack *st, uint64_t *ips,
-			size_t max_ips)
+/* pid > 0: maps is pid's snapshot here, re-read once on a miss unless just read. */
+static int unwind(struct gs_unwinder *u, pid_t pid, const struct gs_maps *maps, bool refreshed,
+		  const struct gs_ustack *st, uint64_t *ips, size_t max_ips)
 {
 	struct walk w = { .st = st };
-	const struct gs_maps *maps;
-	struct proc_maps *p;
-	bool refreshed = false, exact_pc = true;
+	bool exact_pc = true;
 	struct regs cur = { 0 }, next;
 	size_t n = 0;
 
@@ -574,13 +573,6 @@ int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack
 	reg_set(&cur, DW_RSP, st->regs[GS_USTACK_REG_SP]);
 	reg_set(&cur, DW_RBP, st->regs[GS_USTACK_REG_BP]);
 	ips[n++] = st->regs[GS_USTACK_REG_IP];
-
-	p = find_proc(u, pid);
-	maps = p ? p->maps : NULL;
-	if (!maps) {
-		maps = refresh_maps(u, pid);
-		refreshed = true;
-	}
 	while (n < max_ips) {
 		uint64_t pc = cur.v[DW_RA], sp = cur.v[DW_RSP], next_sp;
 		/*
@@ -611,4 +603,23 @@ int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack
 		cur = next;
 	}
 	return (int)n;
+}
+
+int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack *st, uint64_t *ips,
+			size_t max_ips)
+{
+	struct proc_maps *p = find_proc(u, pid);
+	const struct gs_maps *maps = p ? p->maps : NULL;
+
+	if (pid <= 0)
+		return -EINVAL;
+	if (maps)
+		return unwind(u, pid, maps, false, st, ips, max_ips);
+	return unwind(u, pid, refresh_maps(u, pid), true, st, ips, max_ips);
+}
+
+int gs_unwinder__unwind_maps(struct gs_unwinder *u, const struct gs_maps *maps,
+			     const struct gs_ustack *st, uint64_t *ips, size_t max_ips)
+{
+	return unwind(u, 0, maps, true, st, ips, max_ips);
 }

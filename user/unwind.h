@@ -10,6 +10,7 @@
 #include "bpf/gs_event.h"
 
 struct gs_unwinder;
+struct gs_maps;
 
 /* Caller frees with gs_unwinder__free(). NULL with errno set. */
 struct gs_unwinder *gs_unwinder__new(void);
@@ -27,6 +28,13 @@ void gs_unwinder__free(struct gs_unwinder *u);
  */
 int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack *st, uint64_t *ips,
 			size_t max_ips);
+/*
+ * The same with the caller's snapshot of the process's mappings (e.g. gs_symcache__maps(),
+ * which outlives the process), never re-read here: for records of a process that may have
+ * exited by the time they are read.
+ */
+int gs_unwinder__unwind_maps(struct gs_unwinder *u, const struct gs_maps *maps,
+			     const struct gs_ustack *st, uint64_t *ips, size_t max_ips);
 /* Drops the memory-map snapshot of pid (after it exited or exec'd); the file cache stays. */
 void gs_unwinder__forget(struct gs_unwinder *u, pid_t pid);
 
