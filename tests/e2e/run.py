@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import test_leaks  # noqa: E402,F401  (registers its tests)
 import test_record  # noqa: E402,F401
+import test_unwind  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())

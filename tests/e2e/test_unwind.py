@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_unwind.py: --stacks dwarf against code without frame pointers, and perf-map JIT frames."""
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (BIN, LIB, MiB, Gpusnoop, Workload, expect_eq, main, process, run_gpusnoop,
+                     test)
+
+NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
+NOFP_CHAIN = ["gs_nofp_inner", "gs_nofp_middle", "gs_nofp_outer", "main"]
+NOFP_LIB = os.path.join(LIB, "libgs_nofp.so")
+NOFP_EXE = os.path.join(BIN, "gs_nofp")
+
+
+def held_report(name, *gs_args):
+    """Runs a held workload to 'done' under `leaks -p`; returns (pid, final report, stderr)."""
+    w = Workload(name, env=NO_DRIVER)
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()})")
+        reports = g.reports()
+        expect_eq([r["report"] for r in reports], ["final"], "reports written")
+        return w.pid, reports[0], g.stderr_text()
+    finally:
+        g.kill()
+        w.finish()
+
+
+def only_stack(report, pid, nbytes):
+    proc = process(report, pid)
+    expect_eq((proc["outstanding_bytes"], proc["outstanding_allocations"]), (nbytes, 1),
+              "outstanding")
+    expect_eq(len(proc["stacks"]), 1, "stacks")
+    return proc["stacks"][0]["frames"]
+
+
+def symbols(frames):
+    return [f["symbol"] for f in frames]
+
+
+def expect_nofp_chain(frames):
+    expect_eq(symbols(frames[:4]), NOFP_CHAIN, f"innermost frames of {frames!r}")
+    expect_eq([f["module"] for f in frames[:4]], [NOFP_LIB] * 3 + [NOFP_EXE], "modules")
+    # below main, libc's start code and the executable's _start
+    expect_eq(frames[-1]["symbol"], "_start", "outermost frame")
+
+
+@test
+def dwarf_unwinds_library_without_frame_pointers():
+    pid, report, _ = held_report("gs_nofp", "--stacks", "dwarf")
+    expect_nofp_chain(only_stack(report, pid, 3 * MiB))
+    expect_eq(report["lost"]["ustack_failed"], 0, "stack slices that could not be read")
+    expect_eq(report["dropped_events"], 0, "dropped events")
+
+
+@test
+def frame_pointer_stacks_stop_short_without_them():
+    # the same process and call with the default --stacks fp: rbp holds data, not a frame
+    pid, report, _ = held_report("gs_nofp")
+    frames = only_stack(report, pid, 3 * MiB)
+    expect_eq(frames[0]["symbol"], "gs_nofp_inner", "allocating function")
+    for name in NOFP_CHAIN[1:]:
+        assert name not in symbols(frames), frames
+    pid, report, _ = held_report("gs_nofp", "--stacks", "fp")
+    assert "gs_nofp_middle" not in symbols(only_stack(report, pid, 3 * MiB))
+
+
+@test
+def dwarf_stacks_of_a_command_that_already_exited():
+    # the records are read after the process is gone: unwinding uses the kept maps snapshot
+    status, out, err = run_gpusnoop("leaks", "--stacks", "dwarf", "--format", "json", "--",
+                                    NOFP_EXE, env=NO_DRIVER)
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    expect_eq([r["report"] for r in reports], ["exit"], "reports written")
+    proc = reports[0]["processes"][0]
+    expect_eq(proc["exited"], True, "marked exited")
+    expect_nofp_chain(only_stack(reports[0], proc["pid"], 3 * MiB))
+
+
+@test
+def perf_map_names_jit_code():
+    for mode in ("fp", "dwarf"):
+        pid, report, _ = held_report("gs_jit", "--stacks", mode)
+        frames = only_stack(report, pid, 5 * MiB)
+        expect_eq(symbols(frames[:3]), ["jit_alloc", "gs_jit_trampoline", "main"],
+                  f"--stacks {mode}: frames {frames!r}")
+        expect_eq(frames[1]["module"], f"/tmp/perf-{pid}.map", "module of the JIT frame")
+        # the return address is 6 bytes into the trampoline, after its call
+        expect_eq(frames[1]["offset"], 6, "offset in the JIT symbol")
+
+
+@test
+def record_draws_dwarf_stacks():
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "t.json")
+    status, out, err = run_gpusnoop("record", "-e", "cuda-mem", "--stacks", "dwarf", "-o", path,
+                                    "--", NOFP_EXE, env=NO_DRIVER)
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    with open(path) as f:
+        trace = json.load(f)
+    mallocs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] == "cudaMalloc"]
+    expect_eq(len(mallocs), 1, "cudaMalloc slices")
+    stack = mallocs[0]["args"]["stack"]
+    expect_eq([s.split("+")[0] for s in stack[:4]], NOFP_CHAIN, f"stack {stack!r}")
+    expect_eq(trace["metadata"]["lost"]["ustack_failed"], 0, "unreadable stack slices")
+
+
+@test
+def bad_stacks_option_is_one_clear_error():
+    status, out, err = run_gpusnoop("leaks", "--stacks", "lbr", "--", NOFP_EXE)
+    assert status != 0, (status, err)
+    assert "unknown --stacks 'lbr' (fp or dwarf)" in err, err
+    expect_eq(out, "", "stdout")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
