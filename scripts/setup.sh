@@ -9,6 +9,7 @@ PACKAGES=(
 	libelf-dev zlib1g-dev
 	python3 jq
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
+	python3-torch # e2e: DWARF unwinding through Debian's libtorch (test_unwind.py)
 )
 
 missing=()

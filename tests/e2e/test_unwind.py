@@ -3,17 +3,32 @@
 """test_unwind.py: --stacks dwarf against code without frame pointers, and perf-map JIT frames."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, LIB, MiB, Gpusnoop, Workload, expect_eq, main, process, run_gpusnoop,
-                     test)
+from harness import (BIN, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main, process,
+                     run_gpusnoop, test)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 NOFP_CHAIN = ["gs_nofp_inner", "gs_nofp_middle", "gs_nofp_outer", "main"]
 NOFP_LIB = os.path.join(LIB, "libgs_nofp.so")
 NOFP_EXE = os.path.join(BIN, "gs_nofp")
+SNAP = os.path.join(ROOT, ".output", "tests", "gs_ustack_snap")
+DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's python3-torch is for Debian's interpreter
+
+# A CPU tensor made in nn.Linear's forward, two nn.Sequential deep; stops once torch is loaded.
+TORCH_SCRIPT = """
+import os, signal, torch
+m = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU()),
+                        torch.nn.Linear(1024, 1024))
+x = torch.randn(8, 1024)
+def step(m, x):
+    return m(x).sum()
+os.kill(os.getpid(), signal.SIGSTOP)
+step(m, x)
+"""
 
 
 def held_report(name, *gs_args):
@@ -111,6 +126,35 @@ def record_draws_dwarf_stacks():
     stack = mallocs[0]["args"]["stack"]
     expect_eq([s.split("+")[0] for s in stack[:4]], NOFP_CHAIN, f"stack {stack!r}")
     expect_eq(trace["metadata"]["lost"]["ustack_failed"], 0, "unreadable stack slices")
+
+
+@test
+def dwarf_unwinds_debian_libtorch_to_python():
+    # no probe of ours exists in libc10 (that is the torch allocator events' job): the test
+    # breaks at c10::alloc_cpu with ptrace and unwinds what a uprobe there would capture
+    if subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True).returncode:
+        raise Skip("Debian's python3-torch is not installed")
+    out = subprocess.run([SNAP, "libc10.so", "_ZN3c109alloc_cpuEm", str(32 * 1024), "--",
+                          DEBIAN_PYTHON, "-c", TORCH_SCRIPT],
+                         capture_output=True, timeout=120)
+    expect_eq(out.returncode, 0, f"gs_ustack_snap ({out.stderr.decode()})")
+    slices = [json.loads(l) for l in out.stdout.decode().splitlines()]
+    frames = slices[-1]["frames"]  # the whole captured slice, as BPF would send it
+    names = [f["symbol"] or "" for f in frames]
+    modules = [os.path.basename(f["module"] or "") for f in frames]
+    expect_eq(names[0], "c10::alloc_cpu(unsigned long)", f"probed function in {names!r}")
+    assert modules[0].startswith("libc10.so"), modules
+    for want in ("at::detail::empty_cpu(", "at::native::linear(", "at::_ops::linear::call(",
+                 "_PyEval_EvalFrameDefault"):
+        assert any(n.startswith(want) for n in names), (want, names)
+    assert any(m.startswith("libtorch_python.so") for m in modules), modules
+    # one Python-level call per module: step, Sequential, Sequential, Linear
+    assert names.count("_PyEval_EvalFrameDefault") >= 4, names
+    expect_eq(names[-1], "_start", f"outermost frame of {names!r}")
+    # a shorter slice ends the stack early, never with other frames
+    for s in slices[:-1]:
+        got = [f["address"] for f in s["frames"]]
+        expect_eq(got, [f["address"] for f in frames[:len(got)]], f"{s['slice']}-byte slice")
 
 
 @test
