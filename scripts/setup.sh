@@ -10,6 +10,7 @@ PACKAGES=(
 	python3 jq
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
 	python3-torch # e2e: DWARF unwinding through Debian's libtorch (test_unwind.py)
+	bpftrace # e2e: another tool's return probe pending during a --stacks dwarf capture
 )
 
 missing=()

@@ -3,13 +3,15 @@
 """test_unwind.py: --stacks dwarf against code without frame pointers, and perf-map JIT frames."""
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main, process,
-                     run_gpusnoop, test)
+from harness import (BIN, LIB, ROOT, MiB, Gpusnoop, LineReader, Skip, Workload, expect_eq, main,
+                     process, run_gpusnoop, test)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 NOFP_CHAIN = ["gs_nofp_inner", "gs_nofp_middle", "gs_nofp_outer", "main"]
@@ -85,6 +87,26 @@ def frame_pointer_stacks_stop_short_without_them():
         assert name not in symbols(frames), frames
     pid, report, _ = held_report("gs_nofp", "--stacks", "fp")
     assert "gs_nofp_middle" not in symbols(only_stack(report, pid, 3 * MiB))
+
+
+@test
+def dwarf_stacks_under_a_pending_return_probe():
+    # another tool's uretprobe on gs_nofp_outer (as PyTorch's allocator probes sit around
+    # cudaMalloc) puts the [uprobes] trampoline where outer's return address was
+    if not shutil.which("bpftrace"):
+        raise Skip("bpftrace is not installed")
+    bt = subprocess.Popen(["bpftrace", "-e",
+                           f'uretprobe:{NOFP_LIB}:gs_nofp_outer {{ printf("outer returned\\n"); }}'],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out = LineReader(bt.stdout)
+        out.wait_for(lambda l: l.startswith("Attaching"), "bpftrace attached")
+        pid, report, _ = held_report("gs_nofp", "--stacks", "dwarf")
+        expect_nofp_chain(only_stack(report, pid, 3 * MiB))
+        out.wait_for(lambda l: l == "outer returned", "the return probe fired")
+    finally:
+        bt.send_signal(signal.SIGINT)
+        bt.communicate(timeout=30)
 
 
 @test
