@@ -90,6 +90,22 @@ def frame_pointer_stacks_stop_short_without_them():
 
 
 @test
+def dwarf_stacks_in_all_processes_mode():
+    # -a sees other processes too (other fixtures): only ours is checked
+    w = Workload("gs_nofp", env=NO_DRIVER)
+    g = Gpusnoop("leaks", "-a", "--format", "json", "--stacks", "dwarf")
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        expect_nofp_chain(only_stack(g.reports()[-1], w.pid, 3 * MiB))
+    finally:
+        g.kill()
+        w.finish()
+
+
+@test
 def dwarf_stacks_under_a_pending_return_probe():
     # another tool's uretprobe on gs_nofp_outer (as PyTorch's allocator probes sit around
     # cudaMalloc) puts the [uprobes] trampoline where outer's return address was
