@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "user/elf_file.h"
 #include "user/proc_maps.h"
@@ -23,12 +24,15 @@
  * SYMBOL in the mapped LIB, and at the first hit whose first argument is >= MIN_ARG1 takes
  * what gs_capture_ustack() takes at a uprobe there (ip, sp, bp and the stack above sp).
  * Prints one JSON line per slice size (4 KiB steps up to GS_USTACK_BYTES): the frames the
- * unwinder finds in that much stack, symbolized. Kills CMD. For tests that unwind through
- * libraries a fixture cannot stand in for (Debian's libtorch); exits 1 on any failure.
+ * unwinder finds in that much stack, symbolized, and on stderr what unwinding the whole
+ * slice took: the first time (loading the files' CFI) and on average over 1000 more. Kills
+ * CMD. For tests that unwind through libraries a fixture cannot stand in for (Debian's
+ * libtorch); exits 1 on any failure.
  */
 
 #define MAX_IPS 64
 #define PAGE	4096
+#define REPEAT	1000
 
 static pid_t child = -1;
 
@@ -104,6 +108,30 @@ static void capture(struct gs_ustack *st, const struct user_regs_struct *regs)
 		}
 		size = ((regs->rsp + size - 1) & ~(uint64_t)(PAGE - 1)) - regs->rsp;
 	}
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void time_unwinding(struct gs_unwinder *u, const struct gs_ustack *st)
+{
+	uint64_t ips[MAX_IPS];
+	double t0 = now_us(), cold, warm;
+	int n = gs_unwinder__unwind(u, child, st, ips, MAX_IPS);
+
+	cold = now_us() - t0;
+	t0 = now_us();
+	for (int i = 0; i < REPEAT; i++)
+		gs_unwinder__unwind(u, child, st, ips, MAX_IPS);
+	warm = (now_us() - t0) / REPEAT;
+	fprintf(stderr,
+		"gs_ustack_snap: %d frames from %u bytes: first unwind %.0f us, then %.1f us\n", n,
+		st->size, cold, warm);
 }
 
 static void print_json_string(const char *s)
@@ -216,6 +244,7 @@ int main(int argc, char **argv)
 	if (ptrace(PTRACE_POKETEXT, child, (void *)bp, (void *)orig))
 		die("remove the breakpoint");
 	capture(st, &regs);
+	time_unwinding(u, st);
 	for (uint32_t size = PAGE; size <= GS_USTACK_BYTES; size += PAGE)
 		print_stack(u, cache, st, size);
 	kill(child, SIGKILL);
