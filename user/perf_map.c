@@ -22,6 +22,7 @@ struct gs_perf_map {
 	size_t nr, cap;
 	bool sorted;
 	uint64_t next_seq;
+	pid_t ns_pid; /* the pid in the process's namespace, once read while it lived; 0 */
 	/* the file read so far */
 	dev_t dev;
 	ino_t ino;
@@ -129,7 +130,7 @@ long gs_perf_map__add_text(struct gs_perf_map *map, const char *text, size_t len
 	return (long)(p - text);
 }
 
-/* The pid of pid inside its own PID namespace (the last NSpid field), else pid. */
+/* The pid of pid inside its own PID namespace (the last NSpid field); 0 when it is gone. */
 static pid_t ns_pid(pid_t pid)
 {
 	char path[64], line[256];
@@ -139,7 +140,7 @@ static pid_t ns_pid(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return pid;
+		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *last;
 
@@ -164,9 +165,27 @@ int gs_perf_map__update(struct gs_perf_map *map, pid_t pid)
 	long used;
 	int fd, err = 0;
 
-	/* the process's /tmp, which in a container is not ours */
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)inner);
+	if (inner) {
+		map->ns_pid = inner;
+		/* the process's /tmp, which in a container is not ours */
+		snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)inner);
+	} else if (!map->ns_pid || map->ns_pid == pid) {
+		/*
+		 * Gone: JITs leave the file behind for perf to read after the exit. Ours is the
+		 * right /tmp unless the process lived in another PID namespace (then its root
+		 * went with it).
+		 */
+		inner = pid;
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	} else {
+		return -ESRCH;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a zombie still has its status but no root to go through: the same fallback */
+	if (fd < 0 && inner == pid && strncmp(path, "/tmp/", 5)) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {

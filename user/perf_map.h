@@ -29,8 +29,10 @@ long gs_perf_map__add_text(struct gs_perf_map *map, const char *text, size_t len
 
 /*
  * Reads /proc/PID/root/tmp/perf-NSPID.map (NSPID: pid in its own namespace), only what was
- * appended since the last call; starts over if the file shrank or was replaced. Returns 0,
- * -ENOENT when there is no such file, or another -errno. What was read stays on failure.
+ * appended since the last call; starts over if the file shrank or was replaced. Once the
+ * process is gone, /tmp/perf-PID.map, which JITs leave behind, unless it was seen living in
+ * another PID namespace. Returns 0, -ENOENT when there is no such file, or another -errno.
+ * What was read stays on failure.
  */
 int gs_perf_map__update(struct gs_perf_map *map, pid_t pid);
 

@@ -177,17 +177,22 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 	struct gs_elf *elf;
 	uint64_t file_off, vaddr;
 
-	/* a library loaded since the snapshot: look again while the process lives */
-	if (!m && gs_symcache__refresh(cache, pid) == 0) {
+	/*
+	 * A library loaded since the snapshot, or code mapped where the snapshot has data
+	 * (code runs only from executable mappings): look again while the process lives.
+	 */
+	if ((!m || !m->exec) && gs_symcache__refresh(cache, pid) == 0) {
 		maps = gs_symcache__maps(cache, pid);
 		m = gs_maps__find(maps, addr);
 	}
 	*frame = (struct gs_frame){ .address = addr, .offset = addr };
 	if (!m)
 		return;
-	if (!m->path) {
+	/* a stale snapshot of a gone process: JIT code may have been mapped since */
+	if (!m->path || !m->exec) {
 		resolve_jit(cache, pid, addr, frame);
-		return;
+		if (frame->symbol || !m->path)
+			return;
 	}
 	frame->module = m->path;
 	file_off = addr - m->start + m->pgoff;

@@ -533,13 +533,14 @@ static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_m
 	struct cfi_file *f;
 	uint64_t vaddr;
 
-	if (!m && !*refreshed && pid > 0) {
-		/* a library loaded since the snapshot */
+	if ((!m || !m->exec) && !*refreshed && pid > 0) {
+		/* a library loaded since the snapshot, or code mapped where it has data */
 		*refreshed = true;
 		*maps = refresh_maps(u, pid);
 		m = *maps ? gs_maps__find(*maps, pc) : NULL;
 	}
-	if (!m || !m->path)
+	/* no file, or a stale snapshot (code runs only from executable mappings): no CFI */
+	if (!m || !m->path || !m->exec)
 		return NULL;
 	f = file_for(u, *maps, m);
 	if (!f || !file_offset_to_vaddr(f, pc - m->start + m->pgoff, &vaddr))

@@ -138,16 +138,47 @@ def dwarf_stacks_of_a_command_that_already_exited():
     expect_nofp_chain(only_stack(reports[0], proc["pid"], 3 * MiB))
 
 
+def remove_perf_map(pid):
+    try:
+        os.unlink(f"/tmp/perf-{pid}.map")
+    except FileNotFoundError:
+        pass
+
+
+def expect_jit_frames(frames, pid, what):
+    expect_eq(symbols(frames[:3]), ["jit_alloc", "gs_jit_trampoline", "main"],
+              f"{what}: frames {frames!r}")
+    expect_eq(frames[1]["module"], f"/tmp/perf-{pid}.map", "module of the JIT frame")
+    # the return address is 6 bytes into the trampoline, after its call
+    expect_eq(frames[1]["offset"], 6, "offset in the JIT symbol")
+
+
 @test
 def perf_map_names_jit_code():
     for mode in ("fp", "dwarf"):
-        pid, report, _ = held_report("gs_jit", "--stacks", mode)
-        frames = only_stack(report, pid, 5 * MiB)
-        expect_eq(symbols(frames[:3]), ["jit_alloc", "gs_jit_trampoline", "main"],
-                  f"--stacks {mode}: frames {frames!r}")
-        expect_eq(frames[1]["module"], f"/tmp/perf-{pid}.map", "module of the JIT frame")
-        # the return address is 6 bytes into the trampoline, after its call
-        expect_eq(frames[1]["offset"], 6, "offset in the JIT symbol")
+        pid = None
+        try:
+            pid, report, _ = held_report("gs_jit", "--stacks", mode)
+            expect_jit_frames(only_stack(report, pid, 5 * MiB), pid, f"--stacks {mode}")
+        finally:
+            if pid:
+                remove_perf_map(pid)
+
+
+@test
+def perf_map_left_by_an_exited_command():
+    # the records are read after gs_jit exited; like Python's -X perf it left its perf map
+    status, out, err = run_gpusnoop("leaks", "--stacks", "dwarf", "--format", "json", "--",
+                                    os.path.join(BIN, "gs_jit"), env=NO_DRIVER)
+    reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    pid = reports[0]["processes"][0]["pid"] if reports and reports[0]["processes"] else None
+    try:
+        expect_eq(status, 0, f"gpusnoop status ({err})")
+        expect_eq([r["report"] for r in reports], ["exit"], "reports written")
+        expect_jit_frames(only_stack(reports[0], pid, 5 * MiB), pid, "exited")
+    finally:
+        if pid:
+            remove_perf_map(pid)
 
 
 @test

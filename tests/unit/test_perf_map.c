@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "tests/unit/harness.h"
 #include "user/perf_map.h"
@@ -100,6 +101,35 @@ out:
 	gs_perf_map__free(map);
 }
 
+/* JITs leave the file behind: perf reads it after the exit, and so does gpusnoop. */
+GS_TEST(reads_what_a_gone_process_left)
+{
+	struct gs_perf_map *map = gs_perf_map__new();
+	char path[64], want[64];
+	uint64_t off;
+	pid_t pid;
+	int status;
+
+	if (!GS_EXPECT(map))
+		return;
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (!GS_EXPECT(pid > 0) || !GS_EXPECT(waitpid(pid, &status, 0) == pid))
+		goto out_free;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	if (!GS_EXPECT_EQ(write_file(path, "w", "5000 10 left_behind\n"), 0))
+		goto out_free;
+	GS_EXPECT_EQ(gs_perf_map__update(map, pid), 0);
+	GS_EXPECT_STR_EQ(gs_perf_map__lookup(map, 0x5005, &off), "left_behind");
+	GS_EXPECT_EQ(off, 5);
+	snprintf(want, sizeof(want), "/tmp/perf-%d.map", (int)pid);
+	GS_EXPECT_STR_EQ(gs_perf_map__path(map), want);
+	unlink(path);
+out_free:
+	gs_perf_map__free(map);
+}
+
 /* Code in an anonymous executable mapping of this process, named by its perf map. */
 GS_TEST(symcache_names_jit_frames)
 {
@@ -147,4 +177,4 @@ out:
 }
 
 GS_TEST_MAIN(parses_lines_and_keeps_the_partial_one, rereads_only_what_was_appended,
-	     symcache_names_jit_frames)
+	     reads_what_a_gone_process_left, symcache_names_jit_frames)
