@@ -148,24 +148,40 @@ struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps 
  * Anonymous executable memory is JIT code: its names are in the perf map file, read again
  * when an address is not found in what was read (the JIT appends as it compiles).
  */
-static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, struct gs_frame *frame)
+const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+				    uint64_t *offset)
 {
 	struct proc_snapshot *p = find_proc(cache, pid);
 	const char *name;
 
 	if (!p)
-		return;
+		return NULL;
 	if (!p->perf_map) {
 		p->perf_map = gs_perf_map__new();
 		if (!p->perf_map)
-			return;
+			return NULL;
 	}
-	name = gs_perf_map__lookup(p->perf_map, addr, &frame->offset);
+	name = gs_perf_map__lookup(p->perf_map, addr, offset);
 	if (!name && gs_perf_map__update(p->perf_map, pid) == 0)
-		name = gs_perf_map__lookup(p->perf_map, addr, &frame->offset);
+		name = gs_perf_map__lookup(p->perf_map, addr, offset);
+	return name;
+}
+
+/*
+ * Anonymous executable memory is JIT code: its names are in the perf map file, read again
+ * when an address is not found in what was read (the JIT appends as it compiles).
+ */
+static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, struct gs_frame *frame)
+{
+	struct proc_snapshot *p;
+	uint64_t offset;
+	const char *name = gs_symcache__jit_symbol(cache, pid, addr, &offset);
+
 	if (!name)
 		return;
+	p = find_proc(cache, pid);
 	frame->symbol = name;
+	frame->offset = offset;
 	frame->module = gs_perf_map__path(p->perf_map);
 }
 

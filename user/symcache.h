@@ -42,6 +42,14 @@ const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid);
 void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 			  struct gs_frame *frame);
 
+/*
+ * The perf-map name of addr in pid (JIT code), re-reading the map when it grew; never
+ * re-reads the process's maps, so snapshots handed out stay valid. Borrowed like a perf map
+ * symbol of gs_symcache__resolve(); NULL when unnamed or pid has no snapshot.
+ */
+const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+				    uint64_t *offset);
+
 /* The cached ELF of a mapping of pid (opened once per file); NULL when unreadable. Borrowed. */
 struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,
 				const struct gs_mapping *m);

@@ -33,9 +33,9 @@ step(m, x)
 """
 
 
-def held_report(name, *gs_args):
+def held_report(name, *gs_args, env=None):
     """Runs a held workload to 'done' under `leaks -p`; returns (pid, final report, stderr)."""
-    w = Workload(name, env=NO_DRIVER)
+    w = Workload(name, env=dict(NO_DRIVER, **(env or {})))
     g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
     try:
         g.wait_tracing()
@@ -163,6 +163,30 @@ def perf_map_names_jit_code():
         finally:
             if pid:
                 remove_perf_map(pid)
+
+
+@test
+def python_perf_trampolines_unwind_with_dwarf():
+    # CPython 3.12+'s -X perf trampolines (GS_JIT_PYTHON: the same code and name) keep no
+    # frame pointer and have no CFI; their known layout takes the DWARF stack past them
+    python = {"GS_JIT_PYTHON": "1"}
+    name = "py::jit_step:/fixtures/gs_jit.py"
+    pid = None
+    try:
+        pid, report, _ = held_report("gs_jit", "--stacks", "dwarf", env=python)
+        frames = only_stack(report, pid, 5 * MiB)
+        expect_eq(symbols(frames[:3]), ["jit_alloc", name, "main"], f"frames {frames!r}")
+        expect_eq(frames[1]["offset"], 6, "return address in the trampoline")
+        expect_eq(frames[-1]["symbol"], "_start", "outermost frame")
+        remove_perf_map(pid)
+        # frame pointers skip the frame above the trampoline (main here)
+        pid, report, _ = held_report("gs_jit", "--stacks", "fp", env=python)
+        frames = only_stack(report, pid, 5 * MiB)
+        expect_eq(symbols(frames[:2]), ["jit_alloc", name], f"frames {frames!r}")
+        assert "main" not in symbols(frames), frames
+    finally:
+        if pid:
+            remove_perf_map(pid)
 
 
 @test
