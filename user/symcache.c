@@ -154,6 +154,9 @@ const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64
 	struct proc_snapshot *p = find_proc(cache, pid);
 	const char *name;
 
+	/* the perf map lives with a snapshot: take the first one if there is none yet */
+	if (!p && gs_symcache__refresh(cache, pid) == 0)
+		p = find_proc(cache, pid);
 	if (!p)
 		return NULL;
 	if (!p->perf_map) {

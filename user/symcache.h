@@ -44,8 +44,9 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 
 /*
  * The perf-map name of addr in pid (JIT code), re-reading the map when it grew; never
- * re-reads the process's maps, so snapshots handed out stay valid. Borrowed like a perf map
- * symbol of gs_symcache__resolve(); NULL when unnamed or pid has no snapshot.
+ * replaces the snapshot of pid's maps (it reads one only if there is none), so snapshots
+ * handed out stay valid. Borrowed like a perf map symbol of gs_symcache__resolve(); NULL
+ * when unnamed.
  */
 const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 				    uint64_t *offset);
