@@ -205,12 +205,10 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 		m = gs_maps__find(maps, addr);
 	}
 	*frame = (struct gs_frame){ .address = addr, .offset = addr };
-	if (!m)
-		return;
-	/* a stale snapshot of a gone process: JIT code may have been mapped since */
-	if (!m->path || !m->exec) {
+	/* anonymous memory, or a stale snapshot of a gone process: JIT code mapped since? */
+	if (!m || !m->path || !m->exec) {
 		resolve_jit(cache, pid, addr, frame);
-		if (frame->symbol || !m->path)
+		if (frame->symbol || !m || !m->path)
 			return;
 	}
 	frame->module = m->path;
