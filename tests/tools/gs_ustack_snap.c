@@ -86,9 +86,11 @@ static int wait_stop(void)
 
 	if (waitpid(child, &status, 0) != child)
 		die("waitpid");
-	if (!WIFSTOPPED(status)) {
-		errno = ECHILD;
-		die("child ended");
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		fprintf(stderr, "gs_ustack_snap: %s ended before the breakpoint: %s %d\n",
+			"the command", WIFEXITED(status) ? "exit status" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		exit(1);
 	}
 	return WSTOPSIG(status);
 }
@@ -207,9 +209,9 @@ int main(int argc, char **argv)
 	}
 	if (wait_stop() != SIGTRAP || ptrace(PTRACE_CONT, child, NULL, NULL))
 		die("exec stop");
-	/* CMD stops itself once the library is loaded */
-	while (wait_stop() != SIGSTOP)
-		if (ptrace(PTRACE_CONT, child, NULL, NULL))
+	/* CMD stops itself once the library is loaded; other signals are its own */
+	for (int sig; (sig = wait_stop()) != SIGSTOP;)
+		if (ptrace(PTRACE_CONT, child, NULL, (void *)(long)sig))
 			die("continue");
 	bp = find_breakpoint(child, argv[1], argv[2]);
 	errno = 0;
