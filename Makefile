@@ -103,7 +103,7 @@ vmlinux:
 check:
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch] \
 		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
-		tests/fixtures/unwind/*.[ch])
+		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch])
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop

@@ -203,9 +203,11 @@ struct gs_torch_oom {
  * DWARF unwinding (--stacks dwarf): BPF copies the registers and a slice of the user stack
  * above sp; userspace unwinds it with the CFI of the mapped files (user/unwind.c).
  *
- * 16 KiB, twice perf's default for --call-graph dwarf: PyTorch allocations are made under
- * many large frames (dispatcher, boxed kernels, Python bindings), and a slice that stops
- * short ends the unwound stack there (README, "Stacks"). The slice is read
+ * 16 KiB, twice perf's default for --call-graph dwarf. Measured on Debian's PyTorch 1.13
+ * and Python 3.11 (tests/tools/gs_ustack_snap at c10::alloc_cpu): a CPU tensor allocated in
+ * the forward pass of nn.Linear inside two nested nn.Sequential has 57 frames up to _start;
+ * 4 KiB of stack reaches 22 of them (the first Python frame), 8 KiB 48; all 57 took the
+ * 11.6 KiB up to the end of the stack. Deeper models need more. The slice is read
  * straight into the reserved ring-buffer record: it costs ring-buffer space, not a copy.
  */
 #define GS_USTACK_BYTES	 16384

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* options.c: -p/-a/-- CMD, -d, -o, -v, --ringbuf, --stacks, shared by every subcommand. */
+/* options.c: -p/-a/-- CMD, -d, -o, -v, --ringbuf shared by every subcommand; --stacks. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,10 +23,6 @@ static const struct argp_option options[] = {
 	{ "verbose", 'v', NULL, 0, "More diagnostics (-vv: libbpf's too)", 0 },
 	{ "ringbuf", OPT_RINGBUF, "MiB", 0,
 	  "Ring buffer size (default 8, 32 with --stacks dwarf; a power of 2)", 0 },
-	{ "stacks", OPT_STACKS, "fp|dwarf", 0,
-	  "User stacks by frame pointers (default) or by DWARF unwinding of a copied stack slice, "
-	  "for code built without frame pointers (PyTorch)",
-	  0 },
 	{ 0 },
 };
 
@@ -78,14 +74,6 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid ring buffer size '%s' (MiB, a power of 2)", arg);
 		o->ringbuf_bytes = (size_t)v << 20;
 		break;
-	case OPT_STACKS:
-		if (!strcmp(arg, "fp"))
-			o->stacks = GS_STACKS_FP;
-		else if (!strcmp(arg, "dwarf"))
-			o->stacks = GS_STACKS_DWARF;
-		else
-			argp_error(state, "unknown --stacks '%s' (fp or dwarf)", arg);
-		break;
 	case ARGP_KEY_ARGS:
 		o->argv = state->argv + state->next;
 		state->next = state->argc;
@@ -97,6 +85,31 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 }
 
 const struct argp gs_common_argp = { options, parse, NULL, NULL, NULL, NULL, NULL };
+
+static const struct argp_option stacks_options[] = {
+	{ "stacks", OPT_STACKS, "fp|dwarf", 0,
+	  "User stacks by frame pointers (default) or by DWARF unwinding of a copied stack slice, "
+	  "for code built without frame pointers (PyTorch)",
+	  0 },
+	{ 0 },
+};
+
+static error_t parse_stacks(int key, char *arg, struct argp_state *state)
+{
+	struct gs_common_opts *o = state->input;
+
+	if (key != OPT_STACKS)
+		return ARGP_ERR_UNKNOWN;
+	if (!strcmp(arg, "fp"))
+		o->stacks = GS_STACKS_FP;
+	else if (!strcmp(arg, "dwarf"))
+		o->stacks = GS_STACKS_DWARF;
+	else
+		argp_error(state, "unknown --stacks '%s' (fp or dwarf)", arg);
+	return 0;
+}
+
+const struct argp gs_stacks_argp = { stacks_options, parse_stacks, NULL, NULL, NULL, NULL, NULL };
 
 volatile sig_atomic_t gs_stop_requested;
 

@@ -27,6 +27,8 @@ struct gs_common_opts {
 
 /* Pass as an argp child with the opts as input (see profilers/leaks.c). */
 extern const struct argp gs_common_argp;
+/* --stacks fp|dwarf, for the subcommands that honor it: another child, same input. */
+extern const struct argp gs_stacks_argp;
 
 /* Set by SIGINT/SIGTERM once gs_common_opts__finish() ran: the CLI's one flag. */
 extern volatile sig_atomic_t gs_stop_requested;

@@ -675,6 +675,7 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 			gs_err("DWARF unwinder: %s", strerror(-err));
 			goto out_free;
 		}
+		gs_unwinder__set_symcache(t->unwinder, t->symcache);
 	}
 	t->cuda->rodata->cfg_all_pids = opts->all;
 	if (opts->ringbuf_bytes)

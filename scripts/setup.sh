@@ -14,6 +14,7 @@ PACKAGES=(
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
 	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like test fixtures
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU)
+	bpftrace # e2e: another tool's return probe pending during a --stacks dwarf capture
 )
 
 missing=()

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "user/elf_file.h"
 #include "user/log.h"
+#include "user/perf_map.h"
 #include "user/proc_maps.h"
 #include "user/symcache.h"
 
@@ -19,6 +20,7 @@ struct cached_file {
 struct proc_snapshot {
 	pid_t pid;
 	struct gs_maps *maps;
+	struct gs_perf_map *perf_map; /* JIT symbols; NULL until an anonymous address is seen */
 };
 
 struct gs_symcache {
@@ -41,8 +43,10 @@ void gs_symcache__free(struct gs_symcache *cache)
 		gs_elf__free(cache->files[i].elf);
 		free(cache->files[i].path);
 	}
-	for (size_t i = 0; i < cache->nr_procs; i++)
+	for (size_t i = 0; i < cache->nr_procs; i++) {
 		gs_maps__free(cache->procs[i].maps);
+		gs_perf_map__free(cache->procs[i].perf_map);
+	}
 	free(cache->files);
 	free(cache->procs);
 	free(cache);
@@ -78,6 +82,7 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 		p = &cache->procs[cache->nr_procs++];
 		p->pid = pid;
 		p->maps = NULL;
+		p->perf_map = NULL;
 	}
 	gs_maps__free(p->maps);
 	p->maps = maps;
@@ -91,6 +96,7 @@ void gs_symcache__forget(struct gs_symcache *cache, pid_t pid)
 	if (!p)
 		return;
 	gs_maps__free(p->maps);
+	gs_perf_map__free(p->perf_map);
 	*p = cache->procs[--cache->nr_procs];
 }
 
@@ -138,6 +144,50 @@ struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps 
 	return f->elf;
 }
 
+/*
+ * Anonymous executable memory is JIT code: its names are in the perf map file, read again
+ * when an address is not found in what was read (the JIT appends as it compiles).
+ */
+const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+				    uint64_t *offset)
+{
+	struct proc_snapshot *p = find_proc(cache, pid);
+	const char *name;
+
+	/* the perf map lives with a snapshot: take the first one if there is none yet */
+	if (!p && gs_symcache__refresh(cache, pid) == 0)
+		p = find_proc(cache, pid);
+	if (!p)
+		return NULL;
+	if (!p->perf_map) {
+		p->perf_map = gs_perf_map__new();
+		if (!p->perf_map)
+			return NULL;
+	}
+	name = gs_perf_map__lookup(p->perf_map, addr, offset);
+	if (!name && gs_perf_map__update(p->perf_map, pid) == 0)
+		name = gs_perf_map__lookup(p->perf_map, addr, offset);
+	return name;
+}
+
+/*
+ * Anonymous executable memory is JIT code: its names are in the perf map file, read again
+ * when an address is not found in what was read (the JIT appends as it compiles).
+ */
+static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, struct gs_frame *frame)
+{
+	struct proc_snapshot *p;
+	uint64_t offset;
+	const char *name = gs_symcache__jit_symbol(cache, pid, addr, &offset);
+
+	if (!name)
+		return;
+	p = find_proc(cache, pid);
+	frame->symbol = name;
+	frame->offset = offset;
+	frame->module = gs_perf_map__path(p->perf_map);
+}
+
 void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 			  struct gs_frame *frame)
 {
@@ -146,14 +196,21 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 	struct gs_elf *elf;
 	uint64_t file_off, vaddr;
 
-	/* a library loaded since the snapshot: look again while the process lives */
-	if (!m && gs_symcache__refresh(cache, pid) == 0) {
+	/*
+	 * A library loaded since the snapshot, or code mapped where the snapshot has data
+	 * (code runs only from executable mappings): look again while the process lives.
+	 */
+	if ((!m || !m->exec) && gs_symcache__refresh(cache, pid) == 0) {
 		maps = gs_symcache__maps(cache, pid);
 		m = gs_maps__find(maps, addr);
 	}
 	*frame = (struct gs_frame){ .address = addr, .offset = addr };
-	if (!m)
-		return;
+	/* anonymous memory, or a stale snapshot of a gone process: JIT code mapped since? */
+	if (!m || !m->path || !m->exec) {
+		resolve_jit(cache, pid, addr, frame);
+		if (frame->symbol || !m || !m->path)
+			return;
+	}
 	frame->module = m->path;
 	file_off = addr - m->start + m->pgoff;
 	frame->offset = file_off;

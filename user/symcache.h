@@ -14,7 +14,8 @@ struct gs_mapping;
 struct gs_frame {
 	uint64_t address;
 	const char *symbol; /* demangled; NULL when no symbol covers the address */
-	const char *module; /* path of the mapped file; NULL for anonymous memory */
+	const char *module; /* path of the mapped file; for JIT code named by a perf map, the map
+			     * ("/tmp/perf-PID.map"); NULL for other anonymous memory */
 	uint64_t offset;    /* from the symbol's start, or the file offset without a symbol */
 };
 
@@ -26,17 +27,29 @@ void gs_symcache__free(struct gs_symcache *cache);
  * addresses of an exited process still resolve. Returns 0 or -errno.
  */
 int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid);
-/* Drops the snapshot of pid (after its last report). */
+/* Drops the snapshot and perf map of pid (after its last report). */
 void gs_symcache__forget(struct gs_symcache *cache, pid_t pid);
 /* The current snapshot of pid, reading it if there is none; NULL if unreadable. Borrowed. */
 const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid);
 
 /*
- * Resolves addr in pid. Strings in *frame are borrowed from the cache and stay valid until
- * the next refresh/forget of pid (module) or gs_symcache__free() (symbol): copy to keep.
+ * Resolves addr in pid: from the ELF symbols of the mapped file, or for anonymous memory
+ * from the process's /tmp/perf-PID.map (re-read when it grew). Strings in *frame are
+ * borrowed from the cache and stay valid until the next refresh/forget of pid (module),
+ * gs_symcache__free() (ELF symbol), or the next resolve/forget of pid (perf map symbol):
+ * copy to keep.
  */
 void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 			  struct gs_frame *frame);
+
+/*
+ * The perf-map name of addr in pid (JIT code), re-reading the map when it grew; never
+ * replaces the snapshot of pid's maps (it reads one only if there is none), so snapshots
+ * handed out stay valid. Borrowed like a perf map symbol of gs_symcache__resolve(); NULL
+ * when unnamed.
+ */
+const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+				    uint64_t *offset);
 
 /* The cached ELF of a mapping of pid (opened once per file); NULL when unreadable. Borrowed. */
 struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,

@@ -13,6 +13,7 @@
 #include <libelf.h>
 #include "user/log.h"
 #include "user/proc_maps.h"
+#include "user/symcache.h"
 #include "user/unwind.h"
 
 /*
@@ -65,6 +66,7 @@ struct gs_unwinder {
 	size_t nr_files, cap_files;
 	struct proc_maps *procs;
 	size_t nr_procs, cap_procs;
+	struct gs_symcache *symcache; /* borrowed; names JIT code */
 	struct gs_unwind_stats stats;
 };
 
@@ -106,6 +108,11 @@ void gs_unwinder__free(struct gs_unwinder *u)
 	free(u->files);
 	free(u->procs);
 	free(u);
+}
+
+void gs_unwinder__set_symcache(struct gs_unwinder *u, struct gs_symcache *cache)
+{
+	u->symcache = cache;
 }
 
 void gs_unwinder__stats(const struct gs_unwinder *u, struct gs_unwind_stats *out)
@@ -524,6 +531,44 @@ static bool fp_step(const struct walk *w, const struct regs *cur, struct regs *n
 	return true;
 }
 
+/*
+ * CPython 3.12 and 3.13 copy one trampoline (Python/asm_trampoline.S) into anonymous memory
+ * for each code object and name the copy "py::QUALNAME:FILE" in the perf map:
+ *
+ *	[endbr64]; sub $8,%rsp; call *%rcx; add $8,%rsp; ret
+ *
+ * No CFI covers the copies, and this one keeps no frame pointer: rbp still holds whatever
+ * the caller had. At its return address (6 bytes in; 10 with endbr64) the caller's return
+ * address is at sp+8 and the caller's sp is sp+16. A trampoline that does push %rbp; mov
+ * %rsp,%rbp instead has rbp == sp there, and the frame-pointer step is the right one.
+ */
+static bool python_trampoline_step(struct gs_unwinder *u, const struct gs_maps *maps,
+				   const struct walk *w, const struct regs *cur, struct regs *next)
+{
+	uint64_t pc = cur->v[DW_RA], sp, bp, ra, at;
+	const struct gs_mapping *m;
+	const char *name;
+
+	if (!u->symcache || !maps || !reg_get(cur, DW_RSP, &sp) ||
+	    (reg_get(cur, DW_RBP, &bp) && bp == sp))
+		return false;
+	/* not code of a file: anonymous, or mapped since a snapshot of a gone process */
+	m = gs_maps__find(maps, pc - 1);
+	if (m && m->path && m->exec)
+		return false;
+	name = gs_symcache__jit_symbol(u->symcache, maps->pid, pc - 1, &at);
+	if (!name || strncmp(name, "py::", 4))
+		return false;
+	at += 1;
+	if ((at != 6 && at != 10) || !read_stack(w, sp + 8, &ra))
+		return false;
+	*next = *cur;
+	next->valid &= (1u << DW_RBP) | (1u << DW_RBX) | (0xfu << 12); /* callee-saved */
+	reg_set(next, DW_RSP, sp + 16);
+	reg_set(next, DW_RA, ra);
+	return true;
+}
+
 /* The CFI frame state at pc in process pid (malloc'd, caller frees), or NULL. */
 static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_maps **maps,
 			     bool *refreshed, uint64_t pc)
@@ -533,13 +578,14 @@ static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_m
 	struct cfi_file *f;
 	uint64_t vaddr;
 
-	if (!m && !*refreshed && pid > 0) {
-		/* a library loaded since the snapshot */
+	if ((!m || !m->exec) && !*refreshed && pid > 0) {
+		/* a library loaded since the snapshot, or code mapped where it has data */
 		*refreshed = true;
 		*maps = refresh_maps(u, pid);
 		m = *maps ? gs_maps__find(*maps, pc) : NULL;
 	}
-	if (!m || !m->path)
+	/* no file, or a stale snapshot (code runs only from executable mappings): no CFI */
+	if (!m || !m->path || !m->exec)
 		return NULL;
 	f = file_for(u, *maps, m);
 	if (!f || !file_offset_to_vaddr(f, pc - m->start + m->pgoff, &vaddr))
@@ -588,6 +634,9 @@ static int unwind(struct gs_unwinder *u, pid_t pid, const struct gs_maps *maps, 
 			free(frame);
 			if (ok)
 				u->stats.cfi_steps++;
+		} else if (python_trampoline_step(u, maps, &w, &cur, &next)) {
+			ok = true;
+			u->stats.py_steps++;
 		} else {
 			ok = fp_step(&w, &cur, &next);
 			if (ok)

@@ -11,6 +11,7 @@
 
 struct gs_unwinder;
 struct gs_maps;
+struct gs_symcache;
 
 /* Caller frees with gs_unwinder__free(). NULL with errno set. */
 struct gs_unwinder *gs_unwinder__new(void);
@@ -35,6 +36,13 @@ int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack
  */
 int gs_unwinder__unwind_maps(struct gs_unwinder *u, const struct gs_maps *maps,
 			     const struct gs_ustack *st, uint64_t *ips, size_t max_ips);
+/*
+ * Lets the unwinder name JIT code through cache's perf maps (borrowed; NULL turns it off),
+ * for the one JIT frame whose layout is known without CFI or a frame pointer: CPython
+ * 3.12+'s perf trampolines ("py::" symbols, python -X perf) in builds without frame
+ * pointers. When unwinding with gs_unwinder__unwind_maps(), maps must be cache's snapshot.
+ */
+void gs_unwinder__set_symcache(struct gs_unwinder *u, struct gs_symcache *cache);
 /* Drops the memory-map snapshot of pid (after it exited or exec'd); the file cache stays. */
 void gs_unwinder__forget(struct gs_unwinder *u, pid_t pid);
 
@@ -43,6 +51,7 @@ struct gs_unwind_stats {
 	uint64_t stacks;     /* gs_unwinder__unwind() calls */
 	uint64_t cfi_steps;  /* frames found through CFI */
 	uint64_t fp_steps;   /* frames found through the frame-pointer fallback */
+	uint64_t py_steps;   /* frames found through CPython's perf trampoline layout */
 	uint64_t files;	     /* distinct files whose CFI was loaded */
 	uint64_t maps_reads; /* /proc/PID/maps snapshots read */
 };

@@ -12,6 +12,7 @@ import test_profile  # noqa: E402,F401
 import test_daemon  # noqa: E402,F401
 import test_stitch  # noqa: E402,F401
 import test_torch  # noqa: E402,F401
+import test_unwind  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())

@@ -28,7 +28,7 @@ static const char *const nofp_chain[] = { "gs_nofp_inner", "gs_nofp_middle", "gs
  * libgs_nofp.so), and captures what the BPF side would: ip, sp, bp and the stack above sp,
  * shortened to a page boundary where the stack ends. Returns the stopped child, or -1.
  */
-static pid_t capture_nofp(struct gs_ustack *st)
+static pid_t capture_nofp_with(struct gs_ustack *st, const char *lib_dir)
 {
 	struct user_regs_struct regs;
 	int status, fd;
@@ -42,6 +42,8 @@ static pid_t capture_nofp(struct gs_ustack *st)
 		if (fd >= 0)
 			dup2(fd, STDOUT_FILENO);
 		setenv("GS_NOFP_STOP", "1", 1);
+		if (lib_dir)
+			setenv("LD_LIBRARY_PATH", lib_dir, 1);
 		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
 		execl(GS_NOFP, GS_NOFP, (char *)NULL);
 		_exit(127);
@@ -70,6 +72,11 @@ out_kill:
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	return -1;
+}
+
+static pid_t capture_nofp(struct gs_ustack *st)
+{
+	return capture_nofp_with(st, NULL);
 }
 
 static void end_child(pid_t pid)
@@ -149,6 +156,39 @@ GS_TEST(unwinds_real_process_without_frame_pointers)
 	GS_EXPECT_EQ(stats.stacks, 1);
 	GS_EXPECT(stats.cfi_steps >= NOFP_CHAIN);
 	GS_EXPECT_EQ(stats.fp_steps, 0);
+	end_child(pid);
+out:
+	gs_symcache__free(cache);
+	gs_unwinder__free(u);
+	free(st);
+}
+
+/* Code built with -g but without unwind tables has its CFI in .debug_frame only. */
+GS_TEST(unwinds_with_debug_frame)
+{
+	struct gs_ustack *st = malloc(sizeof(*st));
+	struct gs_unwinder *u = gs_unwinder__new();
+	struct gs_symcache *cache = gs_symcache__new();
+	const char *names[MAX_IPS], *modules[MAX_IPS];
+	struct gs_unwind_stats stats;
+	uint64_t ips[MAX_IPS];
+	int n, at;
+	pid_t pid;
+
+	if (!GS_EXPECT(st && u && cache))
+		goto out;
+	pid = capture_nofp_with(st, GS_FIXTURES "/lib/debug_frame");
+	if (!GS_EXPECT(pid > 0))
+		goto out;
+	n = gs_unwinder__unwind(u, pid, st, ips, MAX_IPS);
+	gs_unwinder__stats(u, &stats);
+	GS_EXPECT_EQ(stats.fp_steps, 0);
+	symbolize(cache, pid, ips, n > 0 ? n : 0, names, modules);
+	at = find_chain(names, n);
+	if (!GS_EXPECT(at > 0) || getenv("GS_TEST_VERBOSE"))
+		print_stack(names, modules, n);
+	else
+		GS_EXPECT(strstr(modules[at], "/lib/debug_frame/libgs_nofp.so") != NULL);
 	end_child(pid);
 out:
 	gs_symcache__free(cache);
@@ -275,6 +315,6 @@ out:
 	free(st);
 }
 
-GS_TEST_MAIN(unwinds_real_process_without_frame_pointers, frame_pointers_lose_the_chain,
-	     cfi_is_cached_per_file_across_processes, reads_only_the_captured_slice,
-	     rejects_bad_input)
+GS_TEST_MAIN(unwinds_real_process_without_frame_pointers, unwinds_with_debug_frame,
+	     frame_pointers_lose_the_chain, cfi_is_cached_per_file_across_processes,
+	     reads_only_the_captured_slice, rejects_bad_input)

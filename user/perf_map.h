@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* perf_map.h: symbols of JIT code from /tmp/perf-PID.map, the file JITs write for perf. */
+#ifndef GS_PERF_MAP_H
+#define GS_PERF_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * One line per symbol, "START SIZE NAME": START and SIZE in hex (an optional 0x is
+ * accepted), NAME up to the end of the line and may hold spaces. Written by V8/Node, the
+ * JVM's perf-map-agent, LuaJIT, .NET and Python 3.12+ (`python -X perf`, names like
+ * "py::train_step:/src/train.py"). JITs only append; a later line for the same address
+ * wins, as in perf.
+ */
+struct gs_perf_map;
+
+/* Caller frees with gs_perf_map__free(); NULL on allocation failure. */
+struct gs_perf_map *gs_perf_map__new(void);
+void gs_perf_map__free(struct gs_perf_map *map);
+
+/*
+ * Adds the complete lines of text[0..len); returns the bytes consumed (up to the last
+ * newline: a line still being written is read next time) or -ENOMEM. Malformed lines are
+ * skipped.
+ */
+long gs_perf_map__add_text(struct gs_perf_map *map, const char *text, size_t len);
+
+/*
+ * Reads /proc/PID/root/tmp/perf-NSPID.map (NSPID: pid in its own namespace), only what was
+ * appended since the last call; starts over if the file shrank or was replaced. Once the
+ * process is gone, /tmp/perf-PID.map, which JITs leave behind, unless it was seen living in
+ * another PID namespace. Returns 0, -ENOENT when there is no such file, or another -errno.
+ * What was read stays on failure.
+ */
+int gs_perf_map__update(struct gs_perf_map *map, pid_t pid);
+
+/* The symbol covering addr (borrowed, valid until the next update/free), or NULL. */
+const char *gs_perf_map__lookup(struct gs_perf_map *map, uint64_t addr, uint64_t *offset);
+/* The file last read, e.g. "/tmp/perf-123.map" as seen by the process; NULL before. */
+const char *gs_perf_map__path(const struct gs_perf_map *map);
+size_t gs_perf_map__count(const struct gs_perf_map *map);
+
+#endif /* GS_PERF_MAP_H */
