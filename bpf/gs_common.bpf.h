@@ -27,6 +27,12 @@ struct {
 } stats SEC(".maps");
 
 const volatile bool cfg_all_pids = false;
+/*
+ * Wake the reader only once this many bytes wait in the ring buffer (0: at every record, the
+ * kernel's default). A wake-up per record costs the traced thread an irq_work and a context
+ * switch; the reader also drains on its poll timeout, so nothing waits longer than that.
+ */
+const volatile __u32 cfg_wakeup_bytes = 0;
 
 static __always_inline void gs_count(__u32 stat)
 {
@@ -49,6 +55,24 @@ static __always_inline void *gs_reserve(__u64 size)
 	if (!e)
 		gs_count(GS_STAT_RINGBUF_FULL);
 	return e;
+}
+
+/*
+ * Commits a record from gs_reserve(), waking the reader as cfg_wakeup_bytes says. In -a
+ * mode the first records of a process userspace does not follow yet wake it at once: it
+ * must add the process to targets before the process exits, or its exit goes unseen.
+ */
+static __always_inline void gs_submit(void *e)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 flags = 0;
+
+	if (cfg_wakeup_bytes)
+		flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes ||
+					(cfg_all_pids && !bpf_map_lookup_elem(&targets, &pid))
+				? BPF_RB_FORCE_WAKEUP
+				: BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
 }
 
 /* Fills frames[GS_MAX_STACK] with the user stack; returns the frame count (0 if it failed). */

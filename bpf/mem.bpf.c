@@ -104,7 +104,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	e->nr_frames = gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_ALLOC,
 		    offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
@@ -136,7 +136,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	e->ptr = ptr;
 	e->api = c.head.api;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
@@ -169,7 +169,7 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
 		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
 		    pid_tgid);
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
