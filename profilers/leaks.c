@@ -67,13 +67,77 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 	gs_mem_accounting__free_ret(&l->mem, e);
 }
 
-static int cmp_group_key(const void *a, const void *b)
-{
-	const struct gs_leak_group *x = a, *y = b;
+/*
+ * The groups of one report, found by (stack, API) through a small hash of group indexes:
+ * memory in proportion to the groups, not to the allocations (a million of them would
+ * otherwise need a 32 MiB array for the length of a report).
+ */
+struct grouping {
+	struct gs_leak_group *groups;
+	size_t nr, cap;
+	uint32_t *index; /* group + 1, by hash of (stack_id, api); 0: empty */
+	size_t nr_index; /* power of two */
+};
 
-	if (x->stack_id != y->stack_id)
-		return x->stack_id < y->stack_id ? -1 : 1;
-	return (int)x->api - (int)y->api;
+static size_t group_hash(uint32_t stack_id, uint16_t api)
+{
+	return (size_t)((((uint64_t)stack_id << 16 | api) * 0x9E3779B97F4A7C15ULL) >> 32);
+}
+
+static int grow_index(struct grouping *g)
+{
+	size_t nr = g->nr_index ? g->nr_index * 2 : 64;
+	uint32_t *index = calloc(nr, sizeof(*index));
+
+	if (!index)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nr; i++) {
+		size_t j = group_hash(g->groups[i].stack_id, g->groups[i].api) & (nr - 1);
+
+		while (index[j])
+			j = (j + 1) & (nr - 1);
+		index[j] = (uint32_t)i + 1;
+	}
+	free(g->index);
+	g->index = index;
+	g->nr_index = nr;
+	return 0;
+}
+
+static int group_add(struct grouping *g, const struct gs_alloc *a)
+{
+	struct gs_leak_group *x;
+	size_t j, mask;
+
+	if ((g->nr + 1) * 2 > g->nr_index && grow_index(g))
+		return -ENOMEM;
+	mask = g->nr_index - 1;
+	for (j = group_hash(a->stack_id, a->api) & mask; g->index[j]; j = (j + 1) & mask) {
+		x = &g->groups[g->index[j] - 1];
+		if (x->stack_id == a->stack_id && x->api == a->api) {
+			x->bytes += a->size;
+			x->count++;
+			if (a->ts_ns < x->oldest_ts_ns)
+				x->oldest_ts_ns = a->ts_ns;
+			return 0;
+		}
+	}
+	if (g->nr == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 16;
+		struct gs_leak_group *grown = realloc(g->groups, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		g->groups = grown;
+		g->cap = cap;
+	}
+	g->groups[g->nr] = (struct gs_leak_group){ .bytes = a->size,
+						   .count = 1,
+						   .oldest_ts_ns = a->ts_ns,
+						   .stack_id = a->stack_id,
+						   .api = a->api };
+	g->index[j] = (uint32_t)++g->nr;
+	return 0;
 }
 
 static int cmp_group_bytes(const void *a, const void *b)
@@ -97,8 +161,8 @@ static int build_proc_report(struct leaks *l, struct gs_mem_proc *p, uint64_t no
 			     struct gs_leak_proc_report *out)
 {
 	uint64_t min_age_ns = (uint64_t)(l->opts.min_age_s * 1e9);
-	size_t n = 0, nr_groups = 0;
-	struct gs_leak_group *g;
+	struct grouping g = { 0 };
+	int err = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = p->pid;
@@ -106,39 +170,24 @@ static int build_proc_report(struct leaks *l, struct gs_mem_proc *p, uint64_t no
 	out->failed_allocations = p->failed_allocations;
 	out->failed_frees = p->failed_frees;
 	out->unknown_frees = p->unknown_frees;
-	g = malloc((gs_alloc_table__count(p->allocs) + 1) * sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	for (size_t i = 0; i < gs_alloc_table__slots(p->allocs); i++) {
+	for (size_t i = 0, n = gs_alloc_table__slots(p->allocs); i < n && !err; i++) {
 		const struct gs_alloc *a = gs_alloc_table__at(p->allocs, i);
 
 		if (!a || now - a->ts_ns < min_age_ns)
 			continue;
-		g[n++] = (struct gs_leak_group){ .bytes = a->size,
-						 .count = 1,
-						 .oldest_ts_ns = a->ts_ns,
-						 .stack_id = a->stack_id,
-						 .api = a->api };
+		err = group_add(&g, a);
 		out->outstanding_bytes += a->size;
 		out->outstanding_allocations++;
 	}
-	qsort(g, n, sizeof(*g), cmp_group_key);
-	for (size_t i = 0; i < n; i++) {
-		struct gs_leak_group *last = nr_groups ? &g[nr_groups - 1] : NULL;
-
-		if (last && !cmp_group_key(last, &g[i])) {
-			last->bytes += g[i].bytes;
-			last->count++;
-			if (g[i].oldest_ts_ns < last->oldest_ts_ns)
-				last->oldest_ts_ns = g[i].oldest_ts_ns;
-		} else {
-			g[nr_groups++] = g[i];
-		}
+	free(g.index);
+	if (err) {
+		free(g.groups);
+		return err;
 	}
-	qsort(g, nr_groups, sizeof(*g), cmp_group_bytes);
+	qsort(g.groups, g.nr, sizeof(*g.groups), cmp_group_bytes);
 	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
-	out->groups = g;
-	out->nr_groups = nr_groups;
+	out->groups = g.groups;
+	out->nr_groups = g.nr;
 	out->fails = p->fails;
 	out->nr_fails = p->nr_fails;
 	return 0;
