@@ -546,8 +546,8 @@ def main():
                 rows.append(("sustained %dk calls/s %.0f s, %s, default buffer"
                              % (args.sustain_rate // 1000, args.sustain_seconds, kind),
                              "%d dropped" % s["dropped"],
-                             "%d calls, pacing lag max %.0f ms" % (s["calls"],
-                                                                    s["behind_ms"])))
+                             "%.0f calls/s reached, pacing lag max %.0f ms"
+                             % (s["calls"] / args.sustain_seconds, s["behind_ms"])))
         if want("symbolize"):
             for cold in (True, False):
                 print("first report, libtorch process, %s..." % ("cold" if cold else "warm"),
