@@ -9,6 +9,14 @@ PACKAGES=(
 	libelf-dev zlib1g-dev
 	python3 jq
 )
+# `make bench` only (setup.sh --bench): the bpftrace peer, and a PyTorch process mapping libtorch
+BENCH_PACKAGES=(
+	bpftrace
+	python3-torch
+)
+if [ "${1:-}" = --bench ]; then
+	PACKAGES+=("${BENCH_PACKAGES[@]}")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -21,4 +21,5 @@ $(BENCH_FLOOR): scripts/bench/floor.c $(BENCH_OUT)/floor.skel.h $(OUTPUT)/profil
 
 # BENCH_ARGS: e.g. "--rounds 9 --sustain-seconds 10 --only overhead,drain"
 bench: gpusnoop $(FIXTURES) $(BENCH_FLOOR)
+	$(Q)./scripts/setup.sh --bench
 	$(Q)./scripts/bench/run.py $(BENCH_ARGS)
