@@ -38,7 +38,7 @@ PROFILER_OBJS := $(filter-out $(OUTPUT)/profilers/main.o,$(CLI_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e demo vmlinux check clean setup fixtures
+.PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench
 
 # defines FIXTURES (fake CUDA libraries, workloads); needed before rules that list it
 include tests/fixtures/fixtures.mk
@@ -93,6 +93,8 @@ e2e: gpusnoop $(FIXTURES)
 test: setup
 	$(Q)$(MAKE) --no-print-directory unit e2e
 
+include scripts/bench/bench.mk
+
 demo: setup
 	$(Q)$(MAKE) --no-print-directory gpusnoop $(FIXTURES)
 	$(Q)./scripts/demo.sh
@@ -103,7 +105,7 @@ vmlinux:
 check:
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch] \
 		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
-		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch])
+		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch])
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop

@@ -104,7 +104,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 

@@ -117,7 +117,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 		e->hdr.flags |= GS_EV_F_USTACK;
 		e->hdr.ts_ns = ts;
 	}
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
@@ -149,7 +149,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	e->ptr = ptr;
 	e->api = c.head.api;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
@@ -192,7 +192,7 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 		e->hdr.flags |= GS_EV_F_USTACK;
 		e->hdr.ts_ns = ts;
 	}
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 

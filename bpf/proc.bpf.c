@@ -20,7 +20,8 @@ static __always_inline void emit(__u16 type, __u16 flags, __u64 pid_tgid)
 		return;
 	gs_fill_hdr(&e->hdr, type, sizeof(*e), pid_tgid);
 	e->hdr.flags = flags;
-	bpf_ringbuf_submit(e, 0);
+	/* at once: records held back by gs_submit() must not delay an exit or a stopped loader */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /*

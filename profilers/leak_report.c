@@ -44,15 +44,10 @@ static void text_frames(FILE *f, const struct gs_stack *s)
 		return;
 	}
 	for (uint32_t i = 0; i < s->nr_frames; i++) {
-		const struct gs_frame *fr = &s->frames[i];
+		char frame[1024];
 
-		if (fr->symbol)
-			fprintf(f, "        #%-2u %s+0x%" PRIx64 " (%s)\n", i, fr->symbol,
-				fr->offset, fr->module ? fr->module : "?");
-		else if (fr->module)
-			fprintf(f, "        #%-2u %s+0x%" PRIx64 "\n", i, fr->module, fr->offset);
-		else
-			fprintf(f, "        #%-2u 0x%" PRIx64 "\n", i, fr->address);
+		gs_frame_format(&s->frames[i], frame, sizeof(frame));
+		fprintf(f, "        #%-2u %s\n", i, frame);
 	}
 }
 
@@ -400,15 +395,6 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	fputc('\n', f);
 }
 
-static int cmp_group_key(const void *a, const void *b)
-{
-	const struct gs_leak_group *x = a, *y = b;
-
-	if (x->stack_id != y->stack_id)
-		return x->stack_id < y->stack_id ? -1 : 1;
-	return (int)x->api - (int)y->api;
-}
-
 static int cmp_group_bytes(const void *a, const void *b)
 {
 	const struct gs_leak_group *x = a, *y = b;
@@ -425,43 +411,102 @@ static int cmp_fail_count(const void *a, const void *b)
 	return x->count > y->count ? -1 : x->count < y->count;
 }
 
+/*
+ * The groups of one table, found by (stack, API) through a small hash of group indexes:
+ * memory in proportion to the groups, not to the allocations (a million of them would
+ * otherwise need a 32 MiB array for the length of a report).
+ */
+struct grouping {
+	struct gs_leak_group *groups;
+	size_t nr, cap;
+	uint32_t *index; /* group + 1, by hash of (stack_id, api); 0: empty */
+	size_t nr_index; /* power of two */
+};
+
+static size_t group_hash(uint32_t stack_id, uint16_t api)
+{
+	return (size_t)((((uint64_t)stack_id << 16 | api) * 0x9E3779B97F4A7C15ULL) >> 32);
+}
+
+static int grow_index(struct grouping *g)
+{
+	size_t nr = g->nr_index ? g->nr_index * 2 : 64;
+	uint32_t *index = calloc(nr, sizeof(*index));
+
+	if (!index)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nr; i++) {
+		size_t j = group_hash(g->groups[i].stack_id, g->groups[i].api) & (nr - 1);
+
+		while (index[j])
+			j = (j + 1) & (nr - 1);
+		index[j] = (uint32_t)i + 1;
+	}
+	free(g->index);
+	g->index = index;
+	g->nr_index = nr;
+	return 0;
+}
+
+static int group_add(struct grouping *g, const struct gs_alloc *a)
+{
+	struct gs_leak_group *x;
+	size_t j, mask;
+
+	if ((g->nr + 1) * 2 > g->nr_index && grow_index(g))
+		return -ENOMEM;
+	mask = g->nr_index - 1;
+	for (j = group_hash(a->stack_id, a->api) & mask; g->index[j]; j = (j + 1) & mask) {
+		x = &g->groups[g->index[j] - 1];
+		if (x->stack_id == a->stack_id && x->api == a->api) {
+			x->bytes += a->size;
+			x->count++;
+			if (a->ts_ns < x->oldest_ts_ns)
+				x->oldest_ts_ns = a->ts_ns;
+			return 0;
+		}
+	}
+	if (g->nr == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 16;
+		struct gs_leak_group *grown = realloc(g->groups, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		g->groups = grown;
+		g->cap = cap;
+	}
+	g->groups[g->nr] = (struct gs_leak_group){ .bytes = a->size,
+						   .count = 1,
+						   .oldest_ts_ns = a->ts_ns,
+						   .stack_id = a->stack_id,
+						   .api = a->api };
+	g->index[j] = (uint32_t)++g->nr;
+	return 0;
+}
+
 int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t min_age_ns,
 			struct gs_leak_group **groups, size_t *nr, uint64_t *bytes, uint64_t *count)
 {
-	size_t n = 0, nr_groups = 0;
-	struct gs_leak_group *g = malloc((gs_alloc_table__count(t) + 1) * sizeof(*g));
+	struct grouping g = { 0 };
+	int err = 0;
 
-	if (!g)
-		return -ENOMEM;
-	for (size_t i = 0; i < gs_alloc_table__slots(t); i++) {
+	for (size_t i = 0, n = gs_alloc_table__slots(t); i < n && !err; i++) {
 		const struct gs_alloc *a = gs_alloc_table__at(t, i);
 
 		if (!a || now - a->ts_ns < min_age_ns)
 			continue;
-		g[n++] = (struct gs_leak_group){ .bytes = a->size,
-						 .count = 1,
-						 .oldest_ts_ns = a->ts_ns,
-						 .stack_id = a->stack_id,
-						 .api = a->api };
+		err = group_add(&g, a);
 		*bytes += a->size;
 		*count += 1;
 	}
-	qsort(g, n, sizeof(*g), cmp_group_key);
-	for (size_t i = 0; i < n; i++) {
-		struct gs_leak_group *last = nr_groups ? &g[nr_groups - 1] : NULL;
-
-		if (last && !cmp_group_key(last, &g[i])) {
-			last->bytes += g[i].bytes;
-			last->count++;
-			if (g[i].oldest_ts_ns < last->oldest_ts_ns)
-				last->oldest_ts_ns = g[i].oldest_ts_ns;
-		} else {
-			g[nr_groups++] = g[i];
-		}
+	free(g.index);
+	if (err) {
+		free(g.groups);
+		return err;
 	}
-	qsort(g, nr_groups, sizeof(*g), cmp_group_bytes);
-	*groups = g;
-	*nr = nr_groups;
+	qsort(g.groups, g.nr, sizeof(*g.groups), cmp_group_bytes);
+	*groups = g.groups;
+	*nr = g.nr;
 	return 0;
 }
 

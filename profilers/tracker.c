@@ -31,6 +31,7 @@
 #include "user/unwind.h"
 
 #define LIVENESS_CHECK_NS    500000000ULL
+#define WAKEUP_PART	     8
 #define DL_DEBUG_STATE	     "_dl_debug_state"
 #define STATIC_CUDART_MARKER "cudaMalloc"
 /*
@@ -680,6 +681,9 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->cuda->rodata->cfg_all_pids = opts->all;
 	if (opts->ringbuf_bytes)
 		bpf_map__set_max_entries(t->proc->maps.events, (__u32)opts->ringbuf_bytes);
+	/* the reader wakes when an eighth is full, or on its poll timeout; never per record */
+	t->mem->rodata->cfg_wakeup_bytes = bpf_map__max_entries(t->proc->maps.events) / WAKEUP_PART;
+	t->cuda->rodata->cfg_wakeup_bytes = t->mem->rodata->cfg_wakeup_bytes;
 
 	err = proc_bpf__load(t->proc);
 	if (err) {
@@ -864,6 +868,9 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 
 	if (n == -EINTR)
 		n = 0;
+	/* records below the wake-up threshold (bpf/gs_common.bpf.h) come with the timeout */
+	if (n == 0)
+		n = ring_buffer__consume(t->rb);
 	reap_child(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */

@@ -13,10 +13,9 @@ PACKAGES=(
 	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
 	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like test fixtures
-	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU)
-	bpftrace # e2e: another tool's return probe pending during a --stacks dwarf capture
+	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
+	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
 )
-
 missing=()
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,6 +8,8 @@
 #include <zlib.h>
 #include "user/out_file.h"
 
+#define OUT_BUFFER (256 << 10)
+
 static ssize_t gz_write(void *cookie, const char *buf, size_t len)
 {
 	int n;
@@ -54,6 +56,9 @@ FILE *gs_out_open(const char *path)
 		f = fdopen(fd, "w");
 		if (!f)
 			close(fd);
+		else
+			setvbuf(f, NULL, _IOFBF,
+				OUT_BUFFER); /* a write(2) per 4 KiB of trace is a lot */
 		return f;
 	}
 	gz = gzdopen(fd, "wb");
@@ -65,6 +70,8 @@ FILE *gs_out_open(const char *path)
 	f = fopencookie(gz, "w", io);
 	if (!f)
 		gzclose(gz);
+	else
+		setvbuf(f, NULL, _IOFBF, OUT_BUFFER);
 	return f;
 }
 

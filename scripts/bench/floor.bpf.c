@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* floor.bpf.c: empty uprobe/uretprobe programs, the kernel's own cost of a probe hit. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+SEC("uprobe")
+int floor_enter(void *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int floor_exit(void *ctx)
+{
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

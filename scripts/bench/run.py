@@ -1,0 +1,598 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""gpusnoop benchmarks: overhead against the empty-probe floor, drain, symbolization, memory.
+
+Run as root from the repository root (`make bench` does). Prints one table; every ratio in it
+comes from runs of this one invocation, interleaved in random order and repeated, medians kept,
+so a busy machine moves absolute numbers more than ratios. Never part of the test suite.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, ".output")
+GPUSNOOP = os.environ.get("GS_BENCH_GPUSNOOP", os.path.join(ROOT, "gpusnoop"))
+BENCH = os.path.join(OUT, "fixtures", "bin", "gs_bench")
+FLOOR = os.path.join(OUT, "bench", "gs_bench_floor")
+LIBDIR = os.path.join(OUT, "fixtures", "lib")
+CUDART = os.path.join(LIBDIR, "libcudart.so.13")
+LIBCUDA = os.path.join(LIBDIR, "libcuda.so.1")
+PEER_BT = os.path.join(ROOT, "scripts", "bench", "peer.bt")
+TORCH_TARGET = os.path.join(ROOT, "scripts", "bench", "torch_target.py")
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, the one python3-torch is installed for
+TIMEOUT = 120
+CALLS_PER_ITER = 6  # 4 cudaLaunchKernel + cudaMalloc + cudaFree
+
+
+class Lines:
+    """Line reader over a pipe with timeouts; keeps everything read."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.buf = b""
+        self.lines = []
+        self.pos = 0
+
+    def _fill(self, timeout):
+        ready, _, _ = select.select([self.stream], [], [], timeout)
+        if not ready:
+            return False
+        chunk = os.read(self.stream.fileno(), 65536)
+        if not chunk:
+            raise EOFError
+        self.buf += chunk
+        *done, self.buf = self.buf.split(b"\n")
+        self.lines += [l.decode(errors="replace") for l in done]
+        return True
+
+    def wait_for(self, pred, what, timeout=TIMEOUT):
+        end = time.monotonic() + timeout
+        while True:
+            while self.pos < len(self.lines):
+                line = self.lines[self.pos]
+                self.pos += 1
+                if pred(line):
+                    return line
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("timed out waiting for " + what)
+            try:
+                self._fill(left)
+            except EOFError:
+                raise RuntimeError("stream closed waiting for %s; read: %s"
+                                   % (what, self.lines[-5:]))
+
+    def rest(self, timeout=TIMEOUT):
+        end = time.monotonic() + timeout
+        try:
+            while time.monotonic() < end:
+                self._fill(end - time.monotonic())
+        except EOFError:
+            pass
+        return self.lines
+
+
+class Workload:
+    """gs_bench (or the torch target) speaking sync.h's ready/done protocol, held."""
+
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=dict(os.environ))
+        self.out = Lines(self.p.stdout)
+        self.pid = int(self.out.wait_for(lambda l: l.startswith("ready "), "ready").split()[1])
+
+    def release(self):
+        os.kill(self.pid, signal.SIGUSR1)
+
+    def line(self, prefix, timeout=TIMEOUT):
+        return self.out.wait_for(lambda l: l.startswith(prefix), prefix, timeout)
+
+    def finish(self):
+        """After 'done': let it exit."""
+        self.release()
+        self.p.wait(timeout=TIMEOUT)
+        if self.p.returncode:
+            raise RuntimeError("workload failed: " + self.p.stderr.read().decode())
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+class Tool:
+    """A tracer attached to one pid; ready once `ready_text` shows on stdout or stderr."""
+
+    def __init__(self, argv, ready_text, on_stdout=False):
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out = Lines(self.p.stdout)
+        self.err = Lines(self.p.stderr)
+        self.t_start = time.monotonic()
+        (self.out if on_stdout else self.err).wait_for(lambda l: ready_text in l, ready_text)
+        self.t_ready = time.monotonic()
+
+    def cpu_s(self):
+        """CPU time of all its threads, ns precision (schedstat: time on CPU)."""
+        total = 0
+        for tid in os.listdir("/proc/%d/task" % self.p.pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (self.p.pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            except OSError:
+                pass
+        return total / 1e9
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+        out = self.out.rest()
+        err = self.err.rest()
+        self.p.wait(timeout=TIMEOUT)
+        return out, err
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def peer_script():
+    with open(PEER_BT) as f:
+        text = f.read()
+    return text.replace("@CUDART@", CUDART).replace("@LIBCUDA@", LIBCUDA)
+
+
+def start_tool(kind, pid, tmp):
+    if kind == "untraced":
+        return None
+    if kind == "floor":
+        return Tool([FLOOR, str(pid), "all"], "attached")
+    if kind == "floor-mem":
+        return Tool([FLOOR, str(pid), "mem"], "attached")
+    if kind == "record":
+        return Tool([GPUSNOOP, "record", "-p", str(pid), "-o", "/dev/null"], "recording")
+    if kind == "leaks":
+        return Tool([GPUSNOOP, "leaks", "-p", str(pid), "--format", "json", "-o",
+                     os.path.join(tmp, "leaks.json")], "tracing CUDA allocations")
+    if kind == "bpftrace":
+        path = os.path.join(tmp, "peer.bt")
+        with open(path, "w") as f:
+            f.write(peer_script())
+        return Tool(["bpftrace", "-p", str(pid), path], "peer tracing", on_stdout=True)
+    raise ValueError(kind)
+
+
+def foreign_all_sessions():
+    """Pids of other users' `gpusnoop ... -a` sessions: they probe every CUDA process, ours too."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"gpusnoop") and b"-a" in argv:
+            found.append(int(d))
+    return found
+
+
+class QuietWatch:
+    """Waits for a moment with no foreign -a session, then notes whether one starts."""
+
+    waited_s = 0.0
+    discarded = 0
+
+    def __init__(self, limit_s=120):
+        t0 = time.monotonic()
+        while foreign_all_sessions() and time.monotonic() - t0 < limit_s:
+            time.sleep(0.5)
+        QuietWatch.waited_s += time.monotonic() - t0
+        self.disturbed = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self):
+        while not self.done.wait(0.1):
+            if foreign_all_sessions():
+                self.disturbed = True
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        if self.disturbed:
+            QuietWatch.discarded += 1
+        return not self.disturbed
+
+
+def run_traced(kind, workload_argv, tmp, during=None):
+    """Starts the workload held, attaches `kind`, releases it; returns (workload, tool, extra)."""
+    w = Workload(workload_argv + ["--hold"])
+    t = None
+    try:
+        t = start_tool(kind, w.pid, tmp)
+        w.release()
+        extra = during(w, t) if during else None
+        w.line("done")
+        return w, t, extra
+    except BaseException:
+        if t:
+            t.kill()
+        w.kill()
+        raise
+
+
+def finish(w, t):
+    res = t.stop() if t else ([], [])
+    w.finish()
+    return res
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+# --- (a)-(e): per-event overhead ------------------------------------------------------------
+
+OVERHEAD_KINDS = ["untraced", "floor", "floor-mem", "record", "leaks", "bpftrace"]
+
+
+def bench_overhead(args, tmp):
+    results = {k: [] for k in OVERHEAD_KINDS}
+    wall = {k: [] for k in OVERHEAD_KINDS}
+    for rnd in range(args.rounds):
+        order = [k for k in OVERHEAD_KINDS if k in args.kinds.split(",")]
+        random.shuffle(order)
+        for kind in order:
+            for attempt in range(5):
+                watch = QuietWatch()
+                w, t, _ = run_traced(kind, [BENCH, "loop", str(args.iters), str(args.batch)],
+                                     tmp)
+                line = [l for l in w.out.lines if l.startswith("ns_per_iter")][0].split()
+                _, err = finish(w, t)
+                if watch.stop() or attempt == 4:
+                    break
+            if kind == "record":
+                m = re.search(r"(\d+) dropped", "\n".join(err))
+                if m and int(m.group(1)):
+                    print("warning: record dropped %s events" % m.group(1), file=sys.stderr)
+            results[kind].append(float(line[4]))
+            wall[kind].append(float(line[1]))
+        print("  round %d/%d: %s" % (rnd + 1, args.rounds, "  ".join(
+            "%s %.0f" % (k, results[k][-1]) for k in order)), file=sys.stderr)
+    return ({k: median(v) for k, v in results.items()},
+            {k: median(v) for k, v in wall.items()})
+
+
+# --- drain throughput -------------------------------------------------------------------------
+
+# ring-buffer records per iteration: record sees 4 launches + alloc + free entry + free return;
+# leaks sees alloc + free entry (a successful free's return is not sent)
+RECORDS_PER_ITER = {"record": 7, "leaks": 2}
+
+
+def bench_drain(args, tmp, kind):
+    QuietWatch().stop()
+    def during(w, t):
+        c0 = t.cpu_s()
+        line = w.line("calls", timeout=args.flood_seconds + TIMEOUT)
+        time.sleep(0.5)  # what is still in the ring buffer
+        return c0, t.cpu_s(), int(line.split()[1])
+
+    w, t, (c0, c1, calls) = run_traced(kind, [BENCH, "flood", str(args.flood_seconds)], tmp,
+                                       during)
+    out, err = finish(w, t)
+    records = calls // CALLS_PER_ITER * RECORDS_PER_ITER[kind]
+    dropped = dropped_of(kind, out, err, tmp)
+    cpu = max(c1 - c0, 1e-9)
+    return {"records": records, "rate": records / args.flood_seconds, "cpu_s": cpu,
+            "per_core": records / cpu, "cpu_s_per_m": cpu / records * 1e6,
+            "dropped": dropped}
+
+
+def dropped_of(kind, out, err, tmp):
+    if kind == "record":
+        m = re.search(r"gpusnoop record: \d+ events in [\d.]+ s, (\d+) dropped", "\n".join(err))
+        return int(m.group(1)) if m else -1
+    with open(os.path.join(tmp, "leaks.json")) as f:
+        reports = [json.loads(l) for l in f if l.strip()]
+    return max(r["dropped_events"] for r in reports) if reports else -1
+
+
+def bench_sustain(args, tmp, kind):
+    QuietWatch().stop()
+    w, t, _ = run_traced(kind, [BENCH, "rate", str(args.sustain_rate),
+                                str(args.sustain_seconds)], tmp)
+    line = [l for l in w.out.lines if l.startswith("calls")][0].split()
+    out, err = finish(w, t)
+    return {"calls": int(line[1]), "behind_ms": float(line[3]),
+            "dropped": dropped_of(kind, out, err, tmp)}
+
+
+# --- symbolization of the first report for a process mapping libtorch -----------------------
+
+def evict(paths):
+    """Drops the page cache of these files (pages mapped by a live process stay)."""
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def mapped_files(pid):
+    files = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith("/"):
+                files.add(parts[5].strip())
+    return sorted(files | {GPUSNOOP})
+
+
+def bench_symbolize(args, tmp, cold):
+    QuietWatch().stop()
+    w = Workload([SYSTEM_PYTHON, TORCH_TARGET, CUDART])
+    t = None
+    try:
+        files = mapped_files(w.pid)
+        if cold:
+            evict(files)
+        t = Tool([GPUSNOOP, "leaks", "-p", str(w.pid), "--format", "json"],
+                 "tracing CUDA allocations")
+        t_release = time.monotonic()
+        w.release()
+        w.line("done")
+        t.p.send_signal(signal.SIGINT)
+        report = json.loads(t.out.wait_for(lambda l: l.startswith("{"), "report"))
+        t_report = time.monotonic()
+        t.stop()
+        w.finish()
+    except BaseException:
+        if t:
+            t.kill()
+        w.kill()
+        raise
+    frames = [f for p in report["processes"] for s in p["stacks"] for f in s["frames"]]
+    torch_frames = [f for f in frames if "libtorch" in (f["module"] or "")]
+    torch_mib = sum(os.path.getsize(f) for f in files if "libtorch" in f) / 2**20
+    return {"attach_s": t.t_ready - t.t_start, "report_s": t_report - t_release,
+            "first_report_s": (t.t_ready - t.t_start) + (t_report - t_release),
+            "frames": len(frames), "torch_frames": len(torch_frames),
+            "torch_named": sum(1 for f in torch_frames if f["symbol"]), "torch_mib": torch_mib}
+
+
+# --- memory with a million outstanding allocations ------------------------------------------
+
+def status_kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def ringbuf_kib(pid):
+    """Resident KiB of gpusnoop's mmapped BPF maps (the ring buffer)."""
+    total, in_bpf = 0, False
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                in_bpf = "bpf" in line
+            elif in_bpf and line.startswith("Rss:"):
+                total += int(line.split()[1])
+    return total
+
+
+def wait_idle(t, settle=1.0, timeout=TIMEOUT):
+    """Waits until the tool used no CPU for `settle` seconds (it has drained the buffer)."""
+    end = time.monotonic() + timeout
+    last = t.cpu_s()
+    while time.monotonic() < end:
+        time.sleep(settle)
+        now = t.cpu_s()
+        if now == last:
+            return
+        last = now
+
+
+def bench_memory(args, tmp):
+    QuietWatch().stop()
+    samples = {}
+    w = Workload([BENCH, "hold", str(args.hold_allocs), str(args.churn_seconds), "--hold"])
+    t = None
+    try:
+        t = start_tool("leaks", w.pid, tmp)
+        base = status_kib(t.p.pid, "VmRSS")
+        w.release()
+        w.line("held", timeout=600)
+        wait_idle(t)
+        rb = ringbuf_kib(t.p.pid)
+        samples["held"] = status_kib(t.p.pid, "VmHWM"), status_kib(t.p.pid, "VmRSS")
+        w.release()
+        w.line("done", timeout=args.churn_seconds + TIMEOUT)
+        wait_idle(t)
+        samples["churned"] = status_kib(t.p.pid, "VmHWM"), status_kib(t.p.pid, "VmRSS")
+        rb = max(rb, ringbuf_kib(t.p.pid))
+        pid = t.p.pid
+        t.p.send_signal(signal.SIGINT)
+        t.out.rest(timeout=5)
+        # the final report is being built: sample until the process is gone
+        hwm = samples["churned"][0]
+        while t.p.poll() is None:
+            try:
+                hwm = max(hwm, status_kib(pid, "VmHWM"))
+            except (OSError, ValueError):
+                break
+            time.sleep(0.05)
+        samples["report"] = hwm, 0
+        t.stop()
+        w.finish()
+    except BaseException:
+        if t:
+            t.kill()
+        w.kill()
+        raise
+    with open(os.path.join(tmp, "leaks.json")) as f:
+        reports = [json.loads(l) for l in f if l.strip()]
+    held = sum(p["outstanding_allocations"] for r in reports[-1:] for p in r["processes"])
+    return {"base_kib": base, "ringbuf_kib": rb, "samples": samples, "outstanding": held}
+
+
+# --- stitch ---------------------------------------------------------------------------------
+
+def bench_stitch(args, tmp):
+    """Slot for `gpusnoop stitch` (MB/s merging two large traces, peak memory).
+
+    Not written yet: `stitch` is another change. Returns None, and the table shows no row,
+    until this measures the real command.
+    """
+    return None
+
+
+# --- the table ------------------------------------------------------------------------------
+
+def fmt_mib(kib):
+    return "%.1f MiB" % (kib / 1024)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", 5)))
+    ap.add_argument("--iters", type=int, default=int(os.environ.get("BENCH_ITERS", 20000)))
+    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--kinds", default=",".join(OVERHEAD_KINDS),
+                    help="overhead runs to make (while iterating on one; ratios need floor)")
+    ap.add_argument("--flood-seconds", type=float,
+                    default=float(os.environ.get("BENCH_FLOOD_S", 10)))
+    ap.add_argument("--sustain-rate", type=int, default=100000)
+    ap.add_argument("--sustain-seconds", type=float,
+                    default=float(os.environ.get("BENCH_SUSTAIN_S", 60)))
+    ap.add_argument("--hold-allocs", type=int,
+                    default=int(os.environ.get("BENCH_HOLD_ALLOCS", 1000000)))
+    ap.add_argument("--churn-seconds", type=float, default=10)
+    ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
+                    help="comma list of overhead,drain,sustain,symbolize,memory")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root (BPF)")
+    only = set(filter(None, args.only.split(",")))
+
+    def want(x):
+        return not only or x in only
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gs-bench-") as tmp:
+        if want("overhead"):
+            print("per-iteration overhead, %d rounds..." % args.rounds, file=sys.stderr)
+            med, wall = bench_overhead(args, tmp)
+            if len(args.kinds.split(",")) < len(OVERHEAD_KINDS):
+                for k in OVERHEAD_KINDS:
+                    print("  %-10s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
+                return
+            a, b, bm = med["untraced"], med["floor"], med["floor-mem"]
+            rows.append(("overhead per iteration (4 launch + malloc + free = 6 calls): CPU ns "
+                         "of the workload thread, median of %d interleaved runs" % args.rounds,
+                         None, None))
+            for k, label in [("untraced", "(a) untraced"),
+                             ("floor", "(b) floor: empty probes, record's set"),
+                             ("floor-mem", "(b') floor: empty probes, leaks' set"),
+                             ("record", "(c) gpusnoop record, all events + stacks"),
+                             ("leaks", "(d) gpusnoop leaks"),
+                             ("bpftrace", "(e) bpftrace peer script")]:
+                rows.append((label, "%.0f ns" % med[k],
+                             ("wall %.0f ns" % wall[k]) + ("" if k == "untraced" else
+                             "; +%.0f ns/call over (a)" % ((med[k] - a) / CALLS_PER_ITER))))
+            rows.append(("(c)/(b) record vs floor", "%.2fx" % (med["record"] / b),
+                         "cost above (a): %.2fx the floor's" % ((med["record"] - a) / (b - a))))
+            rows.append(("(d)/(b) leaks vs floor", "%.2fx" % (med["leaks"] / b),
+                         "vs (b'), same probe set: %.2fx; cost above (a): %.2fx (b')'s"
+                         % (med["leaks"] / bm, (med["leaks"] - a) / (bm - a))))
+            rows.append(("(e)/(b) bpftrace vs floor", "%.2fx" % (med["bpftrace"] / b),
+                         "cost above (a): %.2fx the floor's" % ((med["bpftrace"] - a) / (b - a))))
+        if want("drain"):
+            for kind in ("leaks", "record"):
+                print("drain, %s, %.0f s flood..." % (kind, args.flood_seconds),
+                      file=sys.stderr)
+                d = bench_drain(args, tmp, kind)
+                rows.append(("drain %s: events/s consumed, dropped" % kind,
+                             "%.0f/s" % d["rate"], "%d dropped" % d["dropped"]))
+                rows.append(("drain %s: events per CPU-second (one core)" % kind,
+                             "%.0f/s" % d["per_core"],
+                             "%.2f CPU-s per 1M events (%.2f CPU-s measured)"
+                             % (d["cpu_s_per_m"], d["cpu_s"])))
+        if want("sustain"):
+            for kind in ("leaks", "record"):
+                print("sustained %d calls/s for %.0f s, %s..."
+                      % (args.sustain_rate, args.sustain_seconds, kind), file=sys.stderr)
+                s = bench_sustain(args, tmp, kind)
+                rows.append(("sustained %dk calls/s %.0f s, %s, default buffer"
+                             % (args.sustain_rate // 1000, args.sustain_seconds, kind),
+                             "%d dropped" % s["dropped"],
+                             "%.0f calls/s reached, pacing lag max %.0f ms"
+                             % (s["calls"] / args.sustain_seconds, s["behind_ms"])))
+        if want("symbolize"):
+            for cold in (True, False):
+                print("first report, libtorch process, %s..." % ("cold" if cold else "warm"),
+                      file=sys.stderr)
+                s = bench_symbolize(args, tmp, cold)
+                rows.append(("first leak report, torch process (%.0f MiB libtorch), %s"
+                             % (s["torch_mib"], "cold cache" if cold else "warm cache"),
+                             "%.2f s" % s["first_report_s"],
+                             "attach %.2f s + report %.2f s; %d frames, %d in libtorch"
+                             % (s["attach_s"], s["report_s"], s["frames"],
+                                s["torch_frames"])))
+        if want("memory"):
+            print("memory, %d outstanding allocations..." % args.hold_allocs, file=sys.stderr)
+            m = bench_memory(args, tmp)
+            rb = m["ringbuf_kib"]
+            for phase, label in [("held", "after %d allocations held" % args.hold_allocs),
+                                 ("churned", "+ %.0f s of alloc/free churn" % args.churn_seconds),
+                                 ("report", "+ building the final report")]:
+                hwm, rss = m["samples"][phase]
+                rows.append(("leaks peak RSS beyond ring buffer, " + label,
+                             fmt_mib(hwm - rb),
+                             ("RSS now %s; " % fmt_mib(rss - rb) if rss else "") +
+                             "ring buffer %s, start %s" % (fmt_mib(rb), fmt_mib(m["base_kib"]))))
+            rows.append(("  outstanding allocations in the report", str(m["outstanding"]), ""))
+        stitch = bench_stitch(args, tmp) if want("stitch") else None
+        if stitch:
+            rows.extend(stitch)
+
+    if QuietWatch.waited_s >= 1 or QuietWatch.discarded:
+        rows.append(("waited for other users' `gpusnoop -a` sessions to end",
+                     "%.0f s" % QuietWatch.waited_s,
+                     "%d overhead runs redone (an -a session probes our workload too)"
+                     % QuietWatch.discarded))
+    uname = os.uname()
+    print()
+    print("gpusnoop bench  %s  kernel %s  %d CPUs  %s" % (
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), uname.release, os.cpu_count(),
+        "load %.1f %.1f %.1f" % os.getloadavg()))
+    width = max([len(r[0]) for r in rows if r[1] is not None] + [20])
+    for label, value, note in rows:
+        if value is None:
+            print(label)
+        else:
+            print("  %-*s %12s  %s" % (width, label, value, note or ""))
+
+
+if __name__ == "__main__":
+    main()
