@@ -537,6 +537,9 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 		gs_mem_accounting__remove(&d->mem, p);
 	if (st && !exec)
 		*st = d->procs[--d->nr_procs];
+	/* after exec, its failures keep their stacks; after exit nothing refers to them */
+	if (!exec)
+		gs_stack_table__forget(d->stacks, pid);
 	if (d->flight)
 		gs_flight_recorder__forget(d->flight, pid);
 }

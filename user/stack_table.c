@@ -14,6 +14,8 @@ struct gs_stack_table {
 	size_t nr, cap;
 	uint32_t *buckets; /* id + 1; 0 = empty; open addressing */
 	size_t nr_buckets;
+	uint32_t *free_ids; /* slots of forgotten stacks (addrs NULL), reused first */
+	size_t nr_free, cap_free;
 };
 
 static uint64_t hash_stack(pid_t pid, const uint64_t *addrs, uint32_t nr)
@@ -30,7 +32,8 @@ static uint64_t hash_stack(pid_t pid, const uint64_t *addrs, uint32_t nr)
 
 static bool same_stack(const struct gs_stack *s, pid_t pid, const uint64_t *addrs, uint32_t nr)
 {
-	return s->pid == pid && s->nr_frames == nr && !memcmp(s->addrs, addrs, nr * sizeof(*addrs));
+	return s->addrs && s->pid == pid && s->nr_frames == nr &&
+	       !memcmp(s->addrs, addrs, nr * sizeof(*addrs));
 }
 
 struct gs_stack_table *gs_stack_table__new(struct gs_symcache *symcache)
@@ -67,6 +70,7 @@ void gs_stack_table__free(struct gs_stack_table *t)
 		free_stack(&t->stacks[i]);
 	free(t->stacks);
 	free(t->buckets);
+	free(t->free_ids);
 	free(t);
 }
 
@@ -79,9 +83,8 @@ static void insert_bucket(uint32_t *buckets, size_t nr_buckets, uint64_t hash, u
 	buckets[i] = id + 1;
 }
 
-static int grow_buckets(struct gs_stack_table *t)
+static int rehash(struct gs_stack_table *t, size_t nr_buckets)
 {
-	size_t nr_buckets = t->nr_buckets * 2;
 	uint32_t *buckets = calloc(nr_buckets, sizeof(*buckets));
 
 	if (!buckets)
@@ -89,13 +92,46 @@ static int grow_buckets(struct gs_stack_table *t)
 	for (size_t id = 0; id < t->nr; id++) {
 		const struct gs_stack *s = &t->stacks[id];
 
-		insert_bucket(buckets, nr_buckets, hash_stack(s->pid, s->addrs, s->nr_frames),
-			      (uint32_t)id);
+		if (s->addrs)
+			insert_bucket(buckets, nr_buckets,
+				      hash_stack(s->pid, s->addrs, s->nr_frames), (uint32_t)id);
 	}
 	free(t->buckets);
 	t->buckets = buckets;
 	t->nr_buckets = nr_buckets;
 	return 0;
+}
+
+void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid)
+{
+	size_t forgotten = 0;
+
+	for (size_t id = 0; id < t->nr; id++) {
+		struct gs_stack *s = &t->stacks[id];
+
+		if (!s->addrs || s->pid != pid)
+			continue;
+		if (t->nr_free == t->cap_free) {
+			size_t cap = t->cap_free ? t->cap_free * 2 : 64;
+			uint32_t *grown = realloc(t->free_ids, cap * sizeof(*grown));
+
+			if (!grown)
+				break; /* the stack stays, interned: only memory is not given back */
+			t->free_ids = grown;
+			t->cap_free = cap;
+		}
+		free_stack(s);
+		*s = (struct gs_stack){ 0 };
+		t->free_ids[t->nr_free++] = (uint32_t)id;
+		forgotten++;
+	}
+	/*
+	 * Open addressing has no cheap delete: the buckets are rebuilt without them. Should
+	 * that fail, the stale entries only cost probes (lookups compare contents) and the next
+	 * forget tries again.
+	 */
+	if (forgotten)
+		rehash(t, t->nr_buckets);
 }
 
 static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
@@ -113,19 +149,46 @@ static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
 	}
 }
 
+/* Symbolizes the stack into slot id; on failure the slot is left free again. */
+static int64_t fill_slot(struct gs_stack_table *t, uint32_t id, pid_t pid, const uint64_t *addrs,
+			 uint32_t nr, uint64_t hash)
+{
+	struct gs_stack *s = &t->stacks[id];
+
+	s->pid = pid;
+	s->nr_frames = nr;
+	s->addrs = malloc((nr ? nr : 1) * sizeof(*addrs));
+	s->frames = calloc(nr ? nr : 1, sizeof(*s->frames));
+	if (!s->addrs || !s->frames) {
+		free(s->addrs);
+		free(s->frames);
+		*s = (struct gs_stack){ 0 };
+		if (id == t->nr - 1)
+			t->nr--;
+		else
+			t->free_ids[t->nr_free++] = id;
+		return -ENOMEM;
+	}
+	memcpy(s->addrs, addrs, nr * sizeof(*addrs));
+	symbolize(t, s);
+	insert_bucket(t->buckets, t->nr_buckets, hash, id);
+	return id;
+}
+
 int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64_t *addrs,
 			       uint32_t nr)
 {
 	uint64_t hash = hash_stack(pid, addrs, nr);
-	struct gs_stack *s;
 
 	for (size_t i = hash & (t->nr_buckets - 1); t->buckets[i];
 	     i = (i + 1) & (t->nr_buckets - 1))
 		if (same_stack(&t->stacks[t->buckets[i] - 1], pid, addrs, nr))
 			return t->buckets[i] - 1;
 
-	if ((t->nr + 1) * 2 > t->nr_buckets && grow_buckets(t))
+	if ((t->nr + 1) * 2 > t->nr_buckets && rehash(t, t->nr_buckets * 2))
 		return -ENOMEM;
+	if (t->nr_free)
+		return fill_slot(t, t->free_ids[--t->nr_free], pid, addrs, nr, hash);
 	if (t->nr == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct gs_stack *grown = realloc(t->stacks, cap * sizeof(*grown));
@@ -135,30 +198,18 @@ int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64
 		t->stacks = grown;
 		t->cap = cap;
 	}
-	s = &t->stacks[t->nr];
-	s->pid = pid;
-	s->nr_frames = nr;
-	s->addrs = malloc((nr ? nr : 1) * sizeof(*addrs));
-	s->frames = calloc(nr ? nr : 1, sizeof(*s->frames));
-	if (!s->addrs || !s->frames) {
-		free(s->addrs);
-		free(s->frames);
-		return -ENOMEM;
-	}
-	memcpy(s->addrs, addrs, nr * sizeof(*addrs));
-	symbolize(t, s);
-	insert_bucket(t->buckets, t->nr_buckets, hash, (uint32_t)t->nr);
-	return (int64_t)t->nr++;
+	t->nr++;
+	return fill_slot(t, (uint32_t)(t->nr - 1), pid, addrs, nr, hash);
 }
 
 const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint32_t id)
 {
-	return id < t->nr ? &t->stacks[id] : NULL;
+	return id < t->nr && t->stacks[id].addrs ? &t->stacks[id] : NULL;
 }
 
 size_t gs_stack_table__size(const struct gs_stack_table *t)
 {
-	return t->nr;
+	return t->nr - t->nr_free;
 }
 
 void gs_frame_format(const struct gs_frame *f, char *buf, size_t len)

@@ -26,11 +26,16 @@ void gs_stack_table__free(struct gs_stack_table *t);
  */
 int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64_t *addrs,
 			       uint32_t nr);
-/* Borrowed; NULL for an unknown id. */
-/* "symbol+0xoff (module)", "module+0xoff" or "0xaddr": one frame for people. */
-void gs_frame_format(const struct gs_frame *f, char *buf, size_t len);
-
+/*
+ * Drops the stacks of pid (it exited, and nothing refers to its stack ids any more): their
+ * ids are reused. A long-lived session sees thousands of processes come and go.
+ */
+void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid);
+/* Borrowed; NULL for an unknown or forgotten id. */
 const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint32_t id);
 size_t gs_stack_table__size(const struct gs_stack_table *t);
+
+/* "symbol+0xoff (module)", "module+0xoff" or "0xaddr": one frame for people. */
+void gs_frame_format(const struct gs_frame *f, char *buf, size_t len);
 
 #endif /* GS_STACK_TABLE_H */

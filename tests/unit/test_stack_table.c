@@ -188,5 +188,38 @@ GS_TEST(free_null)
 	GS_EXPECT(true);
 }
 
+GS_TEST(forgotten_process_gives_its_ids_back)
+{
+	struct gs_symcache *cache = gs_symcache__new();
+	struct gs_stack_table *t = cache ? gs_stack_table__new(cache) : NULL;
+	uint64_t a[] = { 0x1000, 0x2000 }, b[] = { 0x3000 }, c[] = { 0x4000, 0x5000, 0x6000 };
+	int64_t gone_a, gone_b, kept, reused, again;
+
+	if (!GS_EXPECT(t))
+		goto out;
+	gone_a = gs_stack_table__intern(t, NO_PID, a, 2);
+	kept = gs_stack_table__intern(t, NO_PID - 1, a, 2);
+	gone_b = gs_stack_table__intern(t, NO_PID, b, 1);
+	GS_EXPECT_EQ(gs_stack_table__size(t), 3);
+	gs_stack_table__forget(t, NO_PID);
+	GS_EXPECT_EQ(gs_stack_table__size(t), 1);
+	GS_EXPECT(gs_stack_table__get(t, (uint32_t)gone_a) == NULL);
+	GS_EXPECT(gs_stack_table__get(t, (uint32_t)gone_b) == NULL);
+	/* the other process's stack is still found, under its id */
+	GS_EXPECT_EQ(gs_stack_table__intern(t, NO_PID - 1, a, 2), kept);
+	/* a new stack takes a freed id; the same frames of the gone pid are a new stack too */
+	reused = gs_stack_table__intern(t, NO_PID - 2, c, 3);
+	GS_EXPECT(reused == gone_a || reused == gone_b);
+	again = gs_stack_table__intern(t, NO_PID, a, 2);
+	GS_EXPECT(again == gone_a || again == gone_b);
+	GS_EXPECT(again != reused);
+	GS_EXPECT_EQ(gs_stack_table__size(t), 3);
+	GS_EXPECT_EQ(gs_stack_table__get(t, (uint32_t)reused)->nr_frames, 3);
+	GS_EXPECT_EQ(gs_stack_table__intern(t, NO_PID - 2, c, 3), reused);
+out:
+	gs_stack_table__free(t);
+	gs_symcache__free(cache);
+}
+
 GS_TEST_MAIN(same_stack_same_id, different_stacks_different_ids, many_stacks, frames_symbolized,
-	     free_null)
+	     free_null, forgotten_process_gives_its_ids_back)
