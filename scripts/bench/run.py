@@ -458,13 +458,54 @@ def bench_memory(args, tmp):
 
 # --- stitch ---------------------------------------------------------------------------------
 
-def bench_stitch(args, tmp):
-    """Slot for `gpusnoop stitch` (MB/s merging two large traces, peak memory).
+def synthetic_trace(path, host, pid, events, offset_ns):
+    """A gpusnoop trace of `events` launch slices (args and a 3-frame stack, as record writes)."""
+    with open(path, "w") as f:
+        f.write('{"displayTimeUnit":"ns","traceEvents":[\n')
+        f.write('{"ph":"M","name":"process_name","pid":%d,"tid":0,"ts":0,"args":{"name":"train"}}'
+                % pid)
+        ts = 1000000000
+        for i in range(events):
+            ts += 20000 + (i * 7919) % 500  # ~50k launches/s: a busy training process
+            f.write(',\n{"ph":"X","name":"cudaLaunchKernel","cat":"cuda_runtime","pid":%d,'
+                    '"tid":%d,"ts":%d.%03d,"dur":3.250,"args":{"kernel":"gemm_kernel(float*, int)",'
+                    '"grid":[128,2,1],"block":[256,1,1],"shared_mem":4096,"stream":"0x5a5a",'
+                    '"stack":["launch_gemm+0x8d (/opt/train)","main+0x13 (/opt/train)",'
+                    '"/usr/lib/x86_64-linux-gnu/libc.so.6+0x2724a"]}}'
+                    % (pid, pid + i % 4, ts // 1000, ts % 1000))
+        f.write('\n],"metadata":{"tool":"gpusnoop","host":"%s","monotonic_to_realtime_ns":%d,'
+                '"dropped_events":0}}\n' % (host, offset_ns))
 
-    Not written yet: `stitch` is another change. Returns None, and the table shows no row,
-    until this measures the real command.
-    """
-    return None
+
+def bench_stitch(args, tmp):
+    """MB/s of `gpusnoop stitch` merging two large traces of two hosts, and its peak RSS."""
+    events = args.stitch_events
+    inputs = []
+    for i, host in enumerate(("bench-host-a", "bench-host-b")):
+        path = os.path.join(tmp, "stitch-%s.json" % host)
+        synthetic_trace(path, host, 4242, events, 1795000000000000000 + i * 1500000)
+        inputs.append(path)
+    out = os.path.join(tmp, "stitched.json")
+    size = sum(os.path.getsize(p) for p in inputs)
+    t0 = time.monotonic()
+    p = subprocess.Popen([GPUSNOOP, "stitch"] + inputs + ["-o", out], stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)  # this child's own peak RSS and CPU time
+    wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise SystemExit("bench: gpusnoop stitch failed: %s" % p.stderr.read().decode().strip())
+    cpu = usage.ru_utime + usage.ru_stime
+    with open(out) as f:
+        merged = sum(1 for line in f if '"cudaLaunchKernel"' in line)
+    for path in inputs + [out]:
+        os.unlink(path)
+    if merged != 2 * events:
+        raise SystemExit("bench: stitch wrote %d of %d events" % (merged, 2 * events))
+    mib = size / 2**20
+    return [("stitch two %.0f MiB traces (%d events each)" % (mib / 2, events),
+             "%.1f MB/s" % (size / 1e6 / wall),
+             "%.1f s wall, %.1f CPU-s" % (wall, cpu)),
+            ("stitch peak RSS", fmt_mib(usage.ru_maxrss), "of the stitch process (wait4)")]
 
 
 # --- the table ------------------------------------------------------------------------------
@@ -488,6 +529,8 @@ def main():
     ap.add_argument("--hold-allocs", type=int,
                     default=int(os.environ.get("BENCH_HOLD_ALLOCS", 1000000)))
     ap.add_argument("--churn-seconds", type=float, default=10)
+    ap.add_argument("--stitch-events", type=int, default=500000,
+                    help="launch events in each of the two traces stitch merges")
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
                     help="comma list of overhead,drain,sustain,symbolize,memory")
     args = ap.parse_args()
