@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's interpreter: the suite needs nothing beyond the standard library
-exec timeout 1200 /usr/bin/python3 tests/e2e/run.py "$@"
+exec timeout 2400 /usr/bin/python3 tests/e2e/run.py "$@"
