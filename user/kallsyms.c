@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/kallsyms.h"
+#include "user/proc_info.h"
 
 struct ksym {
 	uint64_t addr;
@@ -125,30 +126,10 @@ struct gs_kallsyms *gs_kallsyms__parse(const char *text)
 struct gs_kallsyms *gs_kallsyms__read(const char *path)
 {
 	struct gs_kallsyms *ks;
-	char *text = NULL, chunk[65536];
-	size_t len = 0, n;
-	FILE *f = fopen(path, "re");
-	FILE *mem;
+	char *text = gs_read_text_file(path, NULL);
 
-	if (!f)
+	if (!text)
 		return NULL;
-	mem = open_memstream(&text, &len);
-	if (!mem) {
-		fclose(f);
-		return NULL;
-	}
-	/* proc files have no size: read to the end */
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		fwrite(chunk, 1, n, mem);
-	if (ferror(f) || fclose(mem)) {
-		int err = errno ? errno : EIO;
-
-		fclose(f);
-		free(text);
-		errno = err;
-		return NULL;
-	}
-	fclose(f);
 	ks = gs_kallsyms__parse(text);
 	free(text);
 	return ks;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include "user/proc_info.h"
 #include "user/proc_maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -108,29 +109,14 @@ out_nomem:
 
 struct gs_maps *gs_maps__read(pid_t pid)
 {
-	char path[64], *text = NULL;
-	size_t len = 0;
+	char path[64], *text;
 	struct gs_maps *maps;
-	FILE *f, *mem;
-	char buf[65536];
-	size_t n;
+	size_t len;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	text = gs_read_text_file(path, &len);
+	if (!text)
 		return NULL;
-	mem = open_memstream(&text, &len);
-	if (!mem) {
-		fclose(f);
-		return NULL;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, mem);
-	fclose(f);
-	if (fclose(mem)) {
-		free(text);
-		return NULL;
-	}
 	if (len == 0) { /* a zombie or kernel thread has no address space */
 		free(text);
 		errno = ESRCH;
