@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* daemon.c: `gpusnoop daemon`, always-on CUDA memory tracking with OOM reports and metrics. */
+/* daemon.c: `gpusnoop daemon`: events in, triggers, reports, control requests, the main loop. */
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "profilers/cuda_api.h"
+#include "profilers/daemon.h"
 #include "profilers/daemon_config.h"
 #include "profilers/flight_recorder.h"
 #include "profilers/flight_trace.h"
@@ -29,63 +29,8 @@
 
 #define POLL_MS		   100
 #define METRICS_EVERY_NS   1000000000ULL
-#define REPORT_PREFIX	   "gpusnoop-"
-#define CUDA_OUT_OF_MEMORY 2 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY */
-#define MAX_FLAG_OVERRIDES 8
-#define MAX_RECORDINGS	   16
+#define CUDA_OUT_OF_MEMORY 2	 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY */
 #define FLIGHT_MAX_EVENTS  16384 /* per process: ~0.8 MiB at most */
-/* a recording asked to stop gets this long to finish its trace */
-#define RECORDING_STOP_NS 10000000000ULL
-
-/* A flag given on the command line wins over the config file, also after a reload. */
-struct override {
-	const char *key;
-	const char *value;
-};
-
-struct daemon_opts {
-	const char *config_path;
-	struct override overrides[MAX_FLAG_OVERRIDES];
-	size_t nr_overrides;
-	int verbosity;
-};
-
-/* What the daemon counts per process beyond what the accounting holds. */
-struct proc_stats {
-	pid_t pid;
-	uint64_t allocations, frees;
-	uint64_t launches, syncs, sync_ns; /* with cuda-call-metrics */
-	uint64_t last_trigger_ns;
-};
-
-/* A `gpusnoop record` child writing a trace into the output directory. */
-struct recording {
-	pid_t pid;
-	int schedule; /* index in cfg.schedules, -1 for one-off recordings */
-	char path[512];
-};
-
-struct daemon {
-	struct daemon_opts opts;
-	struct gs_daemon_config cfg;
-	struct gs_tracker *tracker;
-	struct gs_stack_table *stacks;
-	struct gs_mem_accounting mem;
-	struct gs_torch_acct torch; /* PyTorch tensors and segments, with cfg.torch */
-	struct gs_metrics_server *metrics;
-	struct gs_ctl_server *ctl;
-	struct gs_out_dir *out_dir;
-	struct gs_flight_recorder *flight; /* NULL when off */
-	struct proc_stats *procs;
-	size_t nr_procs, cap_procs;
-	uint64_t start_ns;
-	uint64_t next_schedule_ns[GS_DAEMON_MAX_SCHEDULES];
-	struct recording recordings[MAX_RECORDINGS];
-	size_t nr_recordings;
-	uint64_t oom_events, torch_ooms, oom_kills, recordings_started, reports_written,
-		report_errors, triggers_suppressed;
-	int error;
-};
 
 static volatile sig_atomic_t reload_requested;
 
@@ -94,7 +39,7 @@ static void on_sighup(int sig)
 	reload_requested = sig;
 }
 
-static struct proc_stats *proc_stats(struct daemon *d, pid_t pid, bool create)
+static struct gs_daemon_proc *proc_stats(struct gs_daemon *d, pid_t pid, bool create)
 {
 	for (size_t i = 0; i < d->nr_procs; i++)
 		if (d->procs[i].pid == pid)
@@ -103,19 +48,19 @@ static struct proc_stats *proc_stats(struct daemon *d, pid_t pid, bool create)
 		return NULL;
 	if (d->nr_procs == d->cap_procs) {
 		size_t cap = d->cap_procs ? d->cap_procs * 2 : 16;
-		struct proc_stats *grown = realloc(d->procs, cap * sizeof(*grown));
+		struct gs_daemon_proc *grown = realloc(d->procs, cap * sizeof(*grown));
 
 		if (!grown)
 			return NULL;
 		d->procs = grown;
 		d->cap_procs = cap;
 	}
-	d->procs[d->nr_procs] = (struct proc_stats){ .pid = pid };
+	d->procs[d->nr_procs] = (struct gs_daemon_proc){ .pid = pid };
 	return &d->procs[d->nr_procs++];
 }
 
 /* One report over one process (reason "trigger" with t, or "snapshot"), text or JSON. */
-static int write_proc_report(struct daemon *d, struct gs_mem_proc *p, const char *reason,
+static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const char *reason,
 			     const struct gs_leak_trigger *t, bool json, FILE *f)
 {
 	struct gs_leak_proc_report proc;
@@ -143,25 +88,13 @@ static int write_proc_report(struct daemon *d, struct gs_mem_proc *p, const char
 	return 0;
 }
 
-/* "20261122T130347.123456789Z": file names sort by time and never collide within a ns. */
-static void file_stamp(char *buf, size_t len)
-{
-	struct timespec now;
-	char day[32];
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	strftime(day, sizeof(day), "%Y%m%dT%H%M%S", gmtime_r(&now.tv_sec, &tm));
-	snprintf(buf, len, "%s.%09ldZ", day, now.tv_nsec);
-}
-
 enum report_output { REPORT_TEXT, REPORT_JSON, REPORT_TRACE };
 
 /*
  * Writes the report as KIND-PID-TIME.txt and .json under the output directory, and for a
  * trigger the flight recorder's last seconds of the process as .trace.json.
  */
-static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const char *kind,
+static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const char *kind,
 			      const struct gs_leak_trigger *t, char *json_path, size_t len)
 {
 	static const char *const exts[] = { ".txt", ".json", ".trace.json" };
@@ -170,7 +103,7 @@ static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const cha
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
 	int err = 0;
 
-	file_stamp(stamp, sizeof(stamp));
+	gs_daemon_file_stamp(stamp, sizeof(stamp));
 	for (size_t i = 0; i < outputs && !err; i++) {
 		FILE *f;
 
@@ -200,150 +133,8 @@ static int write_report_files(struct daemon *d, struct gs_mem_proc *p, const cha
 	return err;
 }
 
-/*
- * Starts `gpusnoop record` (this same binary) on pid, or on every process when pid is 0,
- * writing DIR/gpusnoop-KIND-...json.gz, created here first: 0600, never through a link.
- */
-static int start_recording(struct daemon *d, pid_t pid, double secs, const char *events,
-			   const char *kind, int schedule, char *path_out, size_t len)
-{
-	char stamp[48], name[160], target[16], duration[32];
-	struct recording *r;
-	FILE *f;
-	pid_t child;
-
-	if (d->nr_recordings == MAX_RECORDINGS) {
-		gs_warn("%s recording not started: %d already running", kind, MAX_RECORDINGS);
-		return -EBUSY;
-	}
-	r = &d->recordings[d->nr_recordings];
-	file_stamp(stamp, sizeof(stamp));
-	if (pid)
-		snprintf(target, sizeof(target), "%d", (int)pid);
-	else
-		snprintf(target, sizeof(target), "all");
-	snprintf(name, sizeof(name), "%s-%s-%s.json.gz", kind, target, stamp);
-	f = gs_out_dir__create(d->out_dir, name, r->path, sizeof(r->path));
-	if (!f)
-		return -EIO;
-	fclose(f);
-	snprintf(duration, sizeof(duration), "%.3f", secs);
-	child = fork();
-	if (child < 0) {
-		gs_err("starting a recording: %s", strerror(errno));
-		unlink(r->path);
-		return -errno;
-	}
-	if (!child) {
-		char *argv[] = { "gpusnoop",
-				 "record",
-				 pid ? "-p" : "-a",
-				 pid ? target : NULL,
-				 "-d",
-				 duration,
-				 "-e",
-				 (char *)events,
-				 "-o",
-				 r->path,
-				 NULL };
-
-		if (!pid) /* "-a" takes no value: close the gap */
-			memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	r->pid = child;
-	r->schedule = schedule;
-	d->nr_recordings++;
-	d->recordings_started++;
-	gs_info("recording %s for %gs (%s): %s", pid ? target : "every process", secs, events,
-		r->path);
-	if (path_out)
-		snprintf(path_out, len, "%s", r->path);
-	return 0;
-}
-
-/* Collects finished recordings; applies their schedule's retention. */
-static void reap_recordings(struct daemon *d)
-{
-	for (size_t i = 0; i < d->nr_recordings;) {
-		struct recording *r = &d->recordings[i];
-		int status;
-
-		if (waitpid(r->pid, &status, WNOHANG) != r->pid) {
-			i++;
-			continue;
-		}
-		if (WIFEXITED(status) && !WEXITSTATUS(status))
-			gs_info("recording done: %s", r->path);
-		else
-			gs_warn("recording %s failed (status %d)", r->path, status);
-		if (r->schedule >= 0 && (size_t)r->schedule < d->cfg.nr_schedules) {
-			const struct gs_daemon_schedule *s = &d->cfg.schedules[r->schedule];
-			char sub[32];
-
-			snprintf(sub, sizeof(sub), "schedule%d-", r->schedule);
-			gs_out_dir__retain(d->out_dir, sub, s->keep, s->keep_bytes);
-		}
-		gs_out_dir__enforce_cap(d->out_dir);
-		*r = d->recordings[--d->nr_recordings];
-	}
-}
-
-/* Asks running recordings to finish their traces, and waits for them (bounded). */
-static void stop_recordings(struct daemon *d)
-{
-	uint64_t deadline = gs_clock_ns(CLOCK_MONOTONIC) + RECORDING_STOP_NS;
-
-	for (size_t i = 0; i < d->nr_recordings; i++)
-		kill(d->recordings[i].pid, SIGINT);
-	while (d->nr_recordings && gs_clock_ns(CLOCK_MONOTONIC) < deadline) {
-		reap_recordings(d);
-		if (d->nr_recordings)
-			usleep(20000);
-	}
-	for (size_t i = 0; i < d->nr_recordings; i++) {
-		gs_warn("recording %s did not stop: killed", d->recordings[i].path);
-		kill(d->recordings[i].pid, SIGKILL);
-		waitpid(d->recordings[i].pid, NULL, 0);
-	}
-	d->nr_recordings = 0;
-}
-
-static bool schedule_running(const struct daemon *d, size_t schedule)
-{
-	for (size_t i = 0; i < d->nr_recordings; i++)
-		if (d->recordings[i].schedule == (int)schedule)
-			return true;
-	return false;
-}
-
-static void run_schedules(struct daemon *d, uint64_t now)
-{
-	for (size_t i = 0; i < d->cfg.nr_schedules; i++) {
-		const struct gs_daemon_schedule *s = &d->cfg.schedules[i];
-		uint64_t every_ns = (uint64_t)(s->every_s * 1e9);
-		char kind[32];
-
-		if (!d->next_schedule_ns[i])
-			d->next_schedule_ns[i] = now + every_ns;
-		if (now < d->next_schedule_ns[i])
-			continue;
-		/* a late loop skips missed slots instead of firing them in a burst */
-		while (d->next_schedule_ns[i] <= now)
-			d->next_schedule_ns[i] += every_ns;
-		/* never two of one schedule at once: retention must only see finished traces */
-		if (schedule_running(d, i)) {
-			gs_warn("schedule %zu: the previous recording still runs: slot skipped", i);
-			continue;
-		}
-		snprintf(kind, sizeof(kind), "schedule%zu", i);
-		start_recording(d, 0, s->record_s, s->events, kind, (int)i, NULL, 0);
-	}
-}
-
 /* After a trigger: a report now, then (if configured) what the process does next. */
-static void triggered(struct daemon *d, struct gs_mem_proc *p, const struct gs_leak_trigger *t,
+static void triggered(struct gs_daemon *d, struct gs_mem_proc *p, const struct gs_leak_trigger *t,
 		      bool alive)
 {
 	char path[512];
@@ -353,14 +144,14 @@ static void triggered(struct daemon *d, struct gs_mem_proc *p, const struct gs_l
 	gs_info("pid %d (%s): %s: report %s", (int)p->pid, gs_tracker__comm(d->tracker, p->pid),
 		t->kind, path);
 	if (alive && d->cfg.oom_record_s > 0)
-		start_recording(d, p->pid, d->cfg.oom_record_s, d->cfg.oom_record_events, "record",
-				-1, NULL, 0);
+		gs_daemon__start_recording(d, p->pid, d->cfg.oom_record_s, d->cfg.oom_record_events,
+					   "record", -1, NULL, 0);
 }
 
 /* At most one report per process per trigger-interval; counts what it holds back. */
-static bool rate_limited(struct daemon *d, pid_t pid, uint64_t ts_ns)
+static bool rate_limited(struct gs_daemon *d, pid_t pid, uint64_t ts_ns)
 {
-	struct proc_stats *st = proc_stats(d, pid, true);
+	struct gs_daemon_proc *st = proc_stats(d, pid, true);
 	uint64_t interval_ns = (uint64_t)(d->cfg.trigger_interval_s * 1e9);
 
 	if (!st)
@@ -373,7 +164,7 @@ static bool rate_limited(struct daemon *d, pid_t pid, uint64_t ts_ns)
 	return false;
 }
 
-static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t stack_id)
+static void cuda_oom(struct gs_daemon *d, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
 	struct gs_leak_trigger t = gs_leak_trigger_cuda_oom(e, stack_id);
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
@@ -386,7 +177,7 @@ static void cuda_oom(struct daemon *d, const struct gs_mem_alloc *e, uint32_t st
 /* PyTorch's allocator gave up: c10::reportOutOfMemoryToProfiler or OutOfMemoryError. */
 static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 	struct gs_mem_proc *p = gs_mem_accounting__get(&d->mem, (pid_t)e->hdr.pid);
 	struct gs_torch_oom_info info;
 	struct gs_leak_trigger t;
@@ -406,7 +197,7 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 
 static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 
 	/* every PyTorch process gets reports and metrics, CPU-only ones too */
 	if (gs_torch_acct__tensor(&d->torch, e) ||
@@ -417,7 +208,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 /* The kernel is about to kill a CUDA process for memory: what it held, before it is gone. */
 static void on_oom_kill(void *ctx, pid_t pid)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
 	struct gs_leak_trigger t = { .kind = "oom-kill", .pid = pid };
 
@@ -427,7 +218,7 @@ static void on_oom_kill(void *ctx, pid_t pid)
 }
 
 /* Keeps the event for a trigger's trace; a full memory only loses the trace, not the report. */
-static void remember(struct daemon *d, pid_t pid, const struct gs_flight_event *fe)
+static void remember(struct gs_daemon *d, pid_t pid, const struct gs_flight_event *fe)
 {
 	if (d->flight && gs_flight_recorder__add(d->flight, pid, fe))
 		gs_warn("flight recorder: out of memory");
@@ -435,8 +226,8 @@ static void remember(struct daemon *d, pid_t pid, const struct gs_flight_event *
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
-	struct daemon *d = ctx;
-	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+	struct gs_daemon *d = ctx;
+	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
 	uint32_t stack_id = 0;
 	int err;
 
@@ -468,8 +259,8 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 
 static void on_free(void *ctx, const struct gs_mem_free *e)
 {
-	struct daemon *d = ctx;
-	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+	struct gs_daemon *d = ctx;
+	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
 
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
 	const struct gs_alloc *a = p ? gs_alloc_table__find(p->allocs, e->ptr) : NULL;
@@ -492,9 +283,9 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 /* Launches and synchronizations, only probed with cuda-call-metrics on. */
 static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
-	struct proc_stats *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
 
 	if (!api || !st)
 		return;
@@ -514,7 +305,7 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 
 	gs_mem_accounting__free_ret(&d->mem, e);
 }
@@ -522,9 +313,9 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 /* A process that exits or execs takes its CUDA memory with it: forget it. */
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
-	struct proc_stats *st = proc_stats(d, pid, false);
+	struct gs_daemon_proc *st = proc_stats(d, pid, false);
 	struct gs_torch_proc *tp = gs_torch_acct__find(&d->torch, pid);
 
 	if (tp && exec)
@@ -544,171 +335,7 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 		gs_flight_recorder__forget(d->flight, pid);
 }
 
-/* Prometheus label values escape backslash, double quote and newline. */
-static void label_value(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-static void metric_header(FILE *f, const char *name, const char *type, const char *help)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-enum proc_value {
-	OUTSTANDING_BYTES,
-	OUTSTANDING_ALLOCATIONS,
-	ALLOCATIONS,
-	FREES,
-	FAILED_ALLOCATIONS,
-	LAUNCHES,
-	SYNCS,
-	SYNC_SECONDS,
-};
-
-static double proc_value(struct daemon *d, const struct proc_stats *st, enum proc_value which)
-{
-	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, st->pid);
-
-	switch (which) {
-	case OUTSTANDING_BYTES:
-		return p ? (double)gs_alloc_table__bytes(p->allocs) : 0;
-	case OUTSTANDING_ALLOCATIONS:
-		return p ? (double)gs_alloc_table__count(p->allocs) : 0;
-	case ALLOCATIONS:
-		return (double)st->allocations;
-	case FREES:
-		return (double)st->frees;
-	case FAILED_ALLOCATIONS:
-		return p ? (double)p->failed_allocations : 0;
-	case LAUNCHES:
-		return (double)st->launches;
-	case SYNCS:
-		return (double)st->syncs;
-	case SYNC_SECONDS:
-		return (double)st->sync_ns / 1e9;
-	}
-	return 0;
-}
-
-/* Per-process series, one metric family at a time as the exposition format wants. */
-static void proc_family(FILE *f, struct daemon *d, const char *name, const char *type,
-			const char *help, enum proc_value which)
-{
-	metric_header(f, name, type, help);
-	for (size_t i = 0; i < d->nr_procs; i++) {
-		const struct proc_stats *st = &d->procs[i];
-
-		fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)st->pid);
-		label_value(f, gs_tracker__comm(d->tracker, st->pid));
-		fprintf(f, "\"} %.17g\n", proc_value(d, st, which));
-	}
-}
-
-/* PyTorch's allocated and reserved bytes per process and device. */
-static void torch_families(FILE *f, struct daemon *d)
-{
-	static const char *const names[2] = { "gpusnoop_torch_allocated_bytes",
-					      "gpusnoop_torch_reserved_bytes" };
-	static const char *const helps[2] = {
-		"Bytes of PyTorch tensors (torch.cuda.memory_allocated), per device.",
-		"Bytes the caching allocator holds (torch.cuda.memory_reserved), per device.",
-	};
-
-	for (int which = 0; which < 2; which++) {
-		metric_header(f, names[which], "gauge", helps[which]);
-		for (size_t i = 0; i < d->torch.nr_procs; i++) {
-			struct gs_torch_proc *tp = &d->torch.procs[i];
-
-			gs_torch_proc__update(tp);
-			for (size_t k = 0; k < tp->nr_devs; k++) {
-				const struct gs_torch_device *dev = &tp->devs[k];
-				char name[16];
-
-				if (dev->key == GS_TORCH_DEV_UNKNOWN)
-					continue;
-				gs_torch_device_name(dev->key, name, sizeof(name));
-				fprintf(f, "%s{pid=\"%d\",comm=\"", names[which], (int)tp->pid);
-				label_value(f, gs_tracker__comm(d->tracker, tp->pid));
-				fprintf(f, "\",device=\"%s\"} %" PRIu64 "\n", name,
-					which ? dev->reserved : dev->allocated);
-			}
-		}
-	}
-}
-
-static void scalar_metric(FILE *f, const char *name, const char *help, uint64_t value)
-{
-	metric_header(f, name, "counter", help);
-	fprintf(f, "%s %" PRIu64 "\n", name, value);
-}
-
-static void render_metrics(struct daemon *d, FILE *f)
-{
-	static const char *const lost_names[GS_STAT__MAX] = {
-		[GS_STAT_RINGBUF_FULL] = "ringbuf_full",
-		[GS_STAT_INFLIGHT_FULL] = "inflight_full",
-		[GS_STAT_STACK_FAILED] = "stack_failed",
-		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
-		[GS_STAT_USTACK_FAILED] = "ustack_failed",
-	};
-	uint64_t stats[GS_STAT__MAX];
-
-	proc_family(f, d, "gpusnoop_cuda_outstanding_bytes", "gauge",
-		    "Bytes of CUDA memory a process holds from the allocations gpusnoop saw.",
-		    OUTSTANDING_BYTES);
-	proc_family(f, d, "gpusnoop_cuda_outstanding_allocations", "gauge",
-		    "CUDA allocations a process holds.", OUTSTANDING_ALLOCATIONS);
-	proc_family(f, d, "gpusnoop_cuda_allocations_total", "counter",
-		    "Successful CUDA allocation calls since the daemon saw the process.",
-		    ALLOCATIONS);
-	proc_family(f, d, "gpusnoop_cuda_frees_total", "counter",
-		    "CUDA free calls since the daemon saw the process.", FREES);
-	proc_family(f, d, "gpusnoop_cuda_failed_allocations_total", "counter",
-		    "CUDA allocation calls that returned an error.", FAILED_ALLOCATIONS);
-	if (d->cfg.torch)
-		torch_families(f, d);
-	if (d->cfg.call_metrics) {
-		proc_family(f, d, "gpusnoop_cuda_launches_total", "counter",
-			    "Kernel and graph launches (cuda-call-metrics).", LAUNCHES);
-		proc_family(f, d, "gpusnoop_cuda_syncs_total", "counter",
-			    "Stream, device, event and context synchronizations.", SYNCS);
-		proc_family(f, d, "gpusnoop_cuda_sync_seconds_total", "counter",
-			    "Time threads spent inside synchronization calls.", SYNC_SECONDS);
-	}
-	metric_header(f, "gpusnoop_oom_events_total", "counter",
-		      "Out-of-memory events seen, by source.");
-	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
-	fprintf(f, "gpusnoop_oom_events_total{source=\"torch\"} %" PRIu64 "\n", d->torch_ooms);
-	fprintf(f, "gpusnoop_oom_events_total{source=\"kernel\"} %" PRIu64 "\n", d->oom_kills);
-	scalar_metric(f, "gpusnoop_recordings_started_total",
-		      "Recordings started: scheduled, after a trigger, or asked by ctl.",
-		      d->recordings_started);
-	scalar_metric(f, "gpusnoop_reports_written_total",
-		      "Reports written to the output directory.", d->reports_written);
-	scalar_metric(f, "gpusnoop_report_errors_total", "Reports that could not be written.",
-		      d->report_errors);
-	scalar_metric(f, "gpusnoop_triggers_suppressed_total",
-		      "Triggers not reported because of trigger-interval.", d->triggers_suppressed);
-	metric_header(f, "gpusnoop_lost_events_total", "counter",
-		      "Events lost in the kernel, by reason.");
-	gs_tracker__stats(d->tracker, stats);
-	for (int i = 0; i < GS_STAT__MAX; i++)
-		if (lost_names[i])
-			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
-				lost_names[i], stats[i]);
-	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
-	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
-}
-
-static void publish_metrics(struct daemon *d)
+static void publish_metrics(struct gs_daemon *d)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -719,7 +346,7 @@ static void publish_metrics(struct daemon *d)
 	f = open_memstream(&text, &len);
 	if (!f)
 		return;
-	render_metrics(d, f);
+	gs_daemon__render_metrics(d, f);
 	if (!fclose(f))
 		gs_metrics_server__publish(d->metrics, text, len);
 	free(text);
@@ -737,7 +364,7 @@ static bool may_see(const struct gs_ctl_peer *peer, pid_t pid)
 	return !stat(path, &st) && st.st_uid == peer->uid;
 }
 
-static void ctl_status(struct daemon *d, const struct gs_ctl_peer *peer, FILE *out)
+static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE *out)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
 	char b[32];
@@ -760,7 +387,7 @@ static void ctl_status(struct daemon *d, const struct gs_ctl_peer *peer, FILE *o
 }
 
 /* "leaks PID [json]" and "snapshot PID": a process the peer may see, that we follow. */
-static struct gs_mem_proc *ctl_target(struct daemon *d, const struct gs_ctl_peer *peer,
+static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 				      const char *arg, FILE *out)
 {
 	struct gs_mem_proc *p;
@@ -785,7 +412,7 @@ static struct gs_mem_proc *ctl_target(struct daemon *d, const struct gs_ctl_peer
 
 static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *request, FILE *out)
 {
-	struct daemon *d = ctx;
+	struct gs_daemon *d = ctx;
 	char *save = NULL, *verb = strtok_r(request, " \t", &save);
 	char *arg = strtok_r(NULL, " \t", &save), *arg2 = strtok_r(NULL, " \t", &save);
 	struct gs_mem_proc *p;
@@ -820,8 +447,9 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *requ
 			fprintf(out, "error: '%s' is not an event list\n", arg3);
 			return;
 		}
-		if (start_recording(d, p->pid, secs, arg3 ? arg3 : d->cfg.oom_record_events,
-				    "record", -1, path, sizeof(path)))
+		if (gs_daemon__start_recording(d, p->pid, secs,
+					       arg3 ? arg3 : d->cfg.oom_record_events, "record", -1,
+					       path, sizeof(path)))
 			fprintf(out,
 				"error: could not start the recording (see the daemon's log)\n");
 		else
@@ -842,7 +470,7 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *requ
 }
 
 /* Defaults, then the config file, then the flags; logs and returns -EINVAL on a bad one. */
-static int load_config(const struct daemon_opts *o, struct gs_daemon_config *c)
+static int load_config(const struct gs_daemon_opts *o, struct gs_daemon_config *c)
 {
 	char msg[256];
 	int err = 0;
@@ -871,7 +499,7 @@ static int load_config(const struct daemon_opts *o, struct gs_daemon_config *c)
 }
 
 /* Opens what the config names: output directory, control socket, metrics endpoint. */
-static int open_endpoints(struct daemon *d)
+static int open_endpoints(struct gs_daemon *d)
 {
 	int err;
 
@@ -893,7 +521,7 @@ static int open_endpoints(struct daemon *d)
 	return 0;
 }
 
-static void close_endpoints(struct daemon *d)
+static void close_endpoints(struct gs_daemon *d)
 {
 	gs_metrics_server__free(d->metrics);
 	gs_ctl_server__free(d->ctl);
@@ -904,7 +532,7 @@ static void close_endpoints(struct daemon *d)
 }
 
 /* SIGHUP: a config that does not parse or open changes nothing. */
-static void reload(struct daemon *d)
+static void reload(struct gs_daemon *d)
 {
 	struct gs_daemon_config next, prev = d->cfg;
 
@@ -938,7 +566,7 @@ static void reload(struct daemon *d)
 	gs_info("configuration reloaded");
 }
 
-static int run_loop(struct daemon *d)
+static int run_loop(struct gs_daemon *d)
 {
 	uint64_t next_metrics = 0;
 
@@ -955,9 +583,9 @@ static int run_loop(struct daemon *d)
 			reload(d);
 		}
 		gs_ctl_server__serve(d->ctl, on_ctl_request, d);
-		reap_recordings(d);
+		gs_daemon__reap_recordings(d);
 		now = gs_clock_ns(CLOCK_MONOTONIC);
-		run_schedules(d, now);
+		gs_daemon__run_schedules(d, now);
 		if (now >= next_metrics) {
 			publish_metrics(d);
 			next_metrics = now + METRICS_EVERY_NS;
@@ -986,7 +614,7 @@ static const struct argp_option daemon_options[] = {
 
 static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 {
-	struct daemon_opts *o = state->input;
+	struct gs_daemon_opts *o = state->input;
 	const char *name = NULL;
 
 	switch (key) {
@@ -1013,7 +641,7 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 	}
 	if (o->nr_overrides == MAX_FLAG_OVERRIDES)
 		argp_error(state, "too many options");
-	o->overrides[o->nr_overrides++] = (struct override){ .key = name, .value = arg };
+	o->overrides[o->nr_overrides++] = (struct gs_daemon_override){ .key = name, .value = arg };
 	return 0;
 }
 
@@ -1029,7 +657,7 @@ static const struct argp daemon_argp = { daemon_options, daemon_parse, NULL, dae
 
 int gs_cmd_daemon(int argc, char **argv)
 {
-	struct daemon d = { 0 };
+	struct gs_daemon d = { 0 };
 	struct gs_common_opts common = { .all = true };
 	struct sigaction hup = { .sa_handler = on_sighup };
 	struct gs_tracker_opts topts;
@@ -1083,7 +711,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		d.cfg.output_dir, d.cfg.socket_path);
 	status = run_loop(&d) ? 1 : 0;
 	gs_info("daemon: stopping");
-	stop_recordings(&d);
+	gs_daemon__stop_recordings(&d);
 out_free:
 	close_endpoints(&d);
 	gs_mem_accounting__release(&d.mem);

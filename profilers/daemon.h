@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* daemon.h: the state of `gpusnoop daemon`, shared by its files (daemon*.c) and no others. */
+#ifndef GS_DAEMON_H
+#define GS_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "profilers/daemon_config.h"
+#include "profilers/mem_accounting.h"
+#include "profilers/torch_acct.h"
+
+#define MAX_FLAG_OVERRIDES 8
+#define MAX_RECORDINGS	   16
+#define REPORT_PREFIX	   "gpusnoop-"
+
+struct gs_tracker;
+struct gs_stack_table;
+struct gs_metrics_server;
+struct gs_ctl_server;
+struct gs_out_dir;
+struct gs_flight_recorder;
+
+/* A flag given on the command line wins over the config file, also after a reload. */
+struct gs_daemon_override {
+	const char *key;
+	const char *value;
+};
+
+struct gs_daemon_opts {
+	const char *config_path;
+	struct gs_daemon_override overrides[MAX_FLAG_OVERRIDES];
+	size_t nr_overrides;
+	int verbosity;
+};
+
+/* What the daemon counts per process beyond what the accounting holds. */
+struct gs_daemon_proc {
+	pid_t pid;
+	uint64_t allocations, frees;
+	uint64_t launches, syncs, sync_ns; /* with cuda-call-metrics */
+	uint64_t last_trigger_ns;
+};
+
+/* A `gpusnoop record` child writing a trace into the output directory. */
+struct gs_daemon_recording {
+	pid_t pid;
+	int schedule; /* index in cfg.schedules, -1 for one-off recordings */
+	char path[512];
+};
+
+struct gs_daemon {
+	struct gs_daemon_opts opts;
+	struct gs_daemon_config cfg;
+	struct gs_tracker *tracker;
+	struct gs_stack_table *stacks;
+	struct gs_mem_accounting mem;
+	struct gs_torch_acct torch; /* PyTorch tensors and segments, with cfg.torch */
+	struct gs_metrics_server *metrics;
+	struct gs_ctl_server *ctl;
+	struct gs_out_dir *out_dir;
+	struct gs_flight_recorder *flight; /* NULL when off */
+	struct gs_daemon_proc *procs;
+	size_t nr_procs, cap_procs;
+	uint64_t start_ns;
+	uint64_t next_schedule_ns[GS_DAEMON_MAX_SCHEDULES];
+	struct gs_daemon_recording recordings[MAX_RECORDINGS];
+	size_t nr_recordings;
+	uint64_t oom_events, torch_ooms, oom_kills, recordings_started, reports_written,
+		report_errors, triggers_suppressed;
+	int error;
+};
+
+/* "20261122T130347.123456789Z": file names sort by time and never collide within a ns. */
+void gs_daemon_file_stamp(char *buf, size_t len);
+
+/*
+ * Starts `gpusnoop record` on pid (0: every process) for secs, writing
+ * OUTPUT_DIR/gpusnoop-KIND-...json.gz; schedule is its index, -1 for one-off recordings.
+ * The trace's path goes to path_out when given. Returns 0 or -errno (logged).
+ */
+int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, const char *events,
+			       const char *kind, int schedule, char *path_out, size_t len);
+/* Collects finished recordings; applies their schedule's retention. */
+void gs_daemon__reap_recordings(struct gs_daemon *d);
+/* Asks running recordings to finish their traces, and waits for them (bounded). */
+void gs_daemon__stop_recordings(struct gs_daemon *d);
+/* Starts the scheduled recordings that are due at now (CLOCK_MONOTONIC ns). */
+void gs_daemon__run_schedules(struct gs_daemon *d, uint64_t now);
+
+/* The Prometheus text exposition of everything the daemon counts. */
+void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f);
+
+#endif /* GS_DAEMON_H */

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* daemon_metrics.c: what the daemon counts, as Prometheus text exposition. */
+#include <inttypes.h>
+#include <stdio.h>
+#include "profilers/daemon.h"
+#include "profilers/tracker.h"
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void metric_header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+enum proc_value {
+	OUTSTANDING_BYTES,
+	OUTSTANDING_ALLOCATIONS,
+	ALLOCATIONS,
+	FREES,
+	FAILED_ALLOCATIONS,
+	LAUNCHES,
+	SYNCS,
+	SYNC_SECONDS,
+};
+
+static double proc_value(struct gs_daemon *d, const struct gs_daemon_proc *st,
+			 enum proc_value which)
+{
+	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, st->pid);
+
+	switch (which) {
+	case OUTSTANDING_BYTES:
+		return p ? (double)gs_alloc_table__bytes(p->allocs) : 0;
+	case OUTSTANDING_ALLOCATIONS:
+		return p ? (double)gs_alloc_table__count(p->allocs) : 0;
+	case ALLOCATIONS:
+		return (double)st->allocations;
+	case FREES:
+		return (double)st->frees;
+	case FAILED_ALLOCATIONS:
+		return p ? (double)p->failed_allocations : 0;
+	case LAUNCHES:
+		return (double)st->launches;
+	case SYNCS:
+		return (double)st->syncs;
+	case SYNC_SECONDS:
+		return (double)st->sync_ns / 1e9;
+	}
+	return 0;
+}
+
+/* Per-process series, one metric family at a time as the exposition format wants. */
+static void proc_family(FILE *f, struct gs_daemon *d, const char *name, const char *type,
+			const char *help, enum proc_value which)
+{
+	metric_header(f, name, type, help);
+	for (size_t i = 0; i < d->nr_procs; i++) {
+		const struct gs_daemon_proc *st = &d->procs[i];
+
+		fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)st->pid);
+		label_value(f, gs_tracker__comm(d->tracker, st->pid));
+		fprintf(f, "\"} %.17g\n", proc_value(d, st, which));
+	}
+}
+
+/* PyTorch's allocated and reserved bytes per process and device. */
+static void torch_families(FILE *f, struct gs_daemon *d)
+{
+	static const char *const names[2] = { "gpusnoop_torch_allocated_bytes",
+					      "gpusnoop_torch_reserved_bytes" };
+	static const char *const helps[2] = {
+		"Bytes of PyTorch tensors (torch.cuda.memory_allocated), per device.",
+		"Bytes the caching allocator holds (torch.cuda.memory_reserved), per device.",
+	};
+
+	for (int which = 0; which < 2; which++) {
+		metric_header(f, names[which], "gauge", helps[which]);
+		for (size_t i = 0; i < d->torch.nr_procs; i++) {
+			struct gs_torch_proc *tp = &d->torch.procs[i];
+
+			gs_torch_proc__update(tp);
+			for (size_t k = 0; k < tp->nr_devs; k++) {
+				const struct gs_torch_device *dev = &tp->devs[k];
+				char name[16];
+
+				if (dev->key == GS_TORCH_DEV_UNKNOWN)
+					continue;
+				gs_torch_device_name(dev->key, name, sizeof(name));
+				fprintf(f, "%s{pid=\"%d\",comm=\"", names[which], (int)tp->pid);
+				label_value(f, gs_tracker__comm(d->tracker, tp->pid));
+				fprintf(f, "\",device=\"%s\"} %" PRIu64 "\n", name,
+					which ? dev->reserved : dev->allocated);
+			}
+		}
+	}
+}
+
+static void scalar_metric(FILE *f, const char *name, const char *help, uint64_t value)
+{
+	metric_header(f, name, "counter", help);
+	fprintf(f, "%s %" PRIu64 "\n", name, value);
+}
+
+void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
+{
+	static const char *const lost_names[GS_STAT__MAX] = {
+		[GS_STAT_RINGBUF_FULL] = "ringbuf_full",
+		[GS_STAT_INFLIGHT_FULL] = "inflight_full",
+		[GS_STAT_STACK_FAILED] = "stack_failed",
+		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
+		[GS_STAT_USTACK_FAILED] = "ustack_failed",
+	};
+	uint64_t stats[GS_STAT__MAX];
+
+	proc_family(f, d, "gpusnoop_cuda_outstanding_bytes", "gauge",
+		    "Bytes of CUDA memory a process holds from the allocations gpusnoop saw.",
+		    OUTSTANDING_BYTES);
+	proc_family(f, d, "gpusnoop_cuda_outstanding_allocations", "gauge",
+		    "CUDA allocations a process holds.", OUTSTANDING_ALLOCATIONS);
+	proc_family(f, d, "gpusnoop_cuda_allocations_total", "counter",
+		    "Successful CUDA allocation calls since the daemon saw the process.",
+		    ALLOCATIONS);
+	proc_family(f, d, "gpusnoop_cuda_frees_total", "counter",
+		    "CUDA free calls since the daemon saw the process.", FREES);
+	proc_family(f, d, "gpusnoop_cuda_failed_allocations_total", "counter",
+		    "CUDA allocation calls that returned an error.", FAILED_ALLOCATIONS);
+	if (d->cfg.torch)
+		torch_families(f, d);
+	if (d->cfg.call_metrics) {
+		proc_family(f, d, "gpusnoop_cuda_launches_total", "counter",
+			    "Kernel and graph launches (cuda-call-metrics).", LAUNCHES);
+		proc_family(f, d, "gpusnoop_cuda_syncs_total", "counter",
+			    "Stream, device, event and context synchronizations.", SYNCS);
+		proc_family(f, d, "gpusnoop_cuda_sync_seconds_total", "counter",
+			    "Time threads spent inside synchronization calls.", SYNC_SECONDS);
+	}
+	metric_header(f, "gpusnoop_oom_events_total", "counter",
+		      "Out-of-memory events seen, by source.");
+	fprintf(f, "gpusnoop_oom_events_total{source=\"cuda\"} %" PRIu64 "\n", d->oom_events);
+	fprintf(f, "gpusnoop_oom_events_total{source=\"torch\"} %" PRIu64 "\n", d->torch_ooms);
+	fprintf(f, "gpusnoop_oom_events_total{source=\"kernel\"} %" PRIu64 "\n", d->oom_kills);
+	scalar_metric(f, "gpusnoop_recordings_started_total",
+		      "Recordings started: scheduled, after a trigger, or asked by ctl.",
+		      d->recordings_started);
+	scalar_metric(f, "gpusnoop_reports_written_total",
+		      "Reports written to the output directory.", d->reports_written);
+	scalar_metric(f, "gpusnoop_report_errors_total", "Reports that could not be written.",
+		      d->report_errors);
+	scalar_metric(f, "gpusnoop_triggers_suppressed_total",
+		      "Triggers not reported because of trigger-interval.", d->triggers_suppressed);
+	metric_header(f, "gpusnoop_lost_events_total", "counter",
+		      "Events lost in the kernel, by reason.");
+	gs_tracker__stats(d->tracker, stats);
+	for (int i = 0; i < GS_STAT__MAX; i++)
+		if (lost_names[i])
+			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
+				lost_names[i], stats[i]);
+	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
+	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
+}

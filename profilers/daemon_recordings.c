@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* daemon_recordings.c: the daemon's `gpusnoop record` children: schedules, after triggers, ctl. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "profilers/daemon.h"
+#include "user/clock.h"
+#include "user/log.h"
+#include "user/out_dir.h"
+
+/* a recording asked to stop gets this long to finish its trace */
+#define RECORDING_STOP_NS 10000000000ULL
+
+/* "20261122T130347.123456789Z": file names sort by time and never collide within a ns. */
+void gs_daemon_file_stamp(char *buf, size_t len)
+{
+	struct timespec now;
+	char day[32];
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(day, sizeof(day), "%Y%m%dT%H%M%S", gmtime_r(&now.tv_sec, &tm));
+	snprintf(buf, len, "%s.%09ldZ", day, now.tv_nsec);
+}
+
+/*
+ * Starts `gpusnoop record` (this same binary) on pid, or on every process when pid is 0,
+ * writing DIR/gpusnoop-KIND-...json.gz, created here first: 0600, never through a link.
+ */
+int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, const char *events,
+			       const char *kind, int schedule, char *path_out, size_t len)
+{
+	char stamp[48], name[160], target[16], duration[32];
+	struct gs_daemon_recording *r;
+	FILE *f;
+	pid_t child;
+
+	if (d->nr_recordings == MAX_RECORDINGS) {
+		gs_warn("%s recording not started: %d already running", kind, MAX_RECORDINGS);
+		return -EBUSY;
+	}
+	r = &d->recordings[d->nr_recordings];
+	gs_daemon_file_stamp(stamp, sizeof(stamp));
+	if (pid)
+		snprintf(target, sizeof(target), "%d", (int)pid);
+	else
+		snprintf(target, sizeof(target), "all");
+	snprintf(name, sizeof(name), "%s-%s-%s.json.gz", kind, target, stamp);
+	f = gs_out_dir__create(d->out_dir, name, r->path, sizeof(r->path));
+	if (!f)
+		return -EIO;
+	fclose(f);
+	snprintf(duration, sizeof(duration), "%.3f", secs);
+	child = fork();
+	if (child < 0) {
+		gs_err("starting a recording: %s", strerror(errno));
+		unlink(r->path);
+		return -errno;
+	}
+	if (!child) {
+		char *argv[] = { "gpusnoop",
+				 "record",
+				 pid ? "-p" : "-a",
+				 pid ? target : NULL,
+				 "-d",
+				 duration,
+				 "-e",
+				 (char *)events,
+				 "-o",
+				 r->path,
+				 NULL };
+
+		if (!pid) /* "-a" takes no value: close the gap */
+			memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	r->pid = child;
+	r->schedule = schedule;
+	d->nr_recordings++;
+	d->recordings_started++;
+	gs_info("recording %s for %gs (%s): %s", pid ? target : "every process", secs, events,
+		r->path);
+	if (path_out)
+		snprintf(path_out, len, "%s", r->path);
+	return 0;
+}
+
+/* Collects finished recordings; applies their schedule's retention. */
+void gs_daemon__reap_recordings(struct gs_daemon *d)
+{
+	for (size_t i = 0; i < d->nr_recordings;) {
+		struct gs_daemon_recording *r = &d->recordings[i];
+		int status;
+
+		if (waitpid(r->pid, &status, WNOHANG) != r->pid) {
+			i++;
+			continue;
+		}
+		if (WIFEXITED(status) && !WEXITSTATUS(status))
+			gs_info("recording done: %s", r->path);
+		else
+			gs_warn("recording %s failed (status %d)", r->path, status);
+		if (r->schedule >= 0 && (size_t)r->schedule < d->cfg.nr_schedules) {
+			const struct gs_daemon_schedule *s = &d->cfg.schedules[r->schedule];
+			char sub[32];
+
+			snprintf(sub, sizeof(sub), "schedule%d-", r->schedule);
+			gs_out_dir__retain(d->out_dir, sub, s->keep, s->keep_bytes);
+		}
+		gs_out_dir__enforce_cap(d->out_dir);
+		*r = d->recordings[--d->nr_recordings];
+	}
+}
+
+/* Asks running recordings to finish their traces, and waits for them (bounded). */
+void gs_daemon__stop_recordings(struct gs_daemon *d)
+{
+	uint64_t deadline = gs_clock_ns(CLOCK_MONOTONIC) + RECORDING_STOP_NS;
+
+	for (size_t i = 0; i < d->nr_recordings; i++)
+		kill(d->recordings[i].pid, SIGINT);
+	while (d->nr_recordings && gs_clock_ns(CLOCK_MONOTONIC) < deadline) {
+		gs_daemon__reap_recordings(d);
+		if (d->nr_recordings)
+			usleep(20000);
+	}
+	for (size_t i = 0; i < d->nr_recordings; i++) {
+		gs_warn("recording %s did not stop: killed", d->recordings[i].path);
+		kill(d->recordings[i].pid, SIGKILL);
+		waitpid(d->recordings[i].pid, NULL, 0);
+	}
+	d->nr_recordings = 0;
+}
+
+static bool schedule_running(const struct gs_daemon *d, size_t schedule)
+{
+	for (size_t i = 0; i < d->nr_recordings; i++)
+		if (d->recordings[i].schedule == (int)schedule)
+			return true;
+	return false;
+}
+
+void gs_daemon__run_schedules(struct gs_daemon *d, uint64_t now)
+{
+	for (size_t i = 0; i < d->cfg.nr_schedules; i++) {
+		const struct gs_daemon_schedule *s = &d->cfg.schedules[i];
+		uint64_t every_ns = (uint64_t)(s->every_s * 1e9);
+		char kind[32];
+
+		if (!d->next_schedule_ns[i])
+			d->next_schedule_ns[i] = now + every_ns;
+		if (now < d->next_schedule_ns[i])
+			continue;
+		/* a late loop skips missed slots instead of firing them in a burst */
+		while (d->next_schedule_ns[i] <= now)
+			d->next_schedule_ns[i] += every_ns;
+		/* never two of one schedule at once: retention must only see finished traces */
+		if (schedule_running(d, i)) {
+			gs_warn("schedule %zu: the previous recording still runs: slot skipped", i);
+			continue;
+		}
+		snprintf(kind, sizeof(kind), "schedule%zu", i);
+		gs_daemon__start_recording(d, 0, s->record_s, s->events, kind, (int)i, NULL, 0);
+	}
+}
