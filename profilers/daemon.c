@@ -261,12 +261,14 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 {
 	struct gs_daemon *d = ctx;
 	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
-
-	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
-	const struct gs_alloc *a = p ? gs_alloc_table__find(p->allocs, e->ptr) : NULL;
+	struct gs_mem_proc *p;
+	const struct gs_alloc *a;
 
 	if (d->cfg.torch && gs_torch_acct__segment_free(&d->torch, e))
 		return;
+	/* the size it gives back, for the flight recorder: looked up before it is removed */
+	p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
+	a = p ? gs_alloc_table__find(p->allocs, e->ptr) : NULL;
 	if (st)
 		st->frees++;
 	remember(d, (pid_t)e->hdr.pid,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "profilers/daemon.h"
 #include "profilers/tracker.h"
+#include "user/event_decode.h"
 
 /* Prometheus label values escape backslash, double quote and newline. */
 static void label_value(FILE *f, const char *s)
@@ -114,13 +115,6 @@ static void scalar_metric(FILE *f, const char *name, const char *help, uint64_t 
 
 void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 {
-	static const char *const lost_names[GS_STAT__MAX] = {
-		[GS_STAT_RINGBUF_FULL] = "ringbuf_full",
-		[GS_STAT_INFLIGHT_FULL] = "inflight_full",
-		[GS_STAT_STACK_FAILED] = "stack_failed",
-		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
-		[GS_STAT_USTACK_FAILED] = "ustack_failed",
-	};
 	uint64_t stats[GS_STAT__MAX];
 
 	proc_family(f, d, "gpusnoop_cuda_outstanding_bytes", "gauge",
@@ -163,9 +157,9 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 		      "Events lost in the kernel, by reason.");
 	gs_tracker__stats(d->tracker, stats);
 	for (int i = 0; i < GS_STAT__MAX; i++)
-		if (lost_names[i])
+		if (gs_stat_name(i))
 			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
-				lost_names[i], stats[i]);
+				gs_stat_name(i), stats[i]);
 	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
 	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
 }

@@ -8,6 +8,7 @@
 #include "profilers/cuda_api.h"
 #include "profilers/leak_report.h"
 #include "profilers/torch_syms.h"
+#include "user/event_decode.h"
 #include "user/json.h"
 #include "user/stack_table.h"
 
@@ -385,11 +386,9 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__u64(&j, "dropped_events",
 		     r->stats[GS_STAT_RINGBUF_FULL] + r->stats[GS_STAT_INFLIGHT_FULL]);
 	gs_json__begin_object(&j, "lost");
-	gs_json__u64(&j, "ringbuf_full", r->stats[GS_STAT_RINGBUF_FULL]);
-	gs_json__u64(&j, "inflight_full", r->stats[GS_STAT_INFLIGHT_FULL]);
-	gs_json__u64(&j, "stack_failed", r->stats[GS_STAT_STACK_FAILED]);
-	gs_json__u64(&j, "user_read_failed", r->stats[GS_STAT_USER_READ_FAILED]);
-	gs_json__u64(&j, "ustack_failed", r->stats[GS_STAT_USTACK_FAILED]);
+	for (int i = 0; i < GS_STAT__MAX; i++)
+		if (gs_stat_name(i))
+			gs_json__u64(&j, gs_stat_name(i), r->stats[i]);
 	gs_json__end_object(&j);
 	gs_json__end_object(&j);
 	fputc('\n', f);

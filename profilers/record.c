@@ -25,6 +25,7 @@
 #include "user/addr_map.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"
+#include "user/event_decode.h"
 #include "user/log.h"
 #include "user/out_file.h"
 #include "user/proc_info.h"
@@ -628,11 +629,9 @@ static void write_metadata(struct record *r)
 	gs_json__u64(j, "dropped_events",
 		     stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL]);
 	gs_json__begin_object(j, "lost");
-	gs_json__u64(j, "ringbuf_full", stats[GS_STAT_RINGBUF_FULL]);
-	gs_json__u64(j, "inflight_full", stats[GS_STAT_INFLIGHT_FULL]);
-	gs_json__u64(j, "stack_failed", stats[GS_STAT_STACK_FAILED]);
-	gs_json__u64(j, "user_read_failed", stats[GS_STAT_USER_READ_FAILED]);
-	gs_json__u64(j, "ustack_failed", stats[GS_STAT_USTACK_FAILED]);
+	for (int i = 0; i < GS_STAT__MAX; i++)
+		if (gs_stat_name(i))
+			gs_json__u64(j, gs_stat_name(i), stats[i]);
 	gs_json__end_object(j);
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");

@@ -90,3 +90,16 @@ int gs_event_decode(const void *data, size_t size)
 	}
 	return hdr->size < need ? -EINVAL : hdr->type;
 }
+
+const char *gs_stat_name(int stat)
+{
+	static const char *const names[GS_STAT__MAX] = {
+		[GS_STAT_RINGBUF_FULL] = "ringbuf_full",
+		[GS_STAT_INFLIGHT_FULL] = "inflight_full",
+		[GS_STAT_STACK_FAILED] = "stack_failed",
+		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
+		[GS_STAT_USTACK_FAILED] = "ustack_failed",
+	};
+
+	return stat >= 0 && stat < GS_STAT__MAX ? names[stat] : NULL;
+}

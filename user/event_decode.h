@@ -15,4 +15,10 @@
  */
 int gs_event_decode(const void *data, size_t size);
 
+/*
+ * The name every report and trace gives a loss counter (enum gs_stat), e.g. "ringbuf_full";
+ * NULL for the counters one profiler reports on its own (CPU sampling).
+ */
+const char *gs_stat_name(int stat);
+
 #endif /* GS_EVENT_DECODE_H */
