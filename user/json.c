@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include "user/json.h"
+#include "user/text_escape.h"
 
 void gs_json__init(struct gs_json *j, FILE *f)
 {
@@ -14,43 +15,39 @@ void gs_json__init(struct gs_json *j, FILE *f)
 /*
  * The writer's stream belongs to one thread, so the _unlocked stdio calls are safe; a trace
  * is millions of short writes, and locking each and copying byte by byte cost the record
- * drain loop about half its CPU time (perf, scripts/bench/).
+ * drain loop about half its CPU time (perf, scripts/bench/). Printable ASCII is the fast
+ * path; anything else is spelled by gs_json_escape_char (user/text_escape.h), so the output
+ * is valid UTF-8 whatever bytes a process chose for its names.
  */
 void gs_json_write_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s, *run = p;
 
 	putc_unlocked('"', f);
-	for (;; p++) {
-		const char *esc;
+	for (;;) {
+		char esc[GS_JSON_ESC_MAX];
+		size_t used, len;
 
-		if (*p >= 0x20 && *p != '"' && *p != '\\')
+		if (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') {
+			p++;
 			continue;
+		}
+		if (*p >= 0x80) {
+			int32_t cp;
+
+			len = gs_utf8_decode((const char *)p, 4, &cp);
+			if (cp >= 0xa0) { /* well-formed and not a C1 control */
+				p += len;
+				continue;
+			}
+		}
 		fwrite_unlocked(run, 1, (size_t)(p - run), f);
 		if (!*p)
 			break;
-		run = p + 1;
-		switch (*p) {
-		case '"':
-			esc = "\\\"";
-			break;
-		case '\\':
-			esc = "\\\\";
-			break;
-		case '\n':
-			esc = "\\n";
-			break;
-		case '\t':
-			esc = "\\t";
-			break;
-		case '\r':
-			esc = "\\r";
-			break;
-		default:
-			fprintf(f, "\\u%04x", *p);
-			continue;
-		}
-		fputs_unlocked(esc, f);
+		len = gs_json_escape_char((const char *)p, 4, esc, &used);
+		fwrite_unlocked(esc, 1, len, f);
+		p += used;
+		run = p;
 	}
 	putc_unlocked('"', f);
 }

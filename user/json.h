@@ -29,7 +29,10 @@ void gs_json__bool(struct gs_json *j, const char *key, bool value);
 /* Writes text as the value verbatim: the caller guarantees it is valid JSON. */
 void gs_json__raw(struct gs_json *j, const char *key, const char *text);
 
-/* Writes s as a JSON string literal, quotes included. */
+/*
+ * Writes s as a JSON string literal, quotes included, always valid UTF-8: ill-formed bytes
+ * become \ufffd and control characters \u00XX (user/text_escape.h says exactly how).
+ */
 void gs_json_write_string(FILE *f, const char *s);
 
 #endif /* GS_JSON_H */
