@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include "torch.skel.h"
 #include "profilers/torch_attach.h"
@@ -70,15 +71,22 @@ void gs_torch_attach__forget(struct gs_torch_attach *ta, pid_t scope)
 	}
 }
 
+static bool known(const struct gs_torch_attach *ta, pid_t scope, const struct gs_mapping *m)
+{
+	for (size_t i = 0; i < ta->nr_files; i++)
+		if (ta->files[i].scope == scope && ta->files[i].dev == m->dev &&
+		    ta->files[i].inode == m->inode)
+			return true;
+	return false;
+}
+
 /* true the first time (scope, file) is seen; remembered even if attaching then fails */
 static bool first_time(struct gs_torch_attach *ta, pid_t scope, const struct gs_mapping *m)
 {
 	struct probed_file *grown;
 
-	for (size_t i = 0; i < ta->nr_files; i++)
-		if (ta->files[i].scope == scope && ta->files[i].dev == m->dev &&
-		    ta->files[i].inode == m->inode)
-			return false;
+	if (known(ta, scope, m))
+		return false;
 	if (ta->nr_files == ta->cap_files) {
 		size_t cap = ta->cap_files ? ta->cap_files * 2 : 16;
 
@@ -124,31 +132,52 @@ static const char *who(pid_t scope, char *buf, size_t len)
 	return buf;
 }
 
-/* The file and symbols of a mapping; false (logged) when unreadable. */
-static bool open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
-			 const struct gs_mapping *m, char *path, size_t len, struct gs_elf **elf)
+/*
+ * The file a mapping names, opened and checked against the snapshot (gs_mapping__open()),
+ * and its symbols parsed from that descriptor; the probes go in through the same descriptor
+ * (path: "/proc/self/fd/N"). A file that is not root's is probed in its process only: *scope
+ * narrows to it. Returns the descriptor, which the caller closes, or -errno (logged).
+ */
+static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			const struct gs_mapping *m, pid_t *scope, char *path, size_t len,
+			struct gs_elf **elf)
 {
-	int err = gs_mapping__open_path(maps, m, path, len);
+	struct stat st;
+	int fd = gs_mapping__open(maps, m, &st);
 
-	*elf = gs_symcache__elf(ta->symcache, maps, m);
-	if (err || !*elf) {
-		gs_warn("%s: cannot read: %s", m->path, strerror(err ? -err : errno));
-		return false;
+	if (fd < 0) {
+		if (fd == -ESTALE)
+			gs_warn("pid %d: %s: skipped: another file is mapped there now",
+				(int)maps->pid, m->path);
+		else
+			gs_warn("%s: cannot read: %s", m->path, strerror(-fd));
+		return fd;
 	}
-	return true;
+	if (*scope < 0 && !gs_is_trusted_file(&st)) {
+		gs_info("pid %d: %s is not root's or is writable by others: probed in this "
+			"process only",
+			(int)maps->pid, m->path);
+		*scope = maps->pid;
+	}
+	*elf = gs_symcache__elf_fd(ta->symcache, m->path, fd, &st);
+	if (!*elf) {
+		gs_warn("%s: cannot read: %s", m->path, strerror(errno));
+		close(fd);
+		return -ENOEXEC;
+	}
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	return fd;
 }
 
-static void attach_c10(struct gs_torch_attach *ta, const struct gs_maps *maps,
-		       const struct gs_mapping *m, pid_t scope, const char *version)
+static void attach_c10(struct gs_torch_attach *ta, const struct gs_mapping *m, int fd,
+		       struct gs_elf *elf, pid_t scope, const char *version)
 {
 	struct torch_bpf *s = ta->skel;
 	struct hooks h = {};
-	char path[PATH_MAX], w[32];
-	struct gs_elf *elf;
+	char path[32], w[32];
 	int err;
 
-	if (!open_mapping(ta, maps, m, path, sizeof(path), &elf))
-		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	gs_elf__for_each_function(elf, note_hook, &h);
 	/* return probe first: an entry seen without its return would leave a stale pending */
 	err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_ALLOC_CPU],
@@ -184,17 +213,12 @@ static void attach_c10(struct gs_torch_attach *ta, const struct gs_maps *maps,
  * 0xe8 byte) would put a probe mid-instruction; MAX_CALL_SITES bounds the damage of a
  * function called from everywhere (then it is not the allocator's malloc anyway).
  */
-static size_t find_return_sites(const char *path, uint64_t target, uint64_t *out, size_t max)
+static size_t find_return_sites(int fd, uint64_t target, uint64_t *out, size_t max)
 {
 	Elf_Scn *scn = NULL;
 	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *e;
+	Elf *e = gs_elf_begin(fd);
 
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	while (e && n < max && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
@@ -216,15 +240,15 @@ static size_t find_return_sites(const char *path, uint64_t target, uint64_t *out
 		}
 	}
 	elf_end(e);
-	close(fd);
 	return n;
 }
 
-static int attach_return_sites(struct gs_torch_attach *ta, struct gs_elf *elf, const char *path,
-			       pid_t scope, uint64_t target, struct bpf_program *prog)
+static int attach_return_sites(struct gs_torch_attach *ta, struct gs_elf *elf, int fd,
+			       const char *path, pid_t scope, uint64_t target,
+			       struct bpf_program *prog)
 {
 	uint64_t sites[MAX_CALL_SITES];
-	size_t n = target ? find_return_sites(path, target, sites, MAX_CALL_SITES) : 0;
+	size_t n = target ? find_return_sites(fd, target, sites, MAX_CALL_SITES) : 0;
 	int err = 0;
 
 	if (!n)
@@ -246,18 +270,18 @@ static int attach_usdt(struct gs_torch_attach *ta, const char *path, pid_t scope
 
 /* The best tensor source this libc10_cuda offers, given the libc10 beside it. */
 static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *maps,
-			    const struct gs_mapping *m, const struct gs_mapping *c10, pid_t scope,
-			    const char *version)
+			    const struct gs_mapping *m, int fd, struct gs_elf *elf,
+			    const struct gs_mapping *c10, pid_t scope, const char *version)
 {
 	struct torch_bpf *s = ta->skel;
-	char path[PATH_MAX], c10_path[PATH_MAX], w[32];
+	char path[32], c10_path[32], w[32];
 	struct hooks h = {}, hc = {};
-	struct gs_elf *elf, *c10_elf;
+	struct gs_elf *c10_elf;
+	pid_t c10_scope = scope;
 	const char *how;
-	int err;
+	int err, c10_fd;
 
-	if (!open_mapping(ta, maps, m, path, sizeof(path), &elf))
-		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	who(scope, w, sizeof(w));
 	err = attach_usdt(ta, path, scope);
 	if (!err) {
@@ -265,17 +289,25 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 		goto out_log;
 	}
 	gs_dbg("%s: %s: no USDT probes pytorch:malloc/free (%s)", w, m->path, strerror(-err));
-	if (c10 && open_mapping(ta, maps, c10, c10_path, sizeof(c10_path), &c10_elf)) {
+	c10_fd = c10 ? open_mapping(ta, maps, c10, &c10_scope, c10_path, sizeof(c10_path),
+				    &c10_elf)
+		     : -ENOENT;
+	if (c10_fd >= 0) {
 		gs_elf__for_each_function(c10_elf, note_hook, &hc);
+		/* the narrower scope of the two files: both are this process's choice then */
+		if (c10_scope > 0)
+			scope = c10_scope;
 		err = attach_at(ta, c10_elf, c10_path, scope, hc.vaddr[GS_TORCH_HOOK_REPORT_USAGE],
 				s->progs.torch_report_usage, false);
+		close(c10_fd);
 		if (!err) {
 			how = "c10::reportMemoryUsageToProfiler";
 			goto out_log;
 		}
 	}
 	gs_elf__for_each_function(elf, note_hook, &h);
-	err = attach_return_sites(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
+	err = attach_return_sites(ta, elf, fd, path, scope,
+				  h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
 				  s->progs.caching_malloc_returned);
 	if (!err)
 		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
@@ -296,20 +328,53 @@ out_log:
 		*version ? version : "(version unknown)", m->path, how);
 }
 
-static void attach_cxx(struct gs_torch_attach *ta, const struct gs_maps *maps,
-		       const struct gs_mapping *m, pid_t scope)
+static void attach_cxx(struct gs_torch_attach *ta, const struct gs_mapping *m, int fd,
+		       struct gs_elf *elf, pid_t scope)
 {
-	char path[PATH_MAX], w[32];
-	struct gs_elf *elf;
+	char path[32], w[32];
 	int err;
 
-	if (!open_mapping(ta, maps, m, path, sizeof(path), &elf))
-		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	err = attach_at(ta, elf, path, scope, gs_elf__find_function(elf, CXA_THROW),
 			ta->skel->progs.cxa_throw_enter, false);
 	if (err)
 		gs_warn("%s: %s: cannot probe %s (%s): OOMs only from the profiler hook",
 			who(scope, w, sizeof(w)), m->path, CXA_THROW, strerror(-err));
+}
+
+enum torch_file { FILE_C10, FILE_CXX, FILE_C10_CUDA };
+
+/*
+ * Attaches to one file the first time (scope, file) is seen. A file not root's is probed in
+ * the process only, and tried again for every process that maps it.
+ */
+static void attach_file(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			const struct gs_mapping *m, pid_t scope, const struct gs_mapping *c10,
+			const char *version, enum torch_file which)
+{
+	struct gs_elf *elf;
+	char path[32];
+	int fd;
+
+	if (known(ta, scope, m))
+		return;
+	fd = open_mapping(ta, maps, m, &scope, path, sizeof(path), &elf);
+	if (fd < 0)
+		return; /* not remembered: gone or replaced, the next snapshot gets its own try */
+	if (first_time(ta, scope, m)) {
+		switch (which) {
+		case FILE_C10:
+			attach_c10(ta, m, fd, elf, scope, version);
+			break;
+		case FILE_CXX:
+			attach_cxx(ta, m, fd, elf, scope);
+			break;
+		case FILE_C10_CUDA:
+			attach_c10_cuda(ta, maps, m, fd, elf, c10, scope, version);
+			break;
+		}
+	}
+	close(fd);
 }
 
 bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *maps, pid_t scope)
@@ -333,11 +398,10 @@ bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *map
 		return false;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)maps->pid);
 	gs_torch_read_version(root, c10->path, version, sizeof(version));
-	if (first_time(ta, scope, c10))
-		attach_c10(ta, maps, c10, scope, version);
-	if (cxx && first_time(ta, scope, cxx))
-		attach_cxx(ta, maps, cxx, scope);
-	if (cuda && first_time(ta, scope, cuda))
-		attach_c10_cuda(ta, maps, cuda, c10, scope, version);
+	attach_file(ta, maps, c10, scope, c10, version, FILE_C10);
+	if (cxx)
+		attach_file(ta, maps, cxx, scope, c10, version, FILE_CXX);
+	if (cuda)
+		attach_file(ta, maps, cuda, scope, c10, version, FILE_C10_CUDA);
 	return true;
 }

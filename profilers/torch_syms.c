@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* torch_syms.c: PyTorch library names, hook functions by demangled meaning, version lookup. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 #include "profilers/torch_syms.h"
 #include "user/demangle.h"
+#include "user/proc_maps.h"
 
 #define ALLOCATOR_NS "c10::cuda::CUDACachingAllocator::"
 
@@ -203,17 +207,25 @@ void gs_torch_read_version(const char *root, const char *lib_path, char *buf, si
 {
 	char path[4096], text[4096];
 	const char *b = base_name(lib_path), *suffix;
-	size_t dir_len = (size_t)(b - lib_path), n;
-	FILE *f;
-	int w;
+	size_t dir_len = (size_t)(b - lib_path);
+	struct stat st;
+	ssize_t n = -1;
+	int w, fd;
 
 	buf[0] = '\0';
-	/* <site-packages>/torch/lib/libc10.so -> <site-packages>/torch/version.py */
-	w = snprintf(path, sizeof(path), "%s%.*s../version.py", root ? root : "", (int)dir_len,
-		     lib_path);
-	if (w > 0 && (size_t)w < sizeof(path) && (f = fopen(path, "re"))) {
-		n = fread(text, 1, sizeof(text) - 1, f);
-		fclose(f);
+	/*
+	 * <site-packages>/torch/lib/libc10.so -> <site-packages>/torch/version.py, a file of
+	 * the process's user: within its root, never through a symlink, a regular file only
+	 * (a FIFO there would block).
+	 */
+	w = snprintf(path, sizeof(path), "%.*s../version.py", (int)dir_len, lib_path);
+	fd = w > 0 && (size_t)w < sizeof(path) ? gs_open_in_root(root, path) : -ENAMETOOLONG;
+	if (fd >= 0) {
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+			n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+	}
+	if (n >= 0) {
 		text[n] = '\0';
 		if (gs_torch_parse_version_py(text, buf, len))
 			return;

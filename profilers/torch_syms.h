@@ -38,7 +38,8 @@ const char *gs_torch_source_name(unsigned int source);
 /*
  * The PyTorch version of the install a libc10 belongs to: `__version__` of the torch
  * package's version.py next to its lib/ directory (wheels, conda), else the version suffix
- * of the file name (Debian's libc10.so.1.13). root prefixes paths (a /proc/PID/root).
+ * of the file name (Debian's libc10.so.1.13). Paths resolve inside root (a /proc/PID/root;
+ * NULL: "/"), never out of it.
  * Writes "" when unknown.
  */
 void gs_torch_read_version(const char *root, const char *lib_path, char *buf, size_t len);

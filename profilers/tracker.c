@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -248,21 +249,50 @@ static int attach_cuda_lib(struct gs_tracker *t, struct gs_elf *elf, const char 
 	return 0;
 }
 
+/*
+ * Opens the file m maps, checked to be the one the snapshot names, and parses it from that
+ * descriptor; its probes go in through the same descriptor (/proc/self/fd/N), so they land
+ * in exactly the file that was checked and parsed, whatever is mapped there by then.
+ */
 static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 			  const struct gs_mapping *m, enum lib_role role, pid_t scope)
 {
-	char path[PATH_MAX];
+	char path[32];
 	struct gs_elf *elf;
-	int err;
+	struct stat st;
+	int fd, err;
 
 	if (is_attached(t, scope, m))
 		return 0;
-	elf = gs_symcache__elf(t->symcache, maps, m);
-	err = gs_mapping__open_path(maps, m, path, sizeof(path));
-	if (!elf || err) {
-		gs_warn("%s: cannot read: %s", m->path, strerror(err ? -err : errno));
-		return err ? err : -errno;
+	fd = gs_mapping__open(maps, m, &st);
+	if (fd == -ESTALE) {
+		gs_warn("pid %d: %s: skipped: another file is mapped there now", (int)maps->pid,
+			m->path);
+		return fd;
 	}
+	if (fd < 0) {
+		/* not remembered: the process may be gone, the next one gets its own try */
+		gs_warn("%s: cannot read: %s", m->path, strerror(-fd));
+		return fd;
+	}
+	/* its owner chooses what code it holds: never probe it in every process */
+	if (scope < 0 && !gs_is_trusted_file(&st)) {
+		gs_info("pid %d: %s is not root's or is writable by others: probed in this "
+			"process only",
+			(int)maps->pid, m->path);
+		scope = maps->pid;
+		if (is_attached(t, scope, m)) {
+			close(fd);
+			return 0;
+		}
+	}
+	elf = gs_symcache__elf_fd(t->symcache, m->path, fd, &st);
+	if (!elf) {
+		err = -errno;
+		gs_warn("%s: cannot read: %s", m->path, strerror(-err));
+		goto out_remember;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	switch (role) {
 	case ROLE_LD_SO:
 		err = attach_symbol(t, elf, path, scope, DL_DEBUG_STATE,
@@ -278,15 +308,12 @@ static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 		err = attach_cuda_lib(t, elf, path, m->path, scope, GS_LIB_DRIVER);
 		break;
 	default:
-		return -EINVAL;
+		err = -EINVAL;
 	}
-	/*
-	 * Remembered even on failure: retrying on every loader event would only repeat it.
-	 * Unless the process exited before we attached and took its /proc/PID/root path with
-	 * it: the next process that maps the file gets its own try.
-	 */
-	if (!err || !access(path, F_OK))
-		remember_attached(t, scope, m);
+out_remember:
+	/* remembered even on failure: retrying on every loader event would only repeat it */
+	remember_attached(t, scope, m);
+	close(fd);
 	return err;
 }
 
@@ -731,6 +758,14 @@ static int start_pids(struct gs_tracker *t)
 		if (kill(pid, 0) && errno == ESRCH) {
 			gs_err("pid %d: no such process", (int)pid);
 			return -ESRCH;
+		}
+		if (gs_is_kernel_thread(pid)) {
+			char comm[16];
+
+			gs_read_comm(pid, pid, comm, sizeof(comm));
+			gs_err("pid %d (%s): a kernel thread, it runs no user code to probe",
+			       (int)pid, comm);
+			return -EINVAL;
 		}
 		if (!add_target(t, pid, GS_TARGET_TRACED))
 			return -ENOMEM;

@@ -5,10 +5,14 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include "user/bounds.h"
 #include "user/demangle.h"
 #include "user/elf_file.h"
+#include "user/proc_maps.h"
 
 struct elf_sym {
 	uint64_t addr;
@@ -48,9 +52,13 @@ static char *kernel_of_handle_static(const char *name)
 	if (strncmp(name, "_ZZ", 3) || len < strlen(HANDLE_SUFFIX) ||
 	    strcmp(name + len - strlen(HANDLE_SUFFIX), HANDLE_SUFFIX))
 		return NULL;
+	if (name[3] < '0' || name[3] > '9') /* strtoul would take a sign or spaces */
+		return NULL;
+	errno = 0;
 	stub_len = strtoul(name + 3, &end, 10);
-	if (end == name + 3 || stub_len <= strlen(STUB_PREFIX) ||
-	    (size_t)(end - name) + stub_len > len || strncmp(end, STUB_PREFIX, strlen(STUB_PREFIX)))
+	/* the length is the file's word: (end - name) + stub_len can wrap, compare the rest */
+	if (errno || stub_len <= strlen(STUB_PREFIX) || stub_len > len - (size_t)(end - name) ||
+	    strncmp(end, STUB_PREFIX, strlen(STUB_PREFIX)))
 		return NULL;
 	kernel = malloc(stub_len - strlen(STUB_PREFIX) + 2);
 	if (!kernel)
@@ -95,10 +103,15 @@ static int cmp_sym(const void *a, const void *b)
 static int add_symbols(struct gs_elf *elf, Elf *e, Elf_Scn *scn, GElf_Shdr *shdr, size_t *cap)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n = shdr->sh_entsize ? shdr->sh_size / shdr->sh_entsize : 0;
+	size_t sym_size = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+	size_t n;
 
-	if (!data)
+	if (!data || !sym_size)
 		return 0;
+	/* what the data holds, not sh_size/sh_entsize: a huge sh_size would loop for ever */
+	n = data->d_size / sym_size;
+	if (n > INT_MAX) /* gelf_getsym takes an int */
+		n = INT_MAX;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
@@ -145,7 +158,27 @@ static int add_symbols(struct gs_elf *elf, Elf *e, Elf_Scn *scn, GElf_Shdr *shdr
 	return 0;
 }
 
-static int read_segments(struct gs_elf *elf, Elf *e)
+/* PT_INTERP, read with pread: elf_rawfile() would read all of an unmapped file. */
+static char *read_interp(int fd, uint64_t file_size, const GElf_Phdr *ph)
+{
+	char *interp;
+	ssize_t n;
+
+	if (ph->p_filesz < 2 || ph->p_filesz > PATH_MAX ||
+	    !gs_range_ok(ph->p_offset, ph->p_filesz, file_size))
+		return NULL;
+	interp = calloc(1, ph->p_filesz);
+	if (!interp)
+		return NULL;
+	n = pread(fd, interp, ph->p_filesz - 1, (off_t)ph->p_offset);
+	if (n != (ssize_t)(ph->p_filesz - 1)) {
+		free(interp);
+		return NULL;
+	}
+	return interp;
+}
+
+static int read_segments(struct gs_elf *elf, Elf *e, int fd, uint64_t file_size)
 {
 	size_t phnum;
 
@@ -160,6 +193,9 @@ static int read_segments(struct gs_elf *elf, Elf *e)
 		if (!gelf_getphdr(e, (int)i, &ph))
 			continue;
 		if (ph.p_type == PT_LOAD) {
+			/* a segment past the end of the file maps no byte of it */
+			if (!gs_range_ok(ph.p_offset, ph.p_filesz, file_size))
+				continue;
 			elf->segs[elf->nr_segs++] = (struct elf_segment){
 				.vaddr = ph.p_vaddr,
 				.memsz = ph.p_memsz,
@@ -167,36 +203,50 @@ static int read_segments(struct gs_elf *elf, Elf *e)
 				.filesz = ph.p_filesz,
 			};
 		} else if (ph.p_type == PT_INTERP && !elf->interp) {
-			size_t len;
-			char *raw = elf_rawfile(e, &len);
-
-			if (raw && ph.p_offset + ph.p_filesz <= len && ph.p_filesz > 1)
-				elf->interp = strndup(raw + ph.p_offset, ph.p_filesz - 1);
+			elf->interp = read_interp(fd, file_size, &ph);
 		}
 	}
 	return 0;
 }
 
-struct gs_elf *gs_elf__open(const char *path)
+struct Elf *gs_elf_begin(int fd)
+{
+	struct stat st;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE || fstat(fd, &st)) {
+		errno = errno ?: EINVAL;
+		return NULL;
+	}
+	/*
+	 * A mapping of a file its owner can truncate raises SIGBUS on the first touch past the
+	 * new end: files that are not root's are read, not mapped (libelf then preads through
+	 * fd, which must stay open as long as the Elf).
+	 */
+	e = elf_begin(fd, gs_is_trusted_file(&st) ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
+	if (!e)
+		errno = ENOEXEC;
+	return e;
+}
+
+struct gs_elf *gs_elf__open_fd(int fd)
 {
 	struct gs_elf *elf = NULL;
 	Elf_Scn *scn = NULL;
+	struct stat st;
 	size_t cap = 0;
-	int fd, err = 0;
+	int err = 0;
 	Elf *e;
 
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		errno = EINVAL;
+	if (fstat(fd, &st))
+		return NULL;
+	if (!S_ISREG(st.st_mode)) {
+		errno = ENOEXEC;
 		return NULL;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	e = gs_elf_begin(fd);
+	if (!e)
 		return NULL;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e) {
-		err = -ENOEXEC;
-		goto out_close;
-	}
 	if (elf_kind(e) != ELF_K_ELF) {
 		err = -ENOEXEC;
 		goto out_end;
@@ -206,7 +256,7 @@ struct gs_elf *gs_elf__open(const char *path)
 		err = -ENOMEM;
 		goto out_end;
 	}
-	err = read_segments(elf, e);
+	err = read_segments(elf, e, fd, (uint64_t)st.st_size);
 	while (!err && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr shdr;
 
@@ -218,13 +268,25 @@ struct gs_elf *gs_elf__open(const char *path)
 		qsort(elf->syms, elf->nr_syms, sizeof(*elf->syms), cmp_sym);
 out_end:
 	elf_end(e);
-out_close:
-	close(fd);
 	if (err) {
 		gs_elf__free(elf);
 		errno = -err;
 		return NULL;
 	}
+	return elf;
+}
+
+struct gs_elf *gs_elf__open(const char *path)
+{
+	struct gs_elf *elf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return NULL;
+	elf = gs_elf__open_fd(fd);
+	err = errno;
+	close(fd);
+	errno = err;
 	return elf;
 }
 
@@ -259,7 +321,7 @@ int gs_elf__vaddr_to_offset(const struct gs_elf *elf, uint64_t vaddr, uint64_t *
 	for (size_t i = 0; i < elf->nr_segs; i++) {
 		const struct elf_segment *s = &elf->segs[i];
 
-		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+		if (gs_in_range(vaddr, s->vaddr, s->filesz)) {
 			*offset = vaddr - s->vaddr + s->offset;
 			return 0;
 		}
@@ -272,7 +334,7 @@ int gs_elf__offset_to_vaddr(const struct gs_elf *elf, uint64_t offset, uint64_t 
 	for (size_t i = 0; i < elf->nr_segs; i++) {
 		const struct elf_segment *s = &elf->segs[i];
 
-		if (offset >= s->offset && offset < s->offset + s->filesz) {
+		if (gs_in_range(offset, s->offset, s->filesz)) {
 			*vaddr = offset - s->offset + s->vaddr;
 			return 0;
 		}
@@ -299,7 +361,7 @@ const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_
 	for (size_t back = 0; back < MAX_NESTED_LOOKBACK && lo > back; back++) {
 		struct elf_sym *s = &elf->syms[lo - 1 - back];
 
-		if (vaddr >= s->addr + s->size)
+		if (!gs_in_range(vaddr, s->addr, s->size))
 			continue;
 		while (s > elf->syms && s[-1].addr == s->addr) /* aliases: take the preferred */
 			s--;

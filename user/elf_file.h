@@ -8,9 +8,21 @@
 #include <stdint.h>
 
 struct gs_elf;
+struct Elf;
 
-/* Reads .symtab and .dynsym of path. Returns NULL with errno set; free with gs_elf__free(). */
+/*
+ * Reads .symtab and .dynsym of the file open at fd (left open, position unchanged; a
+ * descriptor from gs_mapping__open() for another process's files). Returns NULL with errno
+ * set; free with gs_elf__free().
+ */
+struct gs_elf *gs_elf__open_fd(int fd);
+/* gs_elf__open_fd() of path: only for files gpusnoop chose itself (the command it runs). */
 struct gs_elf *gs_elf__open(const char *path);
+/*
+ * elf_begin() for reading fd: mapped when only root can change the file, else read
+ * through fd (a truncation under a mapping would raise SIGBUS). fd must outlive the Elf.
+ */
+struct Elf *gs_elf_begin(int fd);
 void gs_elf__free(struct gs_elf *elf);
 
 /* Virtual address of the function named name (exact, unversioned), or 0. */

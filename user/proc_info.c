@@ -9,16 +9,25 @@
 
 void gs_read_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 {
-	char path[64];
+	char path[64], text[64];
+	size_t n = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
 	f = fopen(path, "re");
-	if (!f || !fgets(buf, (int)len, f))
-		snprintf(buf, len, "?");
-	buf[strcspn(buf, "\n")] = '\0';
-	if (f)
+	/* not fgets: a comm may hold newlines; only the one the kernel appends goes */
+	if (f) {
+		n = fread(text, 1, sizeof(text) - 1, f);
 		fclose(f);
+	}
+	if (n && text[n - 1] == '\n')
+		n--;
+	if (!n) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	text[n] = '\0';
+	snprintf(buf, len, "%s", text);
 }
 
 bool gs_read_exe_path(pid_t pid, char *buf, size_t len)
@@ -37,10 +46,31 @@ bool gs_read_exe_path(pid_t pid, char *buf, size_t len)
 	return true;
 }
 
+bool gs_is_kernel_thread(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned int flags;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the comm, in parentheses, may hold ')' and spaces: the fields follow the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) != 1)
+		return false;
+	return flags & GS_PF_KTHREAD;
+}
+
 char *gs_read_text_file(const char *path, size_t *len)
 {
 	char *text = NULL, chunk[65536];
-	size_t size = 0, n;
+	size_t size = 0, n, total = 0;
 	FILE *f = fopen(path, "re");
 	FILE *mem;
 	int err;
@@ -52,10 +82,18 @@ char *gs_read_text_file(const char *path, size_t *len)
 		fclose(f);
 		return NULL;
 	}
-	/* proc files have no size: read to the end */
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+	/* proc files have no size: read to the end, or to the bound */
+	err = 0;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (n > GS_TEXT_FILE_MAX - total) {
+			err = EFBIG;
+			break;
+		}
+		total += n;
 		fwrite(chunk, 1, n, mem);
-	err = ferror(f) ? (errno ? errno : EIO) : 0;
+	}
+	if (!err && ferror(f))
+		err = errno ? errno : EIO;
 	fclose(f);
 	if (fclose(mem) && !err)
 		err = ENOMEM;

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
 
@@ -155,25 +157,66 @@ const struct gs_mapping *gs_maps__find(const struct gs_maps *maps, uint64_t addr
 	return NULL;
 }
 
-int gs_mapping__open_path(const struct gs_maps *maps, const struct gs_mapping *m, char *buf,
-			  size_t len)
+bool gs_is_trusted_file(const struct stat *st)
 {
-	int n;
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
 
+int gs_open_in_root(const char *root, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int dirfd, fd, err;
+
+	dirfd = open(root ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	/* glibc 2.36 has no openat2() wrapper */
+	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	err = fd < 0 ? -errno : 0;
+	close(dirfd);
+	return fd < 0 ? err : fd;
+}
+
+/* m's path resolved inside the target's root: a symlink can lead nowhere outside it. */
+static int open_in_root(const struct gs_maps *maps, const struct gs_mapping *m)
+{
+	char root[64];
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)maps->pid);
+	return gs_open_in_root(root, m->path);
+}
+
+int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, struct stat *st)
+{
+	struct stat local;
+	char path[96];
+	int fd;
+
+	if (!st)
+		st = &local;
 	if (!m->path)
 		return -ENOENT;
-	n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)maps->pid, m->start,
-		     m->end);
-	if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
-		return 0;
-	/* a path now names another file, or none, once the mapped one was deleted */
-	if (m->deleted)
-		return -ENOENT;
-	n = snprintf(buf, len, "/proc/%d/root%s", (int)maps->pid, m->path);
-	if (n > 0 && (size_t)n < len && access(buf, R_OK) == 0)
-		return 0;
-	n = snprintf(buf, len, "%s", m->path);
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return access(buf, R_OK) ? -errno : 0;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)maps->pid,
+		 m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* a path names another file, or none, once the mapped one was deleted */
+	if (fd < 0 && !m->deleted)
+		fd = open_in_root(maps, m);
+	if (fd < 0)
+		return fd == -1 ? -errno : fd;
+	if (fstat(fd, st)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	/* the range was remapped, or the path replaced, since the snapshot */
+	if (!S_ISREG(st->st_mode) || st->st_dev != m->dev || st->st_ino != m->inode) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct gs_mapping {
@@ -34,11 +35,31 @@ void gs_maps__free(struct gs_maps *maps);
 const struct gs_mapping *gs_maps__find(const struct gs_maps *maps, uint64_t addr);
 
 /*
- * Writes into buf a path by which this process can open the mapped file: the
- * /proc/PID/map_files link (valid even for deleted files) when it can be opened, else the
- * path resolved through /proc/PID/root (the target's mount namespace). Returns 0 or -errno.
+ * Opens the file m maps, for reading (O_RDONLY | O_CLOEXEC), and checks that it is the file
+ * the snapshot names: a regular file with its device and inode. Opened through
+ * /proc/PID/map_files (valid even for deleted files), else by its path resolved inside the
+ * target's root (/proc/PID/root, never leaving it, following no magic link, no symlink as
+ * the last component). Returns the descriptor (the caller closes it; *st holds its fstat
+ * when st is given) or -errno: -ESTALE when another file is there now, -ENOENT for
+ * anonymous memory or a file gone from every path.
+ *
+ * Everything done with a process's file (parse, probe, read) goes through this descriptor:
+ * a path, even /proc/PID/map_files/A-B, may name another file by the time it is reopened.
  */
-int gs_mapping__open_path(const struct gs_maps *maps, const struct gs_mapping *m, char *buf,
-			  size_t len);
+int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, struct stat *st);
+
+/*
+ * Whether only root can change the file: owned by root, not writable by group or others.
+ * Other files are never mapped into gpusnoop (truncation: SIGBUS) nor probed for every
+ * process at once (their owner chooses their code).
+ */
+bool gs_is_trusted_file(const struct stat *st);
+
+/*
+ * Opens path for reading as if root (a directory; NULL: "/") were "/": symlinks and ".."
+ * never lead out of it, no magic link is followed, the last component is no symlink, and
+ * a FIFO does not block (O_NONBLOCK). Returns the descriptor or -errno.
+ */
+int gs_open_in_root(const char *root, const char *path);
 
 #endif /* GS_PROC_MAPS_H */

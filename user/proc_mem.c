@@ -2,7 +2,6 @@
 /* proc_mem.c: pread from the mapped file, else from /proc/PID/mem. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,15 +11,13 @@
 static ssize_t read_mapped_file(const struct gs_maps *maps, const struct gs_mapping *m,
 				uint64_t addr, void *buf, size_t len)
 {
-	char path[PATH_MAX];
 	ssize_t n;
 	int fd;
 
-	if (gs_mapping__open_path(maps, m, path, sizeof(path)))
-		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* the file the snapshot names, or none: then /proc/PID/mem shows what is mapped */
+	fd = gs_mapping__open(maps, m, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (len > m->end - addr)
 		len = m->end - addr;
 	n = pread(fd, buf, len, (off_t)(addr - m->start + m->pgoff));

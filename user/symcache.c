@@ -5,15 +5,20 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "user/elf_file.h"
 #include "user/log.h"
 #include "user/perf_map.h"
 #include "user/proc_maps.h"
 #include "user/symcache.h"
 
+/*
+ * A file parsed once, named by its identity when it was opened: device and inode, and
+ * also size and modification time, as an inode number is reused once its file is deleted.
+ */
 struct cached_file {
-	uint64_t dev, inode;
-	char *path;	    /* identity when inode is 0 */
+	uint64_t dev, inode, size;
+	struct timespec mtime;
 	struct gs_elf *elf; /* NULL: tried and failed, do not retry */
 };
 
@@ -39,10 +44,8 @@ void gs_symcache__free(struct gs_symcache *cache)
 {
 	if (!cache)
 		return;
-	for (size_t i = 0; i < cache->nr_files; i++) {
+	for (size_t i = 0; i < cache->nr_files; i++)
 		gs_elf__free(cache->files[i].elf);
-		free(cache->files[i].path);
-	}
 	for (size_t i = 0; i < cache->nr_procs; i++) {
 		gs_maps__free(cache->procs[i].maps);
 		gs_perf_map__free(cache->procs[i].perf_map);
@@ -109,20 +112,24 @@ const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid)
 	return p ? p->maps : NULL;
 }
 
-struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,
-				const struct gs_mapping *m)
+static bool same_file(const struct cached_file *f, const struct stat *st)
 {
-	char path[PATH_MAX];
+	return f->dev == st->st_dev && f->inode == st->st_ino && f->size == (uint64_t)st->st_size &&
+	       f->mtime.tv_sec == st->st_mtim.tv_sec && f->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, int fd,
+				   const struct stat *st)
+{
 	struct cached_file *f;
 
-	if (!m->path)
-		return NULL;
-	for (size_t i = 0; i < cache->nr_files; i++) {
-		f = &cache->files[i];
-		if (m->inode ? (f->dev == m->dev && f->inode == m->inode)
-			     : (!f->inode && !strcmp(f->path, m->path)))
-			return f->elf;
-	}
+	/*
+	 * Entries are never replaced, only added: symbol names handed out stay valid until
+	 * gs_symcache__free(). The newest of one inode comes last, so search backwards.
+	 */
+	for (size_t i = cache->nr_files; i-- > 0;)
+		if (same_file(&cache->files[i], st))
+			return cache->files[i].elf;
 	if (cache->nr_files == cache->cap_files) {
 		size_t cap = cache->cap_files ? cache->cap_files * 2 : 32;
 		struct cached_file *grown = realloc(cache->files, cap * sizeof(*grown));
@@ -132,16 +139,41 @@ struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps 
 		cache->files = grown;
 		cache->cap_files = cap;
 	}
-	f = &cache->files[cache->nr_files];
-	*f = (struct cached_file){ .dev = m->dev, .inode = m->inode, .path = strdup(m->path) };
-	if (!f->path)
-		return NULL;
-	cache->nr_files++;
-	if (gs_mapping__open_path(maps, m, path, sizeof(path)) == 0)
-		f->elf = gs_elf__open(path);
+	f = &cache->files[cache->nr_files++];
+	*f = (struct cached_file){
+		.dev = st->st_dev,
+		.inode = st->st_ino,
+		.size = (uint64_t)st->st_size,
+		.mtime = st->st_mtim,
+		.elf = gs_elf__open_fd(fd),
+	};
 	if (!f->elf)
-		gs_dbg("symbols of %s: %s", m->path, strerror(errno));
+		gs_dbg("symbols of %s: %s", name, strerror(errno));
 	return f->elf;
+}
+
+struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,
+				const struct gs_mapping *m)
+{
+	struct gs_elf *elf;
+	struct stat st;
+	int fd;
+
+	if (!m->path)
+		return NULL;
+	/* names only: the newest parse of the inode the snapshot names, unverified */
+	for (size_t i = cache->nr_files; i-- > 0;)
+		if (cache->files[i].dev == m->dev && cache->files[i].inode == m->inode)
+			return cache->files[i].elf;
+	fd = gs_mapping__open(maps, m, &st);
+	if (fd < 0) {
+		gs_dbg("symbols of %s: %s", m->path, strerror(-fd));
+		errno = -fd;
+		return NULL;
+	}
+	elf = gs_symcache__elf_fd(cache, m->path, fd, &st);
+	close(fd);
+	return elf;
 }
 
 /*

@@ -4,6 +4,7 @@
 #define GS_SYMCACHE_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct gs_symcache;
@@ -51,8 +52,18 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 				    uint64_t *offset);
 
-/* The cached ELF of a mapping of pid (opened once per file); NULL when unreadable. Borrowed. */
+/*
+ * The cached ELF of a mapping of pid, for naming addresses: the file the snapshot names by
+ * device and inode, parsed once (through gs_mapping__open()); NULL when unreadable. Borrowed.
+ */
 struct gs_elf *gs_symcache__elf(struct gs_symcache *cache, const struct gs_maps *maps,
 				const struct gs_mapping *m);
+/*
+ * The ELF of the file open at fd (st: its fstat), for probing it: a cached one only if it was
+ * parsed from a file of the same device, inode, size and mtime, else parsed now from fd.
+ * name is for messages. NULL when unreadable. Borrowed, valid until gs_symcache__free().
+ */
+struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, int fd,
+				   const struct stat *st);
 
 #endif /* GS_SYMCACHE_H */

@@ -11,6 +11,8 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include "user/bounds.h"
+#include "user/elf_file.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
 #include "user/symcache.h"
@@ -47,8 +49,8 @@ struct load_seg {
 
 struct cfi_file {
 	uint64_t dev, inode;
-	char *path; /* identity when inode is 0 */
-	Elf *elf;   /* NULL: tried and failed, do not retry */
+	int fd;	  /* kept while elf reads through it (a file not root's); else -1 */
+	Elf *elf; /* NULL: tried and failed, do not retry */
 	Dwarf_CFI *eh;
 	Dwarf *dwarf;
 	Dwarf_CFI *debug; /* owned by dwarf */
@@ -93,8 +95,9 @@ static void close_file(struct cfi_file *f)
 		dwarf_end(f->dwarf);
 	if (f->elf)
 		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
 	free(f->segs);
-	free(f->path);
 }
 
 void gs_unwinder__free(struct gs_unwinder *u)
@@ -188,17 +191,20 @@ static bool has_section(Elf *elf, const char *name)
 	return false;
 }
 
-static int load_file(struct cfi_file *f, const char *path)
+/* Takes fd (verified by gs_mapping__open()); st is its fstat. */
+static int load_file(struct cfi_file *f, int fd, const struct stat *st)
 {
 	size_t nr_phdrs;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* mapped, not read: libdw touches only the FDEs it is asked for */
-	f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	close(fd);
+	/*
+	 * Mapped, not read: libdw touches only the FDEs it is asked for. Unless its owner
+	 * could truncate it under the mapping: then read through fd, kept open for that.
+	 */
+	f->elf = gs_elf_begin(fd);
+	if (f->elf && !gs_is_trusted_file(st))
+		f->fd = fd;
+	else
+		close(fd);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || elf_getphdrnum(f->elf, &nr_phdrs))
 		goto out_bad;
 	f->segs = calloc(nr_phdrs ? nr_phdrs : 1, sizeof(*f->segs));
@@ -207,7 +213,9 @@ static int load_file(struct cfi_file *f, const char *path)
 	for (size_t i = 0; i < nr_phdrs; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+		/* a segment past the end of the file maps no byte of it */
+		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    gs_range_ok(ph.p_offset, ph.p_filesz, (uint64_t)st->st_size))
 			f->segs[f->nr_segs++] = (struct load_seg){ .offset = ph.p_offset,
 								   .vaddr = ph.p_vaddr,
 								   .filesz = ph.p_filesz };
@@ -225,6 +233,9 @@ out_bad:
 	if (f->elf)
 		elf_end(f->elf);
 	f->elf = NULL;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
 	return -ENOEXEC;
 }
 
@@ -232,32 +243,35 @@ out_bad:
 static struct cfi_file *file_for(struct gs_unwinder *u, const struct gs_maps *maps,
 				 const struct gs_mapping *m)
 {
-	char path[PATH_MAX];
 	struct cfi_file *f;
-	int err;
+	struct stat st;
+	int fd, err;
 
 	for (size_t i = 0; i < u->nr_files; i++) {
 		f = &u->files[i];
-		if (m->inode ? (f->dev == m->dev && f->inode == m->inode)
-			     : (!f->inode && !strcmp(f->path, m->path)))
+		if (f->dev == m->dev && f->inode == m->inode)
 			return f->elf ? f : NULL;
+	}
+	/* only the file the snapshot names; not cached when it is gone or replaced */
+	fd = gs_mapping__open(maps, m, &st);
+	if (fd < 0) {
+		gs_dbg("unwind tables of %s: %s", m->path, strerror(-fd));
+		return NULL;
 	}
 	if (u->nr_files == u->cap_files) {
 		size_t cap = u->cap_files ? u->cap_files * 2 : 32;
 		struct cfi_file *grown = realloc(u->files, cap * sizeof(*grown));
 
-		if (!grown)
+		if (!grown) {
+			close(fd);
 			return NULL;
+		}
 		u->files = grown;
 		u->cap_files = cap;
 	}
-	f = &u->files[u->nr_files];
-	*f = (struct cfi_file){ .dev = m->dev, .inode = m->inode, .path = strdup(m->path) };
-	if (!f->path)
-		return NULL;
-	u->nr_files++;
-	err = gs_mapping__open_path(maps, m, path, sizeof(path));
-	err = err ?: load_file(f, path);
+	f = &u->files[u->nr_files++];
+	*f = (struct cfi_file){ .dev = m->dev, .inode = m->inode, .fd = -1 };
+	err = load_file(f, fd, &st);
 	if (err) {
 		gs_dbg("unwind tables of %s: %s", m->path, strerror(-err));
 		return NULL;
@@ -271,7 +285,7 @@ static bool file_offset_to_vaddr(const struct cfi_file *f, uint64_t off, uint64_
 	for (size_t i = 0; i < f->nr_segs; i++) {
 		const struct load_seg *s = &f->segs[i];
 
-		if (off >= s->offset && off < s->offset + s->filesz) {
+		if (gs_in_range(off, s->offset, s->filesz)) {
 			*vaddr = off - s->offset + s->vaddr;
 			return true;
 		}

@@ -99,6 +99,7 @@ int main(int argc, char **argv)
 		const struct gs_mapping *m = &maps->mappings[i];
 		char path[PATH_MAX];
 		enum gs_cuda_lib lib;
+		int fd, err;
 
 		if (!m->exec || !m->path)
 			continue;
@@ -108,8 +109,14 @@ int main(int argc, char **argv)
 			lib = GS_LIB_DRIVER;
 		else
 			continue;
-		if (gs_mapping__open_path(maps, m, path, sizeof(path)) ||
-		    attach_lib(skel, links, pid, path, lib, families, &nr))
+		fd = gs_mapping__open(maps, m, NULL);
+		if (fd < 0)
+			goto out;
+		/* the file checked against the snapshot, probed through its descriptor */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = attach_lib(skel, links, pid, path, lib, families, &nr);
+		close(fd);
+		if (err)
 			goto out;
 	}
 	if (!nr) {

@@ -47,7 +47,6 @@ static void die(const char *what)
 static uint64_t find_breakpoint(pid_t pid, const char *lib, const char *symbol)
 {
 	struct gs_maps *maps = gs_maps__read(pid);
-	char path[4096];
 
 	if (!maps)
 		die("maps");
@@ -56,15 +55,18 @@ static uint64_t find_breakpoint(pid_t pid, const char *lib, const char *symbol)
 		struct gs_elf *elf;
 		uint64_t vaddr, off = 0;
 		const char *base;
+		int fd;
 
 		if (!m->exec || !m->path)
 			continue;
 		base = strrchr(m->path, '/');
 		if (!base || strncmp(base + 1, lib, strlen(lib)))
 			continue;
-		if (gs_mapping__open_path(maps, m, path, sizeof(path)))
+		fd = gs_mapping__open(maps, m, NULL);
+		if (fd < 0)
 			continue;
-		elf = gs_elf__open(path);
+		elf = gs_elf__open_fd(fd);
+		close(fd);
 		vaddr = elf ? gs_elf__find_function(elf, symbol) : 0;
 		if (vaddr && !gs_elf__vaddr_to_offset(elf, vaddr, &off) && off >= m->pgoff &&
 		    off < m->pgoff + (m->end - m->start)) {
