@@ -358,7 +358,103 @@ GS_TEST(read_missing_pid)
 	GS_EXPECT_EQ(errno, ENOENT);
 }
 
+
+/* One line of maps text naming [start, end) of path with dev and inode. */
+static struct gs_maps *crafted(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino,
+			       const char *path)
+{
+	char text[PATH_MAX + 128];
+
+	snprintf(text, sizeof(text), "%lx-%lx r--s 00000000 %x:%x %lu %s\n", (unsigned long)start,
+		 (unsigned long)end, major(dev), minor(dev), (unsigned long)ino, path);
+	return gs_maps__parse(getpid(), text);
+}
+
+/*
+ * A snapshot that names another file than the one mapped now (the range was remapped, or
+ * the path replaced, since it was read) opens nothing: -ESTALE. Through map_files (the live
+ * range) and through the path (a range that is not mapped, as when map_files is denied).
+ */
+GS_TEST(mapping_open_checks_identity)
+{
+	char dir[] = "/tmp/gs_unit_maps_XXXXXX", path[PATH_MAX], link[PATH_MAX + 8];
+	const uintptr_t unmapped = 0x1000;
+	struct stat st, got;
+	struct gs_maps *maps;
+	void *p;
+	int fd;
+
+	if (!GS_EXPECT(mkdtemp(dir)))
+		return;
+	p = map_file(dir, "lib.so", path, sizeof(path));
+	if (!GS_EXPECT(p) || !GS_EXPECT_EQ(stat(path, &st), 0))
+		goto out;
+	for (int live = 1; live >= 0; live--) {
+		uintptr_t start = live ? (uintptr_t)p : unmapped;
+		uintptr_t end = start + (uintptr_t)sysconf(_SC_PAGESIZE);
+
+		/* the right identity: opens, and fstat agrees */
+		maps = crafted(start, end, st.st_dev, st.st_ino, path);
+		if (GS_EXPECT(maps) && GS_EXPECT_EQ(maps->nr, 1)) {
+			fd = gs_mapping__open(maps, &maps->mappings[0], &got);
+			if (GS_EXPECT(fd >= 0)) {
+				GS_EXPECT_EQ(got.st_ino, st.st_ino);
+				GS_EXPECT_EQ(got.st_dev, st.st_dev);
+				GS_EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+				close(fd);
+			}
+		}
+		gs_maps__free(maps);
+		/* another inode, or another device: what is there now is not what was named */
+		maps = crafted(start, end, st.st_dev, st.st_ino + 1, path);
+		if (GS_EXPECT(maps))
+			GS_EXPECT_EQ(gs_mapping__open(maps, &maps->mappings[0], NULL), -ESTALE);
+		gs_maps__free(maps);
+		maps = crafted(start, end, makedev(major(st.st_dev) + 1, 0), st.st_ino, path);
+		if (GS_EXPECT(maps))
+			GS_EXPECT_EQ(gs_mapping__open(maps, &maps->mappings[0], NULL), -ESTALE);
+		gs_maps__free(maps);
+	}
+
+	/* by path, a symlink in the last component is not followed, even to the right file */
+	snprintf(link, sizeof(link), "%s/link.so", dir);
+	if (GS_EXPECT_EQ(symlink(path, link), 0)) {
+		maps = crafted(unmapped, unmapped + 4096, st.st_dev, st.st_ino, link);
+		if (GS_EXPECT(maps))
+			GS_EXPECT_EQ(gs_mapping__open(maps, &maps->mappings[0], NULL), -ELOOP);
+		gs_maps__free(maps);
+		unlink(link);
+	}
+	/* nor a FIFO (which would block): not a regular file */
+	snprintf(link, sizeof(link), "%s/fifo.so", dir);
+	if (GS_EXPECT_EQ(mkfifo(link, 0600), 0) && GS_EXPECT_EQ(stat(link, &got), 0)) {
+		maps = crafted(unmapped, unmapped + 4096, got.st_dev, got.st_ino, link);
+		if (GS_EXPECT(maps))
+			GS_EXPECT_EQ(gs_mapping__open(maps, &maps->mappings[0], NULL), -ESTALE);
+		gs_maps__free(maps);
+		unlink(link);
+	}
+	munmap(p, 1);
+out:
+	unlink(path);
+	rmdir(dir);
+}
+
+GS_TEST(trusted_file)
+{
+	struct stat st = { .st_uid = 0, .st_mode = S_IFREG | 0755 };
+
+	GS_EXPECT(gs_is_trusted_file(&st));
+	st.st_mode = S_IFREG | 0775;
+	GS_EXPECT(!gs_is_trusted_file(&st));
+	st.st_mode = S_IFREG | 0757;
+	GS_EXPECT(!gs_is_trusted_file(&st));
+	st.st_mode = S_IFREG | 0755;
+	st.st_uid = 65534;
+	GS_EXPECT(!gs_is_trusted_file(&st));
+}
+
 GS_TEST_MAIN(parse_file_lines, parse_anonymous_and_pseudo, parse_escaped_newline,
 	     parse_deleted_suffix, parse_path_with_spaces, parse_only_newline_is_escaped,
 	     parse_dev_and_inode, parse_edge_input, find, find_empty, read_self,
-	     read_self_odd_paths, read_missing_pid)
+	     read_self_odd_paths, read_missing_pid, mapping_open_checks_identity, trusted_file)
