@@ -916,6 +916,11 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 	return n;
 }
 
+int gs_tracker__fd(const struct gs_tracker *t)
+{
+	return ring_buffer__epoll_fd(t->rb);
+}
+
 bool gs_tracker__done(const struct gs_tracker *t)
 {
 	/* only live targets are kept */

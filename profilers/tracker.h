@@ -62,6 +62,11 @@ int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct 
 int gs_tracker__start(struct gs_tracker *t);
 /* Drains events for at most timeout_ms; returns the number handled or -errno. */
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
+/*
+ * A descriptor that polls readable when records wait (above the wake-up threshold), for a
+ * caller that polls it with descriptors of its own, then drains with gs_tracker__poll(t, 0).
+ */
+int gs_tracker__fd(const struct gs_tracker *t);
 /* True once every -p/-- target is gone (never in -a mode). */
 bool gs_tracker__done(const struct gs_tracker *t);
 /* True once some target had CUDA (or PyTorch) probes attached. */
