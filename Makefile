@@ -38,7 +38,7 @@ PROFILER_OBJS := $(filter-out $(OUTPUT)/profilers/main.o,$(CLI_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench
+.PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench fuzz fuzz-smoke fuzz-build
 
 # defines FIXTURES (fake CUDA libraries, workloads); needed before rules that list it
 include tests/fixtures/fixtures.mk
@@ -87,11 +87,60 @@ $(OUTPUT):
 unit: $(UNIT_BINS)
 	$(Q)./scripts/run-unit.sh $(UNIT_BINS)
 
+# libFuzzer harnesses, tests/fuzz/fuzz_<target>.c. Each links sanitizer-built copies of only
+# the sources its parser needs, compiled into $(FUZZ_OUT) with their own flags: the normal
+# build's objects stay as they are. Working corpora: $(FUZZ_OUT)/corpus/<target>; crashes
+# found become tests/fuzz/seeds/<target>/ files, replayed before every run.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 5
+FUZZ_JOBS ?= 1
+FUZZ_OUT := $(OUTPUT)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Werror=undef \
+	-Wmissing-field-initializers -Wno-unused-parameter -D_GNU_SOURCE \
+	-DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+	$(FUZZ_SAN)
+FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace
+FUZZ_SRCS_elf := user/elf_file.c user/demangle.c user/proc_maps.c user/proc_info.c
+FUZZ_SRCS_perf_map := user/perf_map.c
+FUZZ_SRCS_proc_maps := user/proc_maps.c user/proc_info.c
+FUZZ_SRCS_daemon_config := profilers/daemon_config.c profilers/options.c
+FUZZ_SRCS_ctl_request := profilers/ctl_request.c
+FUZZ_SRCS_trace := stitch/trace_parse.c
+FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
+
+$(FUZZ_OUT)/obj/%.o: %.c
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+define fuzz_bin
+$(FUZZ_OUT)/fuzz_$(1): $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,tests/fuzz/fuzz_$(1).c \
+		tests/fuzz/fuzz_log.c $(FUZZ_SRCS_$(1)))
+	$$(call msg,FUZZ-LD,$$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $$^ $(LDLIBS) -o $$@
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_bin,$(t))))
+
+fuzz-build: $(FUZZ_BINS)
+
+# FUZZ_SECONDS per target, FUZZ_JOBS targets at once; FUZZ_TARGETS="elf trace" picks some
+fuzz: $(FUZZ_BINS)
+	$(Q)./scripts/run-fuzz.sh -t $(FUZZ_SECONDS) -j $(FUZZ_JOBS) $(FUZZ_BINS)
+
+# part of make test: seconds each, from the in-tree seeds only (a fresh corpus every time)
+fuzz-smoke: $(FUZZ_BINS)
+	$(Q)./scripts/run-fuzz.sh -t $(FUZZ_SMOKE_SECONDS) -j 1 --fresh $(FUZZ_BINS)
+
 e2e: gpusnoop $(FIXTURES)
 	$(Q)./scripts/run-e2e.sh
 
+# in this order even under -j: unit tests, seconds of each fuzzer, then the e2e suite
 test: setup
-	$(Q)$(MAKE) --no-print-directory unit e2e
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory fuzz-smoke
+	$(Q)$(MAKE) --no-print-directory e2e
 
 include scripts/bench/bench.mk
 
@@ -105,9 +154,9 @@ vmlinux:
 check:
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch] \
 		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
-		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch])
+		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(wildcard $(FUZZ_OUT)/obj/*/*.d $(FUZZ_OUT)/obj/*/*/*.d)

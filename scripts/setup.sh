@@ -15,6 +15,7 @@ PACKAGES=(
 	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like test fixtures
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
 	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
+	libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes: make fuzz, make fuzz-smoke
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
