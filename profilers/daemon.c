@@ -25,6 +25,7 @@
 #include "user/log.h"
 #include "user/metrics_server.h"
 #include "user/out_dir.h"
+#include "user/out_file.h"
 #include "user/stack_table.h"
 
 #define POLL_MS		   100
@@ -105,12 +106,15 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 
 	gs_daemon_file_stamp(stamp, sizeof(stamp));
 	for (size_t i = 0; i < outputs && !err; i++) {
+		struct gs_out *out;
 		FILE *f;
 
 		snprintf(name, sizeof(name), "%s-%d-%s%s", kind, (int)p->pid, stamp, exts[i]);
-		f = gs_out_dir__create(d->out_dir, name, path, sizeof(path));
-		if (!f)
-			return -EIO;
+		/* written beside its name, renamed when complete: no partial report is left */
+		err = gs_out_dir__create(d->out_dir, name, &out, path, sizeof(path));
+		if (err)
+			break;
+		f = gs_out__file(out);
 		if (i == REPORT_TRACE)
 			err = gs_flight_trace__write(
 				f, d->flight, p->pid, gs_tracker__comm(d->tracker, p->pid), now,
@@ -118,11 +122,9 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
 						i == REPORT_JSON, f);
-		if (fclose(f) && !err)
-			err = -errno;
-		if (err)
-			gs_err("%s: %s", path, strerror(-err));
-		else if (i == REPORT_JSON)
+		/* each logs its error, the first write error's errno before the writer's */
+		err = err ? gs_out__fail(out, err) : gs_out__close(out);
+		if (!err && i == REPORT_JSON)
 			snprintf(json_path, len, "%s", path);
 	}
 	gs_out_dir__enforce_cap(d->out_dir);

@@ -48,7 +48,9 @@ struct gs_daemon_proc {
 struct gs_daemon_recording {
 	pid_t pid;
 	int schedule; /* index in cfg.schedules, -1 for one-off recordings */
-	char path[512];
+	char path[512]; /* the final path, shown; nothing is there until it succeeded */
+	char name[160]; /* the file name in the output directory, less its prefix */
+	char tmp[320];	/* the temporary the child writes through its descriptor */
 };
 
 struct gs_daemon {

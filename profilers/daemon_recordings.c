@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* daemon_recordings.c: the daemon's `gpusnoop record` children: schedules, after triggers, ctl. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,15 +30,17 @@ void gs_daemon_file_stamp(char *buf, size_t len)
 
 /*
  * Starts `gpusnoop record` (this same binary) on pid, or on every process when pid is 0,
- * writing DIR/gpusnoop-KIND-...json.gz, created here first: 0600, never through a link.
+ * writing DIR/gpusnoop-KIND-...json.gz. The child gets a descriptor of a temporary created
+ * here (0600, O_EXCL, in the directory opened once), never a name to open: the trace is
+ * renamed into place only when the child succeeded, see gs_daemon__reap_recordings().
  */
 int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, const char *events,
 			       const char *kind, int schedule, char *path_out, size_t len)
 {
-	char stamp[48], name[160], target[16], duration[32];
+	char stamp[48], target[16], duration[32], fd_arg[24];
 	struct gs_daemon_recording *r;
-	FILE *f;
 	pid_t child;
+	int fd, err;
 
 	if (d->nr_recordings == MAX_RECORDINGS) {
 		gs_warn("%s recording not started: %d already running", kind, MAX_RECORDINGS);
@@ -49,17 +52,20 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, cons
 		snprintf(target, sizeof(target), "%d", (int)pid);
 	else
 		snprintf(target, sizeof(target), "all");
-	snprintf(name, sizeof(name), "%s-%s-%s.json.gz", kind, target, stamp);
-	f = gs_out_dir__create(d->out_dir, name, r->path, sizeof(r->path));
-	if (!f)
-		return -EIO;
-	fclose(f);
+	snprintf(r->name, sizeof(r->name), "%s-%s-%s.json.gz", kind, target, stamp);
+	fd = gs_out_dir__create_tmp(d->out_dir, r->name, r->tmp, sizeof(r->tmp), r->path,
+				    sizeof(r->path));
+	if (fd < 0)
+		return fd;
 	snprintf(duration, sizeof(duration), "%.3f", secs);
+	snprintf(fd_arg, sizeof(fd_arg), "%d,gz", fd);
 	child = fork();
 	if (child < 0) {
+		err = -errno;
 		gs_err("starting a recording: %s", strerror(errno));
-		unlink(r->path);
-		return -errno;
+		close(fd);
+		gs_out_dir__discard(d->out_dir, r->tmp);
+		return err;
 	}
 	if (!child) {
 		char *argv[] = { "gpusnoop",
@@ -70,15 +76,19 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, cons
 				 duration,
 				 "-e",
 				 (char *)events,
-				 "-o",
-				 r->path,
+				 "--output-fd",
+				 fd_arg,
 				 NULL };
 
 		if (!pid) /* "-a" takes no value: close the gap */
 			memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));
+		/* the one descriptor the child inherits on purpose */
+		if (fcntl(fd, F_SETFD, 0))
+			_exit(127);
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
+	close(fd);
 	r->pid = child;
 	r->schedule = schedule;
 	d->nr_recordings++;
@@ -88,6 +98,17 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, cons
 	if (path_out)
 		snprintf(path_out, len, "%s", r->path);
 	return 0;
+}
+
+/* A finished child's trace: renamed into place when it succeeded, else removed. */
+static void finish_recording(struct gs_daemon *d, struct gs_daemon_recording *r, int status)
+{
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		gs_warn("recording %s failed (status %d)", r->path, status);
+		gs_out_dir__discard(d->out_dir, r->tmp);
+	} else if (!gs_out_dir__commit(d->out_dir, r->tmp, r->name)) {
+		gs_info("recording done: %s", r->path);
+	}
 }
 
 /* Collects finished recordings; applies their schedule's retention. */
@@ -101,10 +122,7 @@ void gs_daemon__reap_recordings(struct gs_daemon *d)
 			i++;
 			continue;
 		}
-		if (WIFEXITED(status) && !WEXITSTATUS(status))
-			gs_info("recording done: %s", r->path);
-		else
-			gs_warn("recording %s failed (status %d)", r->path, status);
+		finish_recording(d, r, status);
 		if (r->schedule >= 0 && (size_t)r->schedule < d->cfg.nr_schedules) {
 			const struct gs_daemon_schedule *s = &d->cfg.schedules[r->schedule];
 			char sub[32];
@@ -133,6 +151,7 @@ void gs_daemon__stop_recordings(struct gs_daemon *d)
 		gs_warn("recording %s did not stop: killed", d->recordings[i].path);
 		kill(d->recordings[i].pid, SIGKILL);
 		waitpid(d->recordings[i].pid, NULL, 0);
+		gs_out_dir__discard(d->out_dir, d->recordings[i].tmp);
 	}
 	d->nr_recordings = 0;
 }

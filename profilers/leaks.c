@@ -15,6 +15,7 @@
 #include "user/alloc_table.h"
 #include "user/clock.h"
 #include "user/log.h"
+#include "user/out_file.h"
 #include "user/stack_table.h"
 
 #define POLL_MS 100
@@ -37,7 +38,11 @@ struct leaks {
 	struct gs_stack_table *stacks;
 	struct gs_mem_accounting mem;
 	struct gs_torch_acct torch;
-	FILE *out;
+	/*
+	 * -o FILE replaces FILE at the first report (temporary + rename); each later report is
+	 * appended and synced whole, and a failed one cut off, so FILE only holds whole reports.
+	 */
+	struct gs_out *out;
 	int error; /* first fatal error inside a callback */
 };
 
@@ -172,10 +177,12 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 	gs_tracker__stats(l->tracker, r.stats);
 	if (!err) {
 		if (l->opts.json)
-			gs_leak_report__write_json(l->out, &r, l->stacks);
+			gs_leak_report__write_json(gs_out__file(l->out), &r, l->stacks);
 		else
-			gs_leak_report__write_text(l->out, &r, l->stacks);
-		fflush(l->out);
+			gs_leak_report__write_text(gs_out__file(l->out), &r, l->stacks);
+		err = gs_out__sync(l->out); /* logged */
+		if (err && !l->error)
+			l->error = err;
 	}
 	for (size_t i = 0; i < r.nr_procs; i++) {
 		free(r.procs[i].groups);
@@ -334,18 +341,13 @@ int gs_cmd_leaks(int argc, char **argv)
 		return 1;
 	if (gs_common_opts__finish(&l.opts.common))
 		return 1;
-	l.out = stdout;
-	if (l.opts.common.output) {
-		l.out = fopen(l.opts.common.output, "we");
-		if (!l.out) {
-			gs_err("%s: %s", l.opts.common.output, strerror(errno));
-			return 1;
-		}
-	}
 	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));
 	topts.torch = !l.opts.no_torch;
 	if (gs_tracker__open(&l.tracker, &topts, &ops))
-		goto out_close;
+		goto out_free;
+	/* after the targets were checked: a bad -p leaves an existing file as it was */
+	if (gs_out__open(&l.out, l.opts.common.output, GS_OUT_PLAIN))
+		goto out_free;
 	l.stacks = gs_stack_table__new(gs_tracker__symcache(l.tracker));
 	if (!l.stacks) {
 		gs_err("out of memory");
@@ -358,6 +360,11 @@ int gs_cmd_leaks(int argc, char **argv)
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
 		l.opts.common.all ? " of every process" : "");
 	err = run_loop(&l);
+	/* the reports are whole and in place before the probes go */
+	if (!err) {
+		err = gs_out__close(l.out);
+		l.out = NULL;
+	}
 	status = err ? 1 : 0;
 	if (!err && !gs_tracker__saw_cuda(l.tracker) && !l.opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
@@ -370,15 +377,6 @@ out_free:
 	gs_torch_acct__release(&l.torch);
 	gs_stack_table__free(l.stacks);
 	gs_tracker__free(l.tracker);
-out_close:
-	if (fflush(l.out) || ferror(l.out)) {
-		gs_err("writing %s: %s", l.opts.common.output ? l.opts.common.output : "stdout",
-		       strerror(errno));
-		status = 1;
-	}
-	if (l.out != stdout && fclose(l.out)) {
-		gs_err("closing %s: %s", l.opts.common.output, strerror(errno));
-		status = 1;
-	}
+	gs_out__abort(l.out); /* a failure: whole reports stay, a file never reported is not made */
 	return status;
 }

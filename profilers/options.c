@@ -130,6 +130,13 @@ int gs_common_opts__finish(const struct gs_common_opts *opts)
 		gs_err("give exactly one of -p PID, -a or -- CMD ARGS");
 		return -EINVAL;
 	}
+	/* before any output is created: a wrong pid must leave an existing -o file alone */
+	for (size_t i = 0; i < opts->nr_pids; i++) {
+		if (kill(opts->pids[i], 0) && errno == ESRCH) {
+			gs_err("pid %d: no such process", (int)opts->pids[i]);
+			return -ESRCH;
+		}
+	}
 	/* no SA_RESTART: a signal must interrupt the ring buffer poll */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -220,27 +220,20 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
 		.time_ns = start_real_ns,
 		.duration_ns = duration_ns,
 	};
-	FILE *f;
-	int err, close_err;
+	struct gs_out *out;
+	int err;
 
-	/* pprof is gzip whatever the name; folded only for a .gz name */
-	if (p->opts.format == FORMAT_PPROF)
-		f = path && strcmp(path, "-") ? fopen(path, "we") : stdout;
-	else
-		f = gs_out_open(path);
-	if (!f) {
-		gs_err("%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (p->opts.format == FORMAT_PPROF)
-		err = gs_profile__write_pprof(p->profile, &info, f);
-	else
-		err = gs_profile__write_folded(p->profile, f);
-	close_err = gs_out_close(f);
-	err = err ?: close_err;
+	/* pprof is gzip whatever the name (its writer compresses); folded only for a .gz name */
+	err = gs_out__open(&out, path, p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
 	if (err)
-		gs_err("writing %s: %s", path ? path : "stdout", strerror(-err));
-	return err;
+		return err;
+	if (p->opts.format == FORMAT_PPROF)
+		err = gs_profile__write_pprof(p->profile, &info, gs_out__file(out));
+	else
+		err = gs_profile__write_folded(p->profile, gs_out__file(out));
+	if (err)
+		return gs_out__fail(out, err);
+	return gs_out__close(out); /* complete and in place, or the old file left as it was */
 }
 
 int gs_cmd_profile(int argc, char **argv)

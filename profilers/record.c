@@ -41,11 +41,15 @@
  */
 #define REORDER_WINDOW_NS 500000000ULL
 
+enum { OPT_OUTPUT_FD = 0x3000 };
+
 struct record_opts {
 	struct gs_common_opts common;
 	uint32_t families;
 	bool cpu;	  /* -e cpu: CPU samples */
 	const char *freq; /* -F, validated after parsing */
+	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
+	bool output_fd_gz;
 };
 
 struct record {
@@ -72,7 +76,7 @@ struct record {
 	unsigned int hz;
 	char **stack_json; /* by stack id: the JSON array of its frames, made once */
 	size_t nr_stack_json;
-	FILE *out;
+	struct gs_out *out;
 	uint64_t start_mono_ns, start_real_ns;
 	uint64_t events, cpu_samples;
 	int error;
@@ -696,6 +700,8 @@ static const struct argp_option record_options[] = {
 	{ "events", 'e', "EVENTS", 0,
 	  "Comma list of " GS_EVENT_FAMILY_NAMES ", cpu (default: every cuda-*)", 0 },
 	{ "freq", 'F', "HZ", 0, "CPU samples per second on each CPU with -e cpu (default 99)", 0 },
+	/* internal: the daemon's recordings write to a descriptor it made, never to a name */
+	{ "output-fd", OPT_OUTPUT_FD, "FD[,gz]", OPTION_HIDDEN, "Write to this open descriptor", 0 },
 	{ 0 },
 };
 
@@ -742,6 +748,18 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case 'F':
 		o->freq = arg;
 		break;
+	case OPT_OUTPUT_FD: {
+		char *end;
+		long fd;
+
+		errno = 0;
+		fd = strtol(arg, &end, 10);
+		o->output_fd_gz = !strcmp(end, ",gz");
+		if (errno || end == arg || fd < 0 || fd > INT32_MAX || (*end && !o->output_fd_gz))
+			argp_error(state, "invalid --output-fd '%s'", arg);
+		o->output_fd = (int)fd;
+		break;
+	}
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -773,7 +791,7 @@ static const struct argp record_argp = {
 
 int gs_cmd_record(int argc, char **argv)
 {
-	struct record r = { .argc = argc, .argv = argv };
+	struct record r = { .opts = { .output_fd = -1 }, .argc = argc, .argv = argv };
 	struct gs_tracker_ops ops = {
 		.ctx = &r,
 		.mem_alloc = on_alloc,
@@ -802,9 +820,8 @@ int gs_cmd_record(int argc, char **argv)
 			gs_err("-F is the CPU sampling frequency: it needs -e cpu");
 		return 1;
 	}
-	r.out = gs_out_open(r.opts.common.output);
-	if (!r.out) {
-		gs_err("%s: %s", r.opts.common.output, strerror(errno));
+	if (r.opts.output_fd >= 0 && r.opts.common.output) {
+		gs_err("--output-fd and -o: give one");
 		return 1;
 	}
 	/* PyTorch's reserved memory is the caching allocator's cudaMalloc/cudaFree */
@@ -815,7 +832,15 @@ int gs_cmd_record(int argc, char **argv)
 	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
 	topts.free_returns = true; /* every free is a slice with its duration */
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
-		goto out_close;
+		goto out_free;
+	/* after the targets were checked: a bad -p leaves an existing file as it was */
+	if (r.opts.output_fd >= 0)
+		err = gs_out__open_fd(&r.out, r.opts.output_fd, "the output descriptor",
+				      r.opts.output_fd_gz ? GS_OUT_GZIP : GS_OUT_PLAIN);
+	else
+		err = gs_out__open(&r.out, r.opts.common.output, 0);
+	if (err)
+		goto out_free;
 	r.stacks = gs_stack_table__new(gs_tracker__symcache(r.tracker));
 	r.names = gs_kernel_names__new(gs_tracker__symcache(r.tracker));
 	r.named = gs_addr_map__new();
@@ -843,17 +868,24 @@ int gs_cmd_record(int argc, char **argv)
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	/* from here on the file is always finished, whatever stops the recording */
-	gs_chrome_trace__begin(&r.trace, r.out);
+	gs_chrome_trace__begin(&r.trace, gs_out__file(r.out));
 	err = gs_tracker__start(r.tracker);
 	if (!err) {
 		gs_info("recording%s; Ctrl-C to stop", r.opts.common.all ? " every process" : "");
 		err = run_loop(&r);
 	}
 	write_metadata(&r);
-	status = err ? 1 : 0;
+	if (err) /* a failed start or recording replaces no file: out_free removes its temporary */
+		goto out_free;
+	/* finished means finished: the file is complete and in place before probes go */
+	err = gs_out__close(r.out);
+	r.out = NULL;
+	if (err)
+		goto out_free;
+	status = 0;
 	gs_record_summary__print(r.summary, stderr, r.events, gs_tracker__dropped(r.tracker),
 				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r.start_mono_ns) / 1e9);
-	if (!err && r.opts.families && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
+	if (r.opts.families && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
 		status = 1;
 	}
@@ -875,12 +907,6 @@ out_free:
 	gs_kernel_names__free(r.names);
 	gs_stack_table__free(r.stacks);
 	gs_tracker__free(r.tracker);
-out_close:
-	err = gs_out_close(r.out);
-	if (err) {
-		gs_err("writing %s: %s", r.opts.common.output ? r.opts.common.output : "stdout",
-		       strerror(-err));
-		status = 1;
-	}
+	gs_out__abort(r.out); /* only on a failure before the trace began */
 	return status;
 }

@@ -166,45 +166,6 @@ static const struct argp stitch_argp = {
 	stitch_options, stitch_parse, "IN... [-o OUT]", stitch_doc, NULL, NULL, NULL,
 };
 
-/* Whether path exists and is not a regular file (a FIFO, /dev/stdout): never renamed over. */
-static bool is_special(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st) && !S_ISREG(st.st_mode);
-}
-
-/* A temporary next to out, renamed over it only when the merge completed. */
-static FILE *open_temp(const char *out, char **tmp_path)
-{
-	size_t len = strlen(out);
-	bool gz = len > 3 && !strcmp(out + len - 3, ".gz");
-	mode_t mask;
-	FILE *f;
-	int fd;
-
-	if (asprintf(tmp_path, "%s.tmp.XXXXXX%s", out, gz ? ".gz" : "") < 0) {
-		*tmp_path = NULL;
-		errno = ENOMEM;
-		return NULL;
-	}
-	fd = mkstemps(*tmp_path, gz ? 3 : 0);
-	if (fd < 0)
-		goto out_free;
-	mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask); /* mkstemps makes 0600; the trace is an ordinary file */
-	close(fd);
-	f = gs_out_open(*tmp_path); /* compresses by the name's suffix */
-	if (f)
-		return f;
-	unlink(*tmp_path);
-out_free:
-	free(*tmp_path);
-	*tmp_path = NULL;
-	return NULL;
-}
-
 int gs_cmd_stitch(int argc, char **argv)
 {
 	struct stitch_opts o = { .merge = {
@@ -218,11 +179,10 @@ int gs_cmd_stitch(int argc, char **argv)
 	struct gs_stitch_input in[MAX_INPUTS];
 	struct in_file files[MAX_INPUTS];
 	struct gs_stitch_stats stats;
-	char *tmp_path = NULL;
+	struct gs_out *out = NULL;
 	char err[512];
 	size_t opened = 0;
-	int ret, closed, status = 1;
-	FILE *out;
+	int ret, status = 1;
 
 	if (argp_parse(&stitch_argp, argc, argv, ARGP_IN_ORDER, NULL, &o))
 		return 1;
@@ -251,37 +211,27 @@ int gs_cmd_stitch(int argc, char **argv)
 			.kineto_offset_ns = o.kineto_offset_ns[opened],
 		};
 	}
-	if (o.output && strcmp(o.output, "-") && !is_special(o.output))
-		out = open_temp(o.output, &tmp_path);
-	else /* stdout, a pipe or a device: written in place */
-		out = gs_out_open(o.output);
-	if (!out) {
-		gs_err("%s: %s", o.output, strerror(errno));
+	/* a temporary beside the output, renamed over it only when the merge completed */
+	if (gs_out__open(&out, o.output, 0))
+		goto out_close;
+	ret = gs_stitch(in, o.nr_inputs, &o.merge, gs_out__file(out), &stats, err, sizeof(err));
+	if (ret) {
+		/* nothing half-written is left looking like a trace */
+		if (gs_out__error(out)) { /* a full disk: said with its errno, not the merge's */
+			gs_out__fail(out, ret);
+		} else {
+			gs_err("%s", err);
+			gs_out__abort(out);
+		}
 		goto out_close;
 	}
-	ret = gs_stitch(in, o.nr_inputs, &o.merge, out, &stats, err, sizeof(err));
-	if (ret)
-		gs_err("%s", err);
-	else if (stats.warning[0])
+	if (stats.warning[0])
 		gs_warn("%s", stats.warning);
-	if (!ret && stats.late)
+	if (stats.late)
 		gs_warn("%" PRIu64 " events came later than the %g s window: written out of order "
 			"(--window)",
 			stats.late, (double)o.merge.window_ns / 1e9);
-	closed = gs_out_close(out);
-	if (closed && !ret) {
-		gs_err("writing %s: %s", o.output ? o.output : "stdout", strerror(-closed));
-		ret = closed;
-	}
-	if (tmp_path) {
-		if (!ret && rename(tmp_path, o.output)) {
-			gs_err("%s: %s", o.output, strerror(errno));
-			ret = -errno;
-		}
-		if (ret)
-			unlink(tmp_path); /* nothing half-written is left looking like a trace */
-		free(tmp_path);
-	}
+	ret = gs_out__close(out);
 	if (!ret)
 		gs_info("stitched %zu input%s from %zu host%s: %" PRIu64 " events, %" PRIu64
 			" dropped at recording, %" PRIu64 " late",

@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "user/log.h"
 #include "user/out_dir.h"
+#include "user/out_file.h"
 
 struct gs_out_dir {
 	int fd;
@@ -22,6 +24,59 @@ struct dir_file {
 	struct timespec mtime;
 	uint64_t bytes;
 };
+
+/* Whether a file name is a temporary this module (gs_tmp_create) made for prefix. */
+static bool is_own_temp(const char *name, const char *prefix)
+{
+	return name[0] == '.' && !strncmp(name + 1, prefix, strlen(prefix)) &&
+	       strstr(name, ".tmp.");
+}
+
+/* Temporaries of a run that was killed while writing: nobody else writes here. */
+static void remove_stale_temps(struct gs_out_dir *d)
+{
+	struct dirent *de;
+	DIR *dir;
+	int fd = dup(d->fd);
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(dir)))
+		if (is_own_temp(de->d_name, d->prefix) && !unlinkat(d->fd, de->d_name, 0))
+			gs_info("output directory %s: removed %s, left unfinished", d->path,
+				de->d_name);
+	closedir(dir);
+}
+
+/* The directory must be this process's alone: nobody else may add, swap or remove files. */
+static int check_private(const char *path, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		gs_err("output directory %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (st.st_uid != geteuid()) {
+		char me[32] = "root";
+
+		if (geteuid())
+			snprintf(me, sizeof(me), "uid %u", (unsigned int)geteuid());
+		gs_err("output directory %s: owned by uid %u, not by %s: refused", path,
+		       (unsigned int)st.st_uid, me);
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		gs_err("output directory %s: writable by group or others (mode %04o): refused "
+		       "(chmod go-w)",
+		       path, (unsigned int)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
 
 int gs_out_dir__open(struct gs_out_dir **out, const char *path, const char *prefix,
 		     uint64_t max_bytes)
@@ -51,32 +106,73 @@ int gs_out_dir__open(struct gs_out_dir **out, const char *path, const char *pref
 		gs_out_dir__free(d);
 		return err;
 	}
+	/* checked on the descriptor every file is created through, not on the name again */
+	err = check_private(path, d->fd);
+	if (err) {
+		gs_out_dir__free(d);
+		return err;
+	}
+	remove_stale_temps(d);
 	*out = d;
 	return 0;
 }
 
-FILE *gs_out_dir__create(struct gs_out_dir *d, const char *name, char *path_out, size_t len)
+/* prefix + name, and the path shown for it. Returns 0 or -ENAMETOOLONG (logged). */
+static int file_name(struct gs_out_dir *d, const char *name, char *file, size_t file_len,
+		     char *path_out, size_t len)
 {
-	char file[256];
-	FILE *f;
-	int fd;
-
-	if ((size_t)snprintf(file, sizeof(file), "%s%s", d->prefix, name) >= sizeof(file) ||
+	if ((size_t)snprintf(file, file_len, "%s%s", d->prefix, name) >= file_len ||
 	    (size_t)snprintf(path_out, len, "%s/%s", d->path, file) >= len) {
 		gs_err("output file name too long: %s%s", d->prefix, name);
-		return NULL;
+		return -ENAMETOOLONG;
 	}
-	fd = openat(d->fd, file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		gs_err("%s: %s", path_out, strerror(errno));
-		return NULL;
+	return 0;
+}
+
+int gs_out_dir__create(struct gs_out_dir *d, const char *name, struct gs_out **out,
+		       char *path_out, size_t len)
+{
+	char file[256];
+	int err = file_name(d, name, file, sizeof(file), path_out, len);
+
+	if (err)
+		return err;
+	return gs_out__openat(out, d->fd, file, path_out, 0600, GS_OUT_NOREPLACE);
+}
+
+int gs_out_dir__create_tmp(struct gs_out_dir *d, const char *name, char *tmp, size_t tmp_len,
+			   char *path_out, size_t len)
+{
+	char file[256];
+	int fd = file_name(d, name, file, sizeof(file), path_out, len);
+
+	if (fd)
+		return fd;
+	fd = gs_tmp_create(d->fd, file, 0600, tmp, tmp_len);
+	if (fd < 0)
+		gs_err("%s: creating a temporary for it: %s", path_out, strerror(-fd));
+	return fd;
+}
+
+int gs_out_dir__commit(struct gs_out_dir *d, const char *tmp, const char *name)
+{
+	char file[256], path[512];
+	int err = file_name(d, name, file, sizeof(file), path, sizeof(path));
+
+	if (err) {
+		unlinkat(d->fd, tmp, 0);
+		return err;
 	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		gs_err("%s: %s", path_out, strerror(errno));
-		close(fd);
-	}
-	return f;
+	err = gs_tmp_commit(d->fd, tmp, file, true);
+	if (err)
+		gs_err("%s: %s", path, strerror(-err));
+	return err;
+}
+
+void gs_out_dir__discard(struct gs_out_dir *d, const char *tmp)
+{
+	if (unlinkat(d->fd, tmp, 0) && errno != ENOENT)
+		gs_warn("output directory %s: removing %s: %s", d->path, tmp, strerror(errno));
 }
 
 static int cmp_oldest_first(const void *a, const void *b)
