@@ -89,6 +89,11 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 	}
 	gs_maps__free(p->maps);
 	p->maps = maps;
+	/* while it lives: the perf map it may leave behind is checked against its owner */
+	if (!p->perf_map)
+		p->perf_map = gs_perf_map__new();
+	if (p->perf_map)
+		gs_perf_map__note_owner(p->perf_map, pid);
 	return 0;
 }
 
@@ -184,7 +189,6 @@ const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64
 				    uint64_t *offset)
 {
 	struct proc_snapshot *p = find_proc(cache, pid);
-	const char *name;
 
 	/* the perf map lives with a snapshot: take the first one if there is none yet */
 	if (!p && gs_symcache__refresh(cache, pid) == 0)
@@ -196,10 +200,7 @@ const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64
 		if (!p->perf_map)
 			return NULL;
 	}
-	name = gs_perf_map__lookup(p->perf_map, addr, offset);
-	if (!name && gs_perf_map__update(p->perf_map, pid) == 0)
-		name = gs_perf_map__lookup(p->perf_map, addr, offset);
-	return name;
+	return gs_perf_map__resolve(p->perf_map, pid, addr, offset);
 }
 
 /*
