@@ -5,19 +5,7 @@
 #include "profilers/daemon.h"
 #include "profilers/tracker.h"
 #include "user/event_decode.h"
-
-/* Prometheus label values escape backslash, double quote and newline. */
-static void label_value(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
+#include "user/text_escape.h"
 
 static void metric_header(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -69,8 +57,9 @@ static void proc_family(FILE *f, struct gs_daemon *d, const char *name, const ch
 	for (size_t i = 0; i < d->nr_procs; i++) {
 		const struct gs_daemon_proc *st = &d->procs[i];
 
+		/* the comm is the process's choice of bytes: escaped, and made UTF-8 */
 		fprintf(f, "%s{pid=\"%d\",comm=\"", name, (int)st->pid);
-		label_value(f, gs_tracker__comm(d->tracker, st->pid));
+		gs_prom_write_label_value(f, gs_tracker__comm(d->tracker, st->pid));
 		fprintf(f, "\"} %.17g\n", proc_value(d, st, which));
 	}
 }
@@ -99,7 +88,7 @@ static void torch_families(FILE *f, struct gs_daemon *d)
 					continue;
 				gs_torch_device_name(dev->key, name, sizeof(name));
 				fprintf(f, "%s{pid=\"%d\",comm=\"", names[which], (int)tp->pid);
-				label_value(f, gs_tracker__comm(d->tracker, tp->pid));
+				gs_prom_write_label_value(f, gs_tracker__comm(d->tracker, tp->pid));
 				fprintf(f, "\",device=\"%s\"} %" PRIu64 "\n", name,
 					which ? dev->reserved : dev->allocated);
 			}

@@ -11,6 +11,7 @@
 #include "user/event_decode.h"
 #include "user/json.h"
 #include "user/stack_table.h"
+#include "user/text_escape.h"
 
 void gs_format_bytes(uint64_t bytes, char *buf, size_t len)
 {
@@ -47,8 +48,11 @@ static void text_frames(FILE *f, const struct gs_stack *s)
 	for (uint32_t i = 0; i < s->nr_frames; i++) {
 		char frame[1024];
 
+		/* symbols and module paths are the process's text: no raw escapes to a terminal */
 		gs_frame_format(&s->frames[i], frame, sizeof(frame));
-		fprintf(f, "        #%-2u %s\n", i, frame);
+		fprintf(f, "        #%-2u ", i);
+		gs_text_write(f, frame);
+		fputc('\n', f);
 	}
 }
 
@@ -99,11 +103,11 @@ static void text_torch(FILE *f, const struct gs_leak_report *r, const struct gs_
 static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_leak_proc_report *p,
 		      const struct gs_stack_table *stacks)
 {
-	char total[32], b[32];
+	char total[32], b[32], comm[GS_TEXT_SAFE_LEN(16)];
 
 	gs_format_bytes(p->outstanding_bytes, total, sizeof(total));
 	fprintf(f, "pid %d (%s)%s: %s outstanding in %" PRIu64 " allocation%s", (int)p->pid,
-		p->comm,
+		gs_text_safe(p->comm, comm, sizeof(comm)),
 		p->exec	    ? " replaced by exec, held"
 		: p->exited ? " exited holding"
 			    : "",

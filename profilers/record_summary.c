@@ -5,6 +5,7 @@
 #include <string.h>
 #include "profilers/leak_report.h"
 #include "profilers/record_summary.h"
+#include "user/text_escape.h"
 
 #define TOP_KERNELS 10
 
@@ -151,8 +152,12 @@ static void print_kernels(const struct gs_record_summary *s, FILE *f)
 			sorted[n++] = s->kernels[i];
 	qsort(sorted, n, sizeof(*sorted), cmp_launches);
 	fprintf(f, "  kernels by launches:\n");
-	for (size_t i = 0; i < n && i < TOP_KERNELS; i++)
-		fprintf(f, "    %10" PRIu64 "  %s\n", sorted[i].launches, sorted[i].name);
+	/* kernel names come from the traced binary: no raw escapes to the terminal */
+	for (size_t i = 0; i < n && i < TOP_KERNELS; i++) {
+		fprintf(f, "    %10" PRIu64 "  ", sorted[i].launches);
+		gs_text_write(f, sorted[i].name);
+		fputc('\n', f);
+	}
 	if (n > TOP_KERNELS)
 		fprintf(f, "    ... %zu more kernels\n", n - TOP_KERNELS);
 	free(sorted);
@@ -161,7 +166,7 @@ static void print_kernels(const struct gs_record_summary *s, FILE *f)
 void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
 			      uint64_t dropped, double seconds)
 {
-	char bytes[32];
+	char bytes[32], comm[GS_TEXT_SAFE_LEN(16)];
 
 	fprintf(f, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n", events,
 		seconds, dropped);
@@ -173,7 +178,8 @@ void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64
 		fprintf(f,
 			"  sync: pid %d (%s): %" PRIu64 " calls, total %.3f ms, p50 %.3f ms, "
 			"p99 %.3f ms\n",
-			(int)s->syncs[i].pid, s->syncs[i].comm, h->count, (double)h->sum / 1e6,
+			(int)s->syncs[i].pid, gs_text_safe(s->syncs[i].comm, comm, sizeof(comm)),
+			h->count, (double)h->sum / 1e6,
 			(double)gs_histogram__quantile(h, 0.50) / 1e6,
 			(double)gs_histogram__quantile(h, 0.99) / 1e6);
 	}

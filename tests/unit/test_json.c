@@ -165,17 +165,17 @@ static const char *json_of(const char *s)
 /* Well-formed UTF-8 of every length passes through byte for byte. */
 GS_TEST(write_string_keeps_valid_utf8)
 {
-	GS_EXPECT_STR_EQ(json_of("caf\xc3\xa9"), "caf\xc3\xa9");		  /* U+00E9 */
-	GS_EXPECT_STR_EQ(json_of("\xc2\xa0"), "\xc2\xa0");			  /* U+00A0 */
-	GS_EXPECT_STR_EQ(json_of("\xdf\xbf"), "\xdf\xbf");			  /* U+07FF */
-	GS_EXPECT_STR_EQ(json_of("\xe0\xa0\x80"), "\xe0\xa0\x80");		  /* U+0800 */
-	GS_EXPECT_STR_EQ(json_of("5 \xe2\x82\xac"), "5 \xe2\x82\xac");		  /* U+20AC */
-	GS_EXPECT_STR_EQ(json_of("\xed\x9f\xbf"), "\xed\x9f\xbf");		  /* U+D7FF */
-	GS_EXPECT_STR_EQ(json_of("\xee\x80\x80"), "\xee\x80\x80");		  /* U+E000 */
-	GS_EXPECT_STR_EQ(json_of("\xef\xbf\xbf"), "\xef\xbf\xbf");		  /* U+FFFF */
-	GS_EXPECT_STR_EQ(json_of("\xf0\x90\x80\x80"), "\xf0\x90\x80\x80");	  /* U+10000 */
-	GS_EXPECT_STR_EQ(json_of("\xf0\x9d\x84\x9e!"), "\xf0\x9d\x84\x9e!");	  /* U+1D11E */
-	GS_EXPECT_STR_EQ(json_of("\xf4\x8f\xbf\xbf"), "\xf4\x8f\xbf\xbf");	  /* U+10FFFF */
+	GS_EXPECT_STR_EQ(json_of("caf\xc3\xa9"), "caf\xc3\xa9");	     /* U+00E9 */
+	GS_EXPECT_STR_EQ(json_of("\xc2\xa0"), "\xc2\xa0");		     /* U+00A0 */
+	GS_EXPECT_STR_EQ(json_of("\xdf\xbf"), "\xdf\xbf");		     /* U+07FF */
+	GS_EXPECT_STR_EQ(json_of("\xe0\xa0\x80"), "\xe0\xa0\x80");	     /* U+0800 */
+	GS_EXPECT_STR_EQ(json_of("5 \xe2\x82\xac"), "5 \xe2\x82\xac");	     /* U+20AC */
+	GS_EXPECT_STR_EQ(json_of("\xed\x9f\xbf"), "\xed\x9f\xbf");	     /* U+D7FF */
+	GS_EXPECT_STR_EQ(json_of("\xee\x80\x80"), "\xee\x80\x80");	     /* U+E000 */
+	GS_EXPECT_STR_EQ(json_of("\xef\xbf\xbf"), "\xef\xbf\xbf");	     /* U+FFFF */
+	GS_EXPECT_STR_EQ(json_of("\xf0\x90\x80\x80"), "\xf0\x90\x80\x80");   /* U+10000 */
+	GS_EXPECT_STR_EQ(json_of("\xf0\x9d\x84\x9e!"), "\xf0\x9d\x84\x9e!"); /* U+1D11E */
+	GS_EXPECT_STR_EQ(json_of("\xf4\x8f\xbf\xbf"), "\xf4\x8f\xbf\xbf");   /* U+10FFFF */
 	GS_EXPECT_STR_EQ(json_of("\xe6\x97\xa5\xe6\x9c\xac"), "\xe6\x97\xa5\xe6\x9c\xac");
 }
 
@@ -187,7 +187,9 @@ GS_TEST(write_string_replaces_invalid_utf8)
 {
 	/* stray continuation bytes */
 	GS_EXPECT_STR_EQ(json_of("\x80"), "\\ufffd");
-	GS_EXPECT_STR_EQ(json_of("a\xbf" "b"), "a\\ufffdb");
+	GS_EXPECT_STR_EQ(json_of("a\xbf"
+				 "b"),
+			 "a\\ufffdb");
 	GS_EXPECT_STR_EQ(json_of("\x80\x80"), "\\ufffd\\ufffd");
 	/* bytes that start nothing: C0, C1 (overlong leads), F5..FF */
 	GS_EXPECT_STR_EQ(json_of("\xff\xfe"), "\\ufffd\\ufffd");
@@ -207,7 +209,9 @@ GS_TEST(write_string_replaces_invalid_utf8)
 	/* truncated sequences: at the end, before ASCII, before another lead byte */
 	GS_EXPECT_STR_EQ(json_of("\xc3"), "\\ufffd");
 	GS_EXPECT_STR_EQ(json_of("x\xe2\x82"), "x\\ufffd");
-	GS_EXPECT_STR_EQ(json_of("\xe2\x82" "A"), "\\ufffdA");
+	GS_EXPECT_STR_EQ(json_of("\xe2\x82"
+				 "A"),
+			 "\\ufffdA");
 	GS_EXPECT_STR_EQ(json_of("\xf0\x9d\x84"), "\\ufffd");
 	GS_EXPECT_STR_EQ(json_of("\xf0\x9d\xc3\xa9"), "\\ufffd\xc3\xa9");
 	GS_EXPECT_STR_EQ(json_of("\xe2\x82\xe2\x82\xac"), "\\ufffd\xe2\x82\xac");

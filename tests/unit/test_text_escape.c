@@ -98,10 +98,14 @@ GS_TEST(terminal_text)
 	GS_EXPECT_STR_EQ(text_of("\x1b]0;pwned\x07\x1b[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");
 	GS_EXPECT_STR_EQ(text_of("a\nb\tc\rd\x7f"), "a\\x0ab\\x09c\\x0dd\\x7f");
 	/* C1 CSI, which some terminals act on like ESC [ */
-	GS_EXPECT_STR_EQ(text_of("\xc2\x9b" "2J"), "\\xc2\\x9b2J");
+	GS_EXPECT_STR_EQ(text_of("\xc2\x9b"
+				 "2J"),
+			 "\\xc2\\x9b2J");
 	/* every byte of an ill-formed part, so the bytes can be read back */
 	GS_EXPECT_STR_EQ(text_of("\xff\xfe"), "\\xff\\xfe");
-	GS_EXPECT_STR_EQ(text_of("\xe2\x82" "A"), "\\xe2\\x82A");
+	GS_EXPECT_STR_EQ(text_of("\xe2\x82"
+				 "A"),
+			 "\\xe2\\x82A");
 	GS_EXPECT_STR_EQ(text_of("\x9b"), "\\x9b");
 	GS_EXPECT_STR_EQ(text_of("gs\xff\xfe\n\x1b[31m"), "gs\\xff\\xfe\\x0a\\x1b[31m");
 }
