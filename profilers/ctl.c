@@ -9,10 +9,13 @@
 #include "user/ctl_socket.h"
 #include "user/log.h"
 
+/* the daemon answers at once; this bounds a daemon that is stopped or stuck */
+#define CTL_TIMEOUT_MS 30000
+
 struct ctl_opts {
 	const char *socket_path;
 	bool json;
-	char request[256];
+	char request[1024]; /* the daemon's line limit, GS_CTL_LINE_MAX */
 	size_t len;
 };
 
@@ -50,7 +53,8 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!o->len)
-			argp_error(state, "what to ask: status, leaks PID or snapshot PID");
+			argp_error(state, "what to ask: status, leaks PID, snapshot PID or "
+					  "record PID SECONDS [EVENTS]");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -59,17 +63,21 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 }
 
 static const char ctl_doc[] =
-	"Ask a running `gpusnoop daemon`: status, a leak report of one process, or a snapshot "
-	"report written to the daemon's output directory. Root may ask about any process; other "
-	"users about their own.\v"
+	"Ask a running `gpusnoop daemon`: status, a leak report of one process, a snapshot "
+	"report or a recording (at most 3600 s) written to the daemon's output directory. Root "
+	"may ask about any process; other users about their own, with at most user-max-recordings "
+	"recordings at once and user-max-bytes of files (see the daemon's settings).\v"
 	"EXAMPLES:\n"
 	"  gpusnoop ctl status\n"
 	"  gpusnoop ctl leaks 1234 --format json\n"
-	"  gpusnoop ctl snapshot 1234              # prints the report's path";
+	"  gpusnoop ctl snapshot 1234              # prints the report's path\n"
+	"  gpusnoop ctl record 1234 30 cuda-mem    # prints the trace's path";
 
-static const struct argp ctl_argp = { ctl_options, ctl_parse, "status | leaks PID | snapshot PID",
-				      ctl_doc,	   NULL,      NULL,
-				      NULL };
+static const struct argp ctl_argp = {
+	ctl_options, ctl_parse, "status | leaks PID | snapshot PID | record PID SECONDS [EVENTS]",
+	ctl_doc,     NULL,	NULL,
+	NULL
+};
 
 int gs_cmd_ctl(int argc, char **argv)
 {
@@ -89,7 +97,7 @@ int gs_cmd_ctl(int argc, char **argv)
 		gs_err("out of memory");
 		return 1;
 	}
-	err = gs_ctl_request(o.socket_path, o.request, f);
+	err = gs_ctl_request(o.socket_path, o.request, f, CTL_TIMEOUT_MS);
 	fclose(f);
 	if (!err && !strncmp(reply, "error: ", 7)) {
 		/* the daemon's own word, as our one-line error */

@@ -3,12 +3,14 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "profilers/ctl_request.h"
 #include "profilers/cuda_api.h"
 #include "profilers/daemon.h"
 #include "profilers/daemon_config.h"
@@ -127,7 +129,7 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 		if (!err && i == REPORT_JSON)
 			snprintf(json_path, len, "%s", path);
 	}
-	gs_out_dir__enforce_cap(d->out_dir);
+	gs_daemon__enforce_caps(d);
 	if (err)
 		d->report_errors++;
 	else
@@ -390,86 +392,137 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 	}
 }
 
-/* "leaks PID [json]" and "snapshot PID": a process the peer may see, that we follow. */
-static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_peer *peer,
-				      const char *arg, FILE *out)
+/* "leaks PID [json]", "snapshot PID", "record PID ...": a process the peer may see, that we follow. */
+static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_peer *peer, int pid,
+				      FILE *out)
 {
 	struct gs_mem_proc *p;
-	char *end;
-	long pid;
 
-	errno = 0;
-	pid = arg ? strtol(arg, &end, 10) : 0;
-	if (!arg || errno || *end || pid <= 0 || pid > 0x3fffffff) {
-		fprintf(out, "error: expected a pid, got '%s'\n", arg ? arg : "");
-		return NULL;
-	}
 	if (!may_see(peer, (pid_t)pid)) {
-		fprintf(out, "error: pid %ld: permission denied (not your process)\n", pid);
+		fprintf(out, "error: pid %d: permission denied (not your process)\n", pid);
 		return NULL;
 	}
 	p = gs_mem_accounting__find(&d->mem, (pid_t)pid);
 	if (!p)
-		fprintf(out, "error: pid %ld: not a CUDA process the daemon follows\n", pid);
+		fprintf(out, "error: pid %d: not a CUDA process the daemon follows\n", pid);
 	return p;
 }
 
-static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *request, FILE *out)
+/*
+ * What a non-root user asks for is named "gpusnoop-user<UID>-<KIND>-...": the file records
+ * who asked, and that user's files (and all users' together) can be capped apart from the
+ * trigger reports they must not push out. Root's requests keep plain names.
+ */
+#define USER_TAG "user"
+
+static void user_tag(const struct gs_ctl_peer *peer, char *tag, size_t len)
+{
+	if (peer->uid)
+		snprintf(tag, len, USER_TAG "%u-", (unsigned int)peer->uid);
+	else
+		tag[0] = '\0';
+}
+
+void gs_daemon__enforce_caps(struct gs_daemon *d)
+{
+	gs_out_dir__retain(d->out_dir, USER_TAG, 0, d->cfg.output_max_bytes / 2);
+	gs_out_dir__enforce_cap(d->out_dir);
+}
+
+/* One user's files within user-max-bytes (the newest always stays), then the caps. */
+static void enforce_user_caps(struct gs_daemon *d, const char *tag)
+{
+	if (*tag)
+		gs_out_dir__retain(d->out_dir, tag, 0, d->cfg.user_max_bytes);
+	gs_daemon__enforce_caps(d);
+}
+
+/* Running recordings that the user with tag asked for (their file names say so). */
+static unsigned int user_recordings(const struct gs_daemon *d, const char *tag)
+{
+	size_t prefix_len = strlen(REPORT_PREFIX);
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < d->nr_recordings; i++) {
+		const char *path = d->recordings[i].path, *base = strrchr(path, '/');
+
+		base = base ? base + 1 : path;
+		n += !strncmp(base, REPORT_PREFIX, prefix_len) &&
+		     !strncmp(base + prefix_len, tag, strlen(tag));
+	}
+	return n;
+}
+
+static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
+		       const struct gs_ctl_request *req, struct gs_mem_proc *p, FILE *out)
+{
+	char tag[32], kind[48], path[512];
+	unsigned int running;
+	int err;
+
+	user_tag(peer, tag, sizeof(tag));
+	/* so that one user cannot take every recording slot: root is not limited */
+	running = *tag ? user_recordings(d, tag) : 0;
+	if (*tag && running >= d->cfg.user_max_recordings) {
+		fprintf(out,
+			"error: at most %u recordings per user at once; %u of yours are running\n",
+			d->cfg.user_max_recordings, running);
+		return;
+	}
+	enforce_user_caps(d, tag);
+	snprintf(kind, sizeof(kind), "%srecord", tag);
+	err = gs_daemon__start_recording(d, p->pid, req->secs,
+					 req->events[0] ? req->events : d->cfg.oom_record_events,
+					 kind, -1, path, sizeof(path));
+	if (err == -EBUSY)
+		fprintf(out, "error: busy: %d recordings are running\n", MAX_RECORDINGS);
+	else if (err)
+		fprintf(out, "error: could not start the recording (see the daemon's log)\n");
+	else
+		fprintf(out, "%s\n", path);
+}
+
+static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *line, FILE *out)
 {
 	struct gs_daemon *d = ctx;
-	char *save = NULL, *verb = strtok_r(request, " \t", &save);
-	char *arg = strtok_r(NULL, " \t", &save), *arg2 = strtok_r(NULL, " \t", &save);
+	struct gs_ctl_request req;
+	char msg[256], tag[32], kind[48], path[512];
 	struct gs_mem_proc *p;
-	char path[512];
 
+	if (gs_ctl_request__parse(line, &req, msg, sizeof(msg))) {
+		gs_dbg("control request from pid %d uid %u: %s", (int)peer->pid, peer->uid, msg);
+		fprintf(out, "error: %s\n", msg);
+		return;
+	}
 	gs_dbg("control request from pid %d uid %u: %s", (int)peer->pid, peer->uid,
-	       verb ? verb : "");
-	if (verb && !strcmp(verb, "status")) {
+	       gs_ctl_verb_name(req.verb));
+	if (req.verb == GS_CTL_STATUS) {
 		ctl_status(d, peer, out);
-	} else if (verb && !strcmp(verb, "leaks")) {
-		if (arg2 && strcmp(arg2, "json") && strcmp(arg2, "text")) {
-			fprintf(out, "error: unknown format '%s' (text or json)\n", arg2);
-			return;
-		}
-		p = ctl_target(d, peer, arg, out);
-		if (p &&
-		    write_proc_report(d, p, "snapshot", NULL, arg2 && !strcmp(arg2, "json"), out))
+		return;
+	}
+	p = ctl_target(d, peer, req.pid, out);
+	if (!p)
+		return;
+	switch (req.verb) {
+	case GS_CTL_LEAKS:
+		if (write_proc_report(d, p, "snapshot", NULL, req.json, out))
 			fprintf(out, "error: out of memory\n");
-	} else if (verb && !strcmp(verb, "record")) {
-		double secs;
-		char *arg3 = strtok_r(NULL, " \t", &save);
-
-		p = ctl_target(d, peer, arg, out);
-		if (!p)
-			return;
-		if (!arg2 || gs_parse_seconds(arg2, &secs) || secs <= 0 || secs > 3600) {
-			fprintf(out,
-				"error: expected 'record PID SECONDS [EVENTS]' (at most 3600 s)\n");
-			return;
-		}
-		if (arg3 && strspn(arg3, "abcdefghijklmnopqrstuvwxyz-,") != strlen(arg3)) {
-			fprintf(out, "error: '%s' is not an event list\n", arg3);
-			return;
-		}
-		if (gs_daemon__start_recording(d, p->pid, secs,
-					       arg3 ? arg3 : d->cfg.oom_record_events, "record", -1,
-					       path, sizeof(path)))
-			fprintf(out,
-				"error: could not start the recording (see the daemon's log)\n");
+		break;
+	case GS_CTL_SNAPSHOT:
+		user_tag(peer, tag, sizeof(tag));
+		snprintf(kind, sizeof(kind), "%ssnapshot", tag);
+		if (!write_report_files(d, p, kind, NULL, path, sizeof(path)))
+			fprintf(out, "%s\n", path);
 		else
-			fprintf(out, "%s\n", path);
-	} else if (verb && !strcmp(verb, "snapshot")) {
-		p = ctl_target(d, peer, arg, out);
-		if (p && !write_report_files(d, p, "snapshot", NULL, path, sizeof(path)))
-			fprintf(out, "%s\n", path);
-		else if (p)
 			fprintf(out, "error: could not write the report under %s\n",
 				d->cfg.output_dir);
-	} else {
-		fprintf(out,
-			"error: unknown request '%s' (status, leaks PID [json], snapshot PID, "
-			"record PID SECONDS [EVENTS])\n",
-			verb ? verb : "");
+		enforce_user_caps(d, tag);
+		break;
+	case GS_CTL_RECORD:
+		ctl_record(d, peer, &req, p, out);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -516,7 +569,8 @@ static int open_endpoints(struct gs_daemon *d)
 		return err;
 	if (d->cfg.metrics_host[0]) {
 		err = gs_metrics_server__start(&d->metrics, d->cfg.metrics_host,
-					       d->cfg.metrics_port);
+					       d->cfg.metrics_port, d->cfg.metrics_allow,
+					       d->cfg.nr_metrics_allow);
 		if (err)
 			return err;
 		gs_info("metrics on http://%s:%u/metrics", d->cfg.metrics_host,
@@ -570,14 +624,40 @@ static void reload(struct gs_daemon *d)
 	gs_info("configuration reloaded");
 }
 
+_Static_assert(GS_CTL_LINE_MAX == GS_CTL_REQUEST_MAX, "one request line limit");
+
+/*
+ * Waits for events, control clients or a client's deadline, whichever comes first: a client
+ * is served as far as its bytes go and never waited for, so none holds events or others.
+ */
+static int wait_for_work(struct gs_daemon *d)
+{
+	struct pollfd fds[1 + GS_CTL_POLLFDS_MAX];
+	int timeout = POLL_MS, ctl_ms = gs_ctl_server__timeout_ms(d->ctl);
+	size_t nfds;
+
+	fds[0] = (struct pollfd){ .fd = gs_tracker__fd(d->tracker), .events = POLLIN };
+	nfds = 1 + gs_ctl_server__pollfds(d->ctl, fds + 1);
+	if (ctl_ms >= 0 && ctl_ms < timeout)
+		timeout = ctl_ms;
+	if (poll(fds, nfds, timeout) < 0 && errno != EINTR) {
+		gs_err("waiting for events: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 static int run_loop(struct gs_daemon *d)
 {
 	uint64_t next_metrics = 0;
 
 	while (!gs_stop_requested && !d->error) {
 		uint64_t now;
-		int n = gs_tracker__poll(d->tracker, POLL_MS);
+		int n = wait_for_work(d);
 
+		/* what the poll found, and records below the wake-up threshold */
+		if (!n)
+			n = gs_tracker__poll(d->tracker, 0);
 		if (n < 0) {
 			gs_err("reading events: %s", strerror(-n));
 			return n;
@@ -585,6 +665,8 @@ static int run_loop(struct gs_daemon *d)
 		if (reload_requested) {
 			reload_requested = 0;
 			reload(d);
+			if (d->error) /* nothing is open any more */
+				break;
 		}
 		gs_ctl_server__serve(d->ctl, on_ctl_request, d);
 		gs_daemon__reap_recordings(d);
@@ -603,6 +685,7 @@ enum {
 	OPT_OUTPUT_DIR,
 	OPT_METRICS_ADDR,
 	OPT_SOCKET,
+	OPT_METRICS_ALLOW,
 };
 
 static const struct argp_option daemon_options[] = {
@@ -610,7 +693,14 @@ static const struct argp_option daemon_options[] = {
 	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Reports go here (default /var/lib/gpusnoop)",
 	  0 },
 	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
-	  "Prometheus endpoint (default 127.0.0.1:9464; off: none)", 0 },
+	  "Prometheus endpoint (default 127.0.0.1:9464; off: none). It lists every followed "
+	  "process's pid and comm to whoever can connect, unlike ctl: keep it on loopback or "
+	  "limit it with --metrics-allow",
+	  0 },
+	{ "metrics-allow", OPT_METRICS_ALLOW, "ADDRS", 0,
+	  "Answer metrics only to these clients: ADDR or ADDR/BITS, comma-separated (default "
+	  "any: whoever reaches metrics-addr)",
+	  0 },
 	{ "socket", OPT_SOCKET, "PATH", 0, "Control socket (default /run/gpusnoop.sock)", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics (-vv: libbpf's too)", 0 },
 	{ 0 },
@@ -633,6 +723,9 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SOCKET:
 		name = "socket";
+		break;
+	case OPT_METRICS_ALLOW:
+		name = "metrics-allow";
 		break;
 	case 'v':
 		o->verbosity++;

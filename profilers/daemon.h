@@ -13,7 +13,7 @@
 #include "profilers/torch_acct.h"
 
 #define MAX_FLAG_OVERRIDES 8
-#define MAX_RECORDINGS	   16
+#define MAX_RECORDINGS	   GS_DAEMON_MAX_RECORDINGS
 #define REPORT_PREFIX	   "gpusnoop-"
 
 struct gs_tracker;
@@ -47,7 +47,7 @@ struct gs_daemon_proc {
 /* A `gpusnoop record` child writing a trace into the output directory. */
 struct gs_daemon_recording {
 	pid_t pid;
-	int schedule; /* index in cfg.schedules, -1 for one-off recordings */
+	int schedule;	/* index in cfg.schedules, -1 for one-off recordings */
 	char path[512]; /* the final path, shown; nothing is there until it succeeded */
 	char name[160]; /* the file name in the output directory, less its prefix */
 	char tmp[320];	/* the temporary the child writes through its descriptor */
@@ -85,6 +85,12 @@ void gs_daemon_file_stamp(char *buf, size_t len);
  */
 int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, const char *events,
 			       const char *kind, int schedule, char *path_out, size_t len);
+/*
+ * Applies the output directory's size caps: first the files users asked for through ctl
+ * (half the cap for all of them together), then the directory's, so that what users ask
+ * for never takes more than half the room that trigger reports have.
+ */
+void gs_daemon__enforce_caps(struct gs_daemon *d);
 /* Collects finished recordings; applies their schedule's retention. */
 void gs_daemon__reap_recordings(struct gs_daemon *d);
 /* Asks running recordings to finish their traces, and waits for them (bounded). */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* daemon_config.c: parsing and checking `gpusnoop daemon` settings. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon_config.h"
@@ -27,6 +29,8 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 		.flight_recorder_s = 30,
 		.torch = true,
 		.oom_record_events = GS_DAEMON_DEFAULT_EVENTS,
+		.user_max_recordings = 2,
+		.user_max_bytes = 64ULL << 20,
 	};
 }
 
@@ -81,6 +85,70 @@ bad:
 	return -EINVAL;
 }
 
+/* "ADDR" or "ADDR/BITS", IPv4 or IPv6, into the IPv4-mapped IPv6 form that matching uses. */
+static int parse_prefix(const char *word, struct gs_net_prefix *p)
+{
+	char addr[INET6_ADDRSTRLEN], *slash;
+	unsigned long bits;
+	bool v4;
+
+	if (strlen(word) >= sizeof(addr))
+		return -EINVAL;
+	strcpy(addr, word);
+	slash = strchr(addr, '/');
+	if (slash)
+		*slash++ = '\0';
+	memset(p, 0, sizeof(*p));
+	v4 = inet_pton(AF_INET, addr, p->addr + 12) == 1;
+	if (v4)
+		p->addr[10] = p->addr[11] = 0xff;
+	else if (inet_pton(AF_INET6, addr, p->addr) != 1)
+		return -EINVAL;
+	bits = v4 ? 32 : 128;
+	if (slash) {
+		char *end;
+		unsigned long max = bits;
+
+		errno = 0;
+		bits = strtoul(slash, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)slash[0]) || bits > max)
+			return -EINVAL;
+	}
+	p->bits = (uint8_t)(bits + (v4 ? 96 : 0));
+	return 0;
+}
+
+/* "127.0.0.1,::1", "10.0.0.0/8", or "any" */
+static int parse_allow(struct gs_daemon_config *c, const char *value, char *msg, size_t msg_len)
+{
+	struct gs_net_prefix allow[GS_METRICS_ALLOW_MAX];
+	char copy[LINE_MAX_LEN], *save = NULL;
+	size_t n = 0;
+
+	if (!strcmp(value, "any")) {
+		c->nr_metrics_allow = 0;
+		return 0;
+	}
+	snprintf(copy, sizeof(copy), "%s", value);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == GS_METRICS_ALLOW_MAX) {
+			snprintf(msg, msg_len, "at most %d addresses", GS_METRICS_ALLOW_MAX);
+			return -EINVAL;
+		}
+		if (parse_prefix(t, &allow[n++])) {
+			snprintf(msg, msg_len, "'%.64s' is not an address or ADDRESS/BITS", t);
+			return -EINVAL;
+		}
+	}
+	if (!n) {
+		snprintf(msg, msg_len, "'%s' is not a list of addresses (or any)", value);
+		return -EINVAL;
+	}
+	memcpy(c->metrics_allow, allow, n * sizeof(allow[0]));
+	c->nr_metrics_allow = n;
+	return 0;
+}
+
 /* "512M", "2G", "1048576": bytes, with an optional K/M/G/T (1024-based) suffix. */
 static int parse_size(const char *value, uint64_t *out)
 {
@@ -118,17 +186,41 @@ static int parse_size(const char *value, uint64_t *out)
 	return 0;
 }
 
-/* "30", "30s", "15m", "2h": seconds. */
-static int parse_duration(const char *value, double *out)
+/* What a duration setting accepts, for its checks and its message. */
+struct duration_range {
+	const char *what;
+	double min, max;
+	const char *text;
+};
+
+static const struct duration_range period_range = { "schedule period", GS_DAEMON_PERIOD_MIN_S,
+						    GS_DAEMON_PERIOD_MAX_S, "1s to 30d" };
+static const struct duration_range record_range = { "recording length", GS_DAEMON_RECORD_MIN_S,
+						    GS_DAEMON_RECORD_MAX_S, "0.1s to 24h" };
+static const struct duration_range trigger_range = { "trigger interval", 0, GS_DAEMON_PERIOD_MAX_S,
+						     "0 to 30d" };
+static const struct duration_range flight_range = { "flight recorder window",
+						    GS_DAEMON_FLIGHT_MIN_S, GS_DAEMON_FLIGHT_MAX_S,
+						    "1s to 1h" };
+
+/*
+ * "30", "30s", "15m", "2h", "1d": seconds, within r. -EINVAL for what is no duration,
+ * -ERANGE (with msg) for one out of range: checked on the double, before anyone converts it.
+ */
+static int parse_duration(const char *value, const struct duration_range *r, double *out, char *msg,
+			  size_t msg_len)
 {
 	char num[32];
 	size_t len = strlen(value);
-	double scale = 1;
+	double scale = 1, v;
 
 	if (!len || len >= sizeof(num))
 		return -EINVAL;
 	strcpy(num, value);
 	switch (num[len - 1]) {
+	case 'd':
+		scale *= 24;
+		/* fall through */
 	case 'h':
 		scale *= 60;
 		/* fall through */
@@ -139,9 +231,15 @@ static int parse_duration(const char *value, double *out)
 		num[len - 1] = '\0';
 		break;
 	}
-	if (gs_parse_seconds(num, out) || *out <= 0)
+	/* finite and not negative; "nan" and "inf" are refused there */
+	if (gs_parse_seconds(num, &v))
 		return -EINVAL;
-	*out *= scale;
+	v *= scale;
+	if (!isfinite(v) || v < r->min || v > r->max) {
+		snprintf(msg, msg_len, "%s '%s' is out of range (%s)", r->what, value, r->text);
+		return -ERANGE;
+	}
+	*out = v;
 	return 0;
 }
 
@@ -165,6 +263,7 @@ static int parse_schedule(struct gs_daemon_config *c, const char *value, char *m
 	struct gs_daemon_schedule s = { .events = GS_DAEMON_DEFAULT_EVENTS };
 	char copy[LINE_MAX_LEN], *save = NULL, *w[8];
 	size_t n = 0;
+	int err;
 
 	if (c->nr_schedules == GS_DAEMON_MAX_SCHEDULES) {
 		snprintf(msg, msg_len, "at most %d schedules", GS_DAEMON_MAX_SCHEDULES);
@@ -176,8 +275,14 @@ static int parse_schedule(struct gs_daemon_config *c, const char *value, char *m
 			goto usage;
 		w[n++] = t;
 	}
-	if (n < 4 || strcmp(w[0], "every") || parse_duration(w[1], &s.every_s) ||
-	    strcmp(w[2], "record") || parse_duration(w[3], &s.record_s))
+	if (n < 4 || strcmp(w[0], "every") || strcmp(w[2], "record"))
+		goto usage;
+	err = parse_duration(w[1], &period_range, &s.every_s, msg, msg_len);
+	if (!err)
+		err = parse_duration(w[3], &record_range, &s.record_s, msg, msg_len);
+	if (err == -ERANGE)
+		return -EINVAL;
+	if (err)
 		goto usage;
 	for (size_t i = 4; i < n; i++) {
 		char *end;
@@ -218,21 +323,28 @@ static int parse_oom_record(struct gs_daemon_config *c, const char *value, char 
 {
 	char copy[LINE_MAX_LEN], *save = NULL;
 	char *dur, *events, *extra;
+	double secs = 0;
+	int err;
 
 	snprintf(copy, sizeof(copy), "%s", value);
 	dur = strtok_r(copy, " \t", &save);
 	events = strtok_r(NULL, " \t", &save);
 	extra = strtok_r(NULL, " \t", &save);
-	if (!strcmp(dur, "off") && !events) {
+	if (dur && !strcmp(dur, "off") && !events) {
 		c->oom_record_s = 0;
 		return 0;
 	}
-	if (parse_duration(dur, &c->oom_record_s) || extra ||
-	    (events && strncmp(events, "events=", 7))) {
+	err = dur ? parse_duration(dur, &record_range, &secs, msg, msg_len) : -EINVAL;
+	if (err == -ERANGE)
+		return -EINVAL;
+	if (err || extra || (events && strncmp(events, "events=", 7))) {
 		snprintf(msg, msg_len, "'%s' is not 'DURATION [events=LIST]' or off", value);
 		return -EINVAL;
 	}
-	return events ? parse_events(events, c->oom_record_events, msg, msg_len) : 0;
+	if (events && parse_events(events, c->oom_record_events, msg, msg_len))
+		return -EINVAL;
+	c->oom_record_s = secs;
+	return 0;
 }
 
 static int parse_bool(const char *value, bool *out)
@@ -250,6 +362,7 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 			  size_t msg_len)
 {
 	char *end;
+	int err;
 
 	if (!strcmp(key, "output-dir"))
 		return copy_path(c->output_dir, sizeof(c->output_dir), value, msg, msg_len);
@@ -257,6 +370,28 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 		return copy_path(c->socket_path, sizeof(c->socket_path), value, msg, msg_len);
 	if (!strcmp(key, "metrics-addr"))
 		return parse_addr(c, value, msg, msg_len);
+	if (!strcmp(key, "metrics-allow"))
+		return parse_allow(c, value, msg, msg_len);
+	if (!strcmp(key, "user-max-recordings")) {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(value, &end, 10);
+		if (!errno && !*end && isdigit((unsigned char)value[0]) &&
+		    v <= GS_DAEMON_MAX_RECORDINGS) {
+			c->user_max_recordings = (unsigned int)v;
+			return 0;
+		}
+		snprintf(msg, msg_len, "'%s' is not a number of recordings (0 to %d)", value,
+			 GS_DAEMON_MAX_RECORDINGS);
+		return -EINVAL;
+	}
+	if (!strcmp(key, "user-max-bytes")) {
+		if (!parse_size(value, &c->user_max_bytes) && c->user_max_bytes)
+			return 0;
+		snprintf(msg, msg_len, "'%s' is not a size (e.g. 64M)", value);
+		return -EINVAL;
+	}
 	if (!strcmp(key, "output-max-bytes")) {
 		if (!parse_size(value, &c->output_max_bytes) && c->output_max_bytes)
 			return 0;
@@ -270,10 +405,10 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 		return -EINVAL;
 	}
 	if (!strcmp(key, "trigger-interval")) {
-		if (!gs_parse_seconds(value, &c->trigger_interval_s))
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
-		return -EINVAL;
+		err = parse_duration(value, &trigger_range, &c->trigger_interval_s, msg, msg_len);
+		if (err == -EINVAL)
+			snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
+		return err ? -EINVAL : 0;
 	}
 	if (!strcmp(key, "torch")) {
 		if (!parse_bool(value, &c->torch))
@@ -306,10 +441,10 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 			c->flight_recorder_s = 0;
 			return 0;
 		}
-		if (!parse_duration(value, &c->flight_recorder_s))
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not a duration (e.g. 30s) or off", value);
-		return -EINVAL;
+		err = parse_duration(value, &flight_range, &c->flight_recorder_s, msg, msg_len);
+		if (err == -EINVAL)
+			snprintf(msg, msg_len, "'%s' is not a duration (e.g. 30s) or off", value);
+		return err ? -EINVAL : 0;
 	}
 	if (!strcmp(key, "oom-record"))
 		return parse_oom_record(c, value, msg, msg_len);

@@ -7,10 +7,23 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "user/metrics_server.h"
 
-#define GS_DAEMON_PATH_MAX	256
-#define GS_DAEMON_MAX_SCHEDULES 16
-#define GS_DAEMON_EVENTS_MAX	128
+#define GS_DAEMON_PATH_MAX	 256
+#define GS_DAEMON_MAX_SCHEDULES	 16
+#define GS_DAEMON_EVENTS_MAX	 128
+#define GS_DAEMON_MAX_RECORDINGS 16 /* running at once, all kinds together */
+
+/*
+ * Every duration is range-checked as it is parsed, before any conversion to nanoseconds:
+ * a period of 1e-10 s would spin the main loop, one of 1e300 s overflow the conversion.
+ */
+#define GS_DAEMON_PERIOD_MIN_S 1.0	      /* schedule every */
+#define GS_DAEMON_PERIOD_MAX_S (30 * 86400.0) /* schedule every, trigger-interval */
+#define GS_DAEMON_RECORD_MIN_S 0.1	      /* schedule record, oom-record */
+#define GS_DAEMON_RECORD_MAX_S 86400.0
+#define GS_DAEMON_FLIGHT_MIN_S 1.0 /* flight-recorder */
+#define GS_DAEMON_FLIGHT_MAX_S 3600.0
 
 /* "schedule every 15m record 30s events=cuda-launch,cpu keep=10 keep-bytes=1G" */
 struct gs_daemon_schedule {
@@ -26,6 +39,9 @@ struct gs_daemon_config {
 	char socket_path[GS_DAEMON_PATH_MAX];
 	char metrics_host[64]; /* empty: no metrics endpoint */
 	uint16_t metrics_port;
+	/* clients the metrics endpoint answers; none: whoever reaches metrics_host */
+	struct gs_net_prefix metrics_allow[GS_METRICS_ALLOW_MAX];
+	size_t nr_metrics_allow;
 	uint64_t output_max_bytes; /* reports beyond this total are removed, oldest first */
 	bool oom_reports;	   /* write a report when a process runs out of GPU memory */
 	double trigger_interval_s; /* at most one report per process per interval */
@@ -35,6 +51,9 @@ struct gs_daemon_config {
 	double flight_recorder_s;  /* events kept per process for trigger traces; 0: none */
 	double oom_record_s;	   /* after an OOM report, record the process this long; 0: no */
 	char oom_record_events[GS_DAEMON_EVENTS_MAX];
+	/* what one non-root user's ctl requests may hold: recordings at once, bytes on disk */
+	unsigned int user_max_recordings;
+	uint64_t user_max_bytes;
 	struct gs_daemon_schedule schedules[GS_DAEMON_MAX_SCHEDULES];
 	size_t nr_schedules;
 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include "user/log.h"
@@ -23,7 +24,37 @@ struct gs_metrics_server {
 	char *text;
 	size_t len;
 	uint16_t port;
+	struct gs_net_prefix allow[GS_METRICS_ALLOW_MAX];
+	size_t nr_allow; /* 0: anyone who reaches the address */
 };
+
+bool gs_net_prefix__match(const struct gs_net_prefix *p, const struct sockaddr *sa)
+{
+	uint8_t addr[16] = { [10] = 0xff, [11] = 0xff };
+	unsigned int whole = p->bits / 8, rest = p->bits % 8;
+
+	if (sa->sa_family == AF_INET)
+		memcpy(addr + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	else
+		return false;
+	if (p->bits > 128 || memcmp(addr, p->addr, whole))
+		return false;
+	return !rest || !((addr[whole] ^ p->addr[whole]) & (0xff00 >> rest));
+}
+
+/* libmicrohttpd asks before it reads a byte of the request: unlisted clients get nothing. */
+static enum MHD_Result allowed(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct gs_metrics_server *s = cls;
+
+	(void)len;
+	for (size_t i = 0; i < s->nr_allow; i++)
+		if (gs_net_prefix__match(&s->allow[i], addr))
+			return MHD_YES;
+	return s->nr_allow ? MHD_NO : MHD_YES;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, const char *body,
 			     size_t len, enum MHD_ResponseMemoryMode mode)
@@ -72,7 +103,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
-int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, uint16_t port)
+int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, uint16_t port,
+			     const struct gs_net_prefix *allow, size_t nr_allow)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct gs_metrics_server *s;
@@ -82,6 +114,8 @@ int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, u
 	const union MHD_DaemonInfo *info;
 	int err;
 
+	if (nr_allow > GS_METRICS_ALLOW_MAX)
+		return -EINVAL;
 	snprintf(service, sizeof(service), "%u", port);
 	err = getaddrinfo(host, service, &hints, &ai);
 	if (err) {
@@ -94,10 +128,13 @@ int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, u
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	if (nr_allow)
+		memcpy(s->allow, allow, nr_allow * sizeof(*allow));
+	s->nr_allow = nr_allow;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* port 0 here: MHD_OPTION_SOCK_ADDR carries the real one */
-	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+	s->mhd = MHD_start_daemon(flags, 0, allowed, s, handle, s, MHD_OPTION_SOCK_ADDR,
 				  ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, 64U,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
 	freeaddrinfo(ai);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_daemon_config.c: daemon settings from text: values, comments, and errors by line. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include "profilers/daemon_config.h"
+#include "user/metrics_server.h"
 #include "tests/unit/harness.h"
 
 static int parse_text(struct gs_daemon_config *c, const char *text)
@@ -142,6 +145,185 @@ GS_TEST(bad_schedules_are_errors)
 		GS_EXPECT_EQ(parse_text(&c, bad[i]), -EINVAL);
 }
 
+/* What setting key to value says: "ok", or its error message. */
+static const char *set(const char *key, const char *value)
+{
+	static struct gs_daemon_config c;
+	static char msg[256];
+
+	gs_daemon_config__defaults(&c);
+	memset(msg, 'x', sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	if (!gs_daemon_config__set(&c, key, value, msg, sizeof(msg)))
+		return "ok";
+	return msg;
+}
+
+GS_TEST(periods_and_lengths_are_range_checked)
+{
+	/* a period of 1e-10 s spun the main loop; one of 1e300 s overflowed its conversion */
+	GS_EXPECT_STR_EQ(set("schedule", "every 0.0000000001s record 1s"),
+			 "schedule period '0.0000000001s' is out of range (1s to 30d)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 1e300s record 1s"),
+			 "schedule period '1e300s' is out of range (1s to 30d)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 1e308d record 1s"),
+			 "schedule period '1e308d' is out of range (1s to 30d)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 0.999 record 0.5"),
+			 "schedule period '0.999' is out of range (1s to 30d)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 31d record 1s"),
+			 "schedule period '31d' is out of range (1s to 30d)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 2d record 25h"),
+			 "recording length '25h' is out of range (0.1s to 24h)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 1m record 0.01s"),
+			 "recording length '0.01s' is out of range (0.1s to 24h)");
+	GS_EXPECT_STR_EQ(set("schedule", "every 1s record 0.1s"), "ok");
+	GS_EXPECT_STR_EQ(set("schedule", "every 30d record 24h"), "ok");
+	GS_EXPECT_STR_EQ(set("schedule", "every 720h record 86400"), "ok");
+	/* not numbers at all: the usage, as before */
+	GS_EXPECT_STR_EQ(set("schedule", "every nan record 1s"),
+			 "'every nan record 1s' is not 'every DURATION record DURATION "
+			 "[events=LIST] [keep=N] [keep-bytes=SIZE]'");
+	GS_EXPECT_STR_EQ(set("schedule", "every infs record 1s"),
+			 "'every infs record 1s' is not 'every DURATION record DURATION "
+			 "[events=LIST] [keep=N] [keep-bytes=SIZE]'");
+	GS_EXPECT_STR_EQ(set("schedule", "every 1e999 record 1s"),
+			 "'every 1e999 record 1s' is not 'every DURATION record DURATION "
+			 "[events=LIST] [keep=N] [keep-bytes=SIZE]'");
+
+	GS_EXPECT_STR_EQ(set("oom-record", "0.05s"),
+			 "recording length '0.05s' is out of range (0.1s to 24h)");
+	GS_EXPECT_STR_EQ(set("oom-record", "2d events=cpu"),
+			 "recording length '2d' is out of range (0.1s to 24h)");
+	GS_EXPECT_STR_EQ(set("oom-record", "nan"), "'nan' is not 'DURATION [events=LIST]' or off");
+	GS_EXPECT_STR_EQ(set("oom-record", "24h"), "ok");
+	GS_EXPECT_STR_EQ(set("trigger-interval", "31d"),
+			 "trigger interval '31d' is out of range (0 to 30d)");
+	GS_EXPECT_STR_EQ(set("trigger-interval", "1e300"),
+			 "trigger interval '1e300' is out of range (0 to 30d)");
+	GS_EXPECT_STR_EQ(set("trigger-interval", "-1"), "'-1' is not a number of seconds");
+	GS_EXPECT_STR_EQ(set("trigger-interval", "inf"), "'inf' is not a number of seconds");
+	GS_EXPECT_STR_EQ(set("trigger-interval", "0"), "ok");
+	GS_EXPECT_STR_EQ(set("trigger-interval", "5m"), "ok");
+	GS_EXPECT_STR_EQ(set("flight-recorder", "0.5s"),
+			 "flight recorder window '0.5s' is out of range (1s to 1h)");
+	GS_EXPECT_STR_EQ(set("flight-recorder", "2h"),
+			 "flight recorder window '2h' is out of range (1s to 1h)");
+	GS_EXPECT_STR_EQ(set("flight-recorder", "NaN"),
+			 "'NaN' is not a duration (e.g. 30s) or off");
+	GS_EXPECT_STR_EQ(set("flight-recorder", "1h"), "ok");
+}
+
+GS_TEST(out_of_range_leaves_the_value)
+{
+	struct gs_daemon_config c;
+	char msg[128];
+
+	gs_daemon_config__defaults(&c);
+	GS_EXPECT_EQ(gs_daemon_config__set(&c, "trigger-interval", "99d", msg, sizeof(msg)),
+		     -EINVAL);
+	GS_EXPECT(c.trigger_interval_s == 60);
+	GS_EXPECT_EQ(gs_daemon_config__set(&c, "oom-record", "99d", msg, sizeof(msg)), -EINVAL);
+	GS_EXPECT(c.oom_record_s == 0);
+	GS_EXPECT_EQ(
+		gs_daemon_config__set(&c, "schedule", "every 0.1 record 0.1", msg, sizeof(msg)),
+		-EINVAL);
+	GS_EXPECT_EQ(c.nr_schedules, 0);
+	/* the file path reports the line */
+	GS_EXPECT_EQ(parse_text(&c, "top 3\nschedule every 0.0000000001s record 1s\n"), -EINVAL);
+	GS_EXPECT_EQ(c.nr_schedules, 0);
+}
+
+GS_TEST(per_user_limits)
+{
+	struct gs_daemon_config c;
+
+	gs_daemon_config__defaults(&c);
+	GS_EXPECT_EQ(c.user_max_recordings, 2);
+	GS_EXPECT_EQ(c.user_max_bytes, 64ULL << 20);
+	GS_EXPECT_EQ(parse_text(&c, "user-max-recordings 0\nuser-max-bytes 1G\n"), 0);
+	GS_EXPECT_EQ(c.user_max_recordings, 0);
+	GS_EXPECT_EQ(c.user_max_bytes, 1ULL << 30);
+	GS_EXPECT_STR_EQ(set("user-max-recordings", "16"), "ok");
+	GS_EXPECT_STR_EQ(set("user-max-recordings", "17"),
+			 "'17' is not a number of recordings (0 to 16)");
+	GS_EXPECT_STR_EQ(set("user-max-recordings", "-1"),
+			 "'-1' is not a number of recordings (0 to 16)");
+	GS_EXPECT_STR_EQ(set("user-max-recordings", "99999999999999999999999"),
+			 "'99999999999999999999999' is not a number of recordings (0 to 16)");
+	GS_EXPECT_STR_EQ(set("user-max-bytes", "0"), "'0' is not a size (e.g. 64M)");
+	GS_EXPECT_STR_EQ(set("user-max-bytes", "99999999999T"),
+			 "'99999999999T' is not a size (e.g. 64M)");
+}
+
+static struct sockaddr_in6 v6(const char *text)
+{
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };
+
+	inet_pton(AF_INET6, text, &sa.sin6_addr);
+	return sa;
+}
+
+static struct sockaddr_in v4(const char *text)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+
+	inet_pton(AF_INET, text, &sa.sin_addr);
+	return sa;
+}
+
+#define MATCH(p, sa) gs_net_prefix__match((p), (const struct sockaddr *)&(sa))
+
+GS_TEST(metrics_allow_list)
+{
+	struct gs_daemon_config c;
+	struct sockaddr_in a;
+	struct sockaddr_in6 b;
+
+	gs_daemon_config__defaults(&c);
+	GS_EXPECT_EQ(c.nr_metrics_allow, 0); /* whoever reaches the loopback address */
+	GS_EXPECT_EQ(parse_text(&c, "metrics-allow 127.0.0.1,::1,10.1.0.0/16,fd00::/8\n"), 0);
+	GS_EXPECT_EQ(c.nr_metrics_allow, 4);
+	a = v4("127.0.0.1");
+	GS_EXPECT(MATCH(&c.metrics_allow[0], a));
+	a = v4("127.0.0.2");
+	GS_EXPECT(!MATCH(&c.metrics_allow[0], a));
+	b = v6("::ffff:127.0.0.1"); /* a dual-stack listener sees IPv4 clients so */
+	GS_EXPECT(MATCH(&c.metrics_allow[0], b));
+	b = v6("::1");
+	GS_EXPECT(MATCH(&c.metrics_allow[1], b));
+	GS_EXPECT(!MATCH(&c.metrics_allow[0], b));
+	a = v4("10.1.255.7");
+	GS_EXPECT(MATCH(&c.metrics_allow[2], a));
+	a = v4("10.2.0.1");
+	GS_EXPECT(!MATCH(&c.metrics_allow[2], a));
+	b = v6("fdff::1");
+	GS_EXPECT(MATCH(&c.metrics_allow[3], b));
+	b = v6("fe00::1");
+	GS_EXPECT(!MATCH(&c.metrics_allow[3], b));
+	GS_EXPECT_EQ(parse_text(&c, "metrics-allow 0.0.0.0/0\n"), 0);
+	a = v4("192.0.2.1");
+	GS_EXPECT(MATCH(&c.metrics_allow[0], a));
+	b = v6("2001:db8::1");
+	GS_EXPECT(!MATCH(&c.metrics_allow[0], b)); /* IPv4's everything is not IPv6's */
+	GS_EXPECT_EQ(parse_text(&c, "metrics-allow any\n"), 0);
+	GS_EXPECT_EQ(c.nr_metrics_allow, 0);
+
+	GS_EXPECT_STR_EQ(set("metrics-allow", "localhost"),
+			 "'localhost' is not an address or ADDRESS/BITS");
+	GS_EXPECT_STR_EQ(set("metrics-allow", "10.0.0.0/33"),
+			 "'10.0.0.0/33' is not an address or ADDRESS/BITS");
+	GS_EXPECT_STR_EQ(set("metrics-allow", "::/129"),
+			 "'::/129' is not an address or ADDRESS/BITS");
+	GS_EXPECT_STR_EQ(set("metrics-allow", "10.0.0.0/-1"),
+			 "'10.0.0.0/-1' is not an address or ADDRESS/BITS");
+	GS_EXPECT_STR_EQ(set("metrics-allow", ","), "',' is not a list of addresses (or any)");
+	GS_EXPECT_STR_EQ(set("metrics-allow", "1.1.1.1,1.1.1.2,1.1.1.3,1.1.1.4,1.1.1.5,1.1.1.6,"
+					      "1.1.1.7,1.1.1.8,1.1.1.9,1.1.1.10,1.1.1.11,1.1.1.12,"
+					      "1.1.1.13,1.1.1.14,1.1.1.15,1.1.1.16,1.1.1.17"),
+			 "at most 16 addresses");
+}
+
 GS_TEST_MAIN(defaults_are_safe, every_setting_with_comments, metrics_off_and_any_port,
 	     bad_lines_are_errors, flags_use_the_same_keys, schedules_and_oom_recording,
-	     bad_schedules_are_errors)
+	     bad_schedules_are_errors, periods_and_lengths_are_range_checked,
+	     out_of_range_leaves_the_value, per_user_limits, metrics_allow_list)
