@@ -130,7 +130,7 @@ void gs_daemon__reap_recordings(struct gs_daemon *d)
 			snprintf(sub, sizeof(sub), "schedule%d-", r->schedule);
 			gs_out_dir__retain(d->out_dir, sub, s->keep, s->keep_bytes);
 		}
-		gs_out_dir__enforce_cap(d->out_dir);
+		gs_daemon__enforce_caps(d); /* what users asked for first, then the whole cap */
 		*r = d->recordings[--d->nr_recordings];
 	}
 }
