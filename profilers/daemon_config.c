@@ -210,7 +210,7 @@ static const struct duration_range flight_range = { "flight recorder window",
 static int parse_duration(const char *value, const struct duration_range *r, double *out, char *msg,
 			  size_t msg_len)
 {
-	char num[32];
+	char num[32], *end;
 	size_t len = strlen(value);
 	double scale = 1, v;
 
@@ -231,8 +231,12 @@ static int parse_duration(const char *value, const struct duration_range *r, dou
 		num[len - 1] = '\0';
 		break;
 	}
-	/* finite and not negative; "nan" and "inf" are refused there */
-	if (gs_parse_seconds(num, &v))
+	/* a plain decimal number: no sign, "nan", "inf" or hex; huge ones get the range error */
+	if (!(isdigit((unsigned char)num[0]) || num[0] == '.') ||
+	    strspn(num, "0123456789.eE+-") != strlen(num))
+		return -EINVAL;
+	v = strtod(num, &end);
+	if (end == num || *end || isnan(v))
 		return -EINVAL;
 	v *= scale;
 	if (!isfinite(v) || v < r->min || v > r->max) {

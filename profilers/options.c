@@ -33,7 +33,7 @@ int gs_parse_seconds(const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0)
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > GS_SECONDS_MAX)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -60,7 +60,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'd':
 		if (gs_parse_seconds(arg, &o->duration_s))
-			argp_error(state, "invalid duration '%s'", arg);
+			argp_error(state, "invalid duration '%s' (seconds, at most a year)", arg);
 		break;
 	case 'o':
 		o->output = arg;

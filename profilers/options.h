@@ -41,7 +41,11 @@ int gs_common_opts__finish(const struct gs_common_opts *opts);
 /* The tracker's view of the common options, probing the given API families. */
 struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts,
 					       uint32_t families);
-/* Parses a non-negative number of seconds ("2", "0.5"); -EINVAL on junk. */
+/*
+ * Parses a non-negative number of seconds ("2", "0.5") of at most GS_SECONDS_MAX; -EINVAL on
+ * junk, NaN, infinities and more: callers convert to nanoseconds, which then cannot overflow.
+ */
+#define GS_SECONDS_MAX (365 * 86400.0)
 int gs_parse_seconds(const char *s, double *out);
 
 #endif /* GS_OPTIONS_H */

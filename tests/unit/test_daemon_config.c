@@ -186,9 +186,15 @@ GS_TEST(periods_and_lengths_are_range_checked)
 	GS_EXPECT_STR_EQ(set("schedule", "every infs record 1s"),
 			 "'every infs record 1s' is not 'every DURATION record DURATION "
 			 "[events=LIST] [keep=N] [keep-bytes=SIZE]'");
-	GS_EXPECT_STR_EQ(set("schedule", "every 1e999 record 1s"),
-			 "'every 1e999 record 1s' is not 'every DURATION record DURATION "
+	GS_EXPECT_STR_EQ(set("schedule", "every -1s record 1s"),
+			 "'every -1s record 1s' is not 'every DURATION record DURATION "
 			 "[events=LIST] [keep=N] [keep-bytes=SIZE]'");
+	GS_EXPECT_STR_EQ(set("schedule", "every 0x10 record 1s"),
+			 "'every 0x10 record 1s' is not 'every DURATION record DURATION "
+			 "[events=LIST] [keep=N] [keep-bytes=SIZE]'");
+	/* past what a double holds: out of range too, never converted */
+	GS_EXPECT_STR_EQ(set("schedule", "every 1e999 record 1s"),
+			 "schedule period '1e999' is out of range (1s to 30d)");
 
 	GS_EXPECT_STR_EQ(set("oom-record", "0.05s"),
 			 "recording length '0.05s' is out of range (0.1s to 24h)");
