@@ -180,13 +180,18 @@ int gs_open_in_root(const char *root, const char *path)
 	return fd < 0 ? err : fd;
 }
 
+static const char *root_of(const struct gs_maps *maps, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/%d/root", (int)maps->pid);
+	return buf;
+}
+
 /* m's path resolved inside the target's root: a symlink can lead nowhere outside it. */
 static int open_in_root(const struct gs_maps *maps, const struct gs_mapping *m)
 {
 	char root[64];
 
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)maps->pid);
-	return gs_open_in_root(root, m->path);
+	return gs_open_in_root(root_of(maps, root, sizeof(root)), m->path);
 }
 
 int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, struct stat *st)
@@ -205,6 +210,12 @@ int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, str
 	/* a path names another file, or none, once the mapped one was deleted */
 	if (fd < 0 && !m->deleted)
 		fd = open_in_root(maps, m);
+	/*
+	 * A process gone since its snapshot took its root with it; the same path in ours is
+	 * often the same file (checked below like any other), so its frames still resolve.
+	 */
+	if (fd < 0 && !m->deleted && access(root_of(maps, path, sizeof(path)), F_OK))
+		fd = gs_open_in_root(NULL, m->path);
 	if (fd < 0)
 		return fd == -1 ? -errno : fd;
 	if (fstat(fd, st)) {

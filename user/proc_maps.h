@@ -39,7 +39,7 @@ const struct gs_mapping *gs_maps__find(const struct gs_maps *maps, uint64_t addr
  * the snapshot names: a regular file with its device and inode. Opened through
  * /proc/PID/map_files (valid even for deleted files), else by its path resolved inside the
  * target's root (/proc/PID/root, never leaving it, following no magic link, no symlink as
- * the last component). Returns the descriptor (the caller closes it; *st holds its fstat
+ * the last component), else, once the process is gone, by the path in gpusnoop's root. Returns the descriptor (the caller closes it; *st holds its fstat
  * when st is given) or -errno: -ESTALE when another file is there now, -ENOENT for
  * anonymous memory or a file gone from every path.
  *
