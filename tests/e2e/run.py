@@ -13,6 +13,7 @@ import test_daemon  # noqa: E402,F401
 import test_stitch  # noqa: E402,F401
 import test_torch  # noqa: E402,F401
 import test_unwind  # noqa: E402,F401
+import test_security_names  # noqa: E402,F401
 import test_security_files  # noqa: E402,F401
 import test_security_output  # noqa: E402,F401
 
