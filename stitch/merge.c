@@ -10,6 +10,7 @@
 #include "stitch/merge.h"
 #include "stitch/reorder.h"
 #include "stitch/trace_parse.h"
+#include "user/text_escape.h"
 
 #define CHUNK	      65536
 #define KINETO_BATCH  1024
@@ -129,23 +130,25 @@ static void text_adds(struct text *t, const char *s)
 }
 
 /* s as a JSON string literal */
+/* A JSON string of s, always valid UTF-8 (user/text_escape.h): names come from traced binaries. */
 static void text_add_jstring(struct text *t, const char *s)
 {
-	text_add(t, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[8];
+	size_t n = strlen(s);
 
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			text_add(t, esc, 2);
-		} else if (c < 0x20) {
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			text_add(t, esc, 6);
-		} else {
-			text_add(t, s, 1);
-		}
+	text_add(t, "\"", 1);
+	while (n) {
+		size_t run = gs_json_plain_run(s, n), used, len;
+		char esc[GS_JSON_ESC_MAX];
+
+		text_add(t, s, run);
+		s += run;
+		n -= run;
+		if (!n)
+			break;
+		len = gs_json_escape_char(s, n, esc, &used);
+		text_add(t, esc, len);
+		s += used;
+		n -= used;
 	}
 	text_add(t, "\"", 1);
 }

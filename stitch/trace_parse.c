@@ -8,6 +8,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 #include "stitch/trace_parse.h"
+#include "user/text_escape.h"
 
 #define MAX_DEPTH 64
 
@@ -82,37 +83,23 @@ static void buf_addc(struct buf *b, char c)
 	buf_add(b, &c, 1);
 }
 
+/* Strings are carried through as bytes, but written back as valid UTF-8 (user/text_escape.h). */
 static void buf_add_string(struct buf *b, const unsigned char *s, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
+	const char *p = (const char *)s, *end = p + len;
 
 	buf_addc(b, '"');
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = s[i];
-		char esc[7] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0 };
+	while (p < end) {
+		size_t run = gs_json_plain_run(p, (size_t)(end - p)), used, n;
+		char esc[GS_JSON_ESC_MAX];
 
-		switch (c) {
-		case '"':
-			buf_add(b, "\\\"", 2);
+		buf_add(b, p, run);
+		p += run;
+		if (p == end)
 			break;
-		case '\\':
-			buf_add(b, "\\\\", 2);
-			break;
-		case '\n':
-			buf_add(b, "\\n", 2);
-			break;
-		case '\t':
-			buf_add(b, "\\t", 2);
-			break;
-		case '\r':
-			buf_add(b, "\\r", 2);
-			break;
-		default:
-			if (c < 0x20)
-				buf_add(b, esc, 6);
-			else
-				buf_addc(b, (char)c);
-		}
+		n = gs_json_escape_char(p, (size_t)(end - p), esc, &used);
+		buf_add(b, esc, n);
+		p += used;
 	}
 	buf_addc(b, '"');
 }

@@ -118,6 +118,24 @@ static const char doc[] =
 	"\"args\":{\"a\":[1,{\"b\":null}],\"c\":true}, \"cat\":\"kernel\"}\n"
 	"],\"metadata\":{\"host\":\"h\",\"n\":[1, 2]}, \"schemaVersion\": 1}";
 
+/* Strings are carried through, but what is written back is valid UTF-8 whatever was read. */
+GS_TEST(invalid_utf8_is_written_back_valid)
+{
+	static struct seen s;
+	struct gs_trace_parser *p;
+
+	if (!GS_EXPECT_EQ(parse("{\"traceEvents\":[{\"ph\":\"i\",\"ts\":1,\"pid\":1,\"tid\":1,"
+				"\"name\":\"caf\xc3\xa9\",\"cat\":\"\xff\xfe\\u001b\"}]}",
+				4096, &s, &p),
+			  0))
+		return;
+	gs_trace_parser__free(p);
+	if (!GS_EXPECT_EQ(s.nr, 1))
+		return;
+	GS_EXPECT(strstr(s.rest[0], "\"cat\":\"\\ufffd\\ufffd\\u001b\""));
+	GS_EXPECT(strstr(s.rest[0], "\"name\":\"caf\xc3\xa9\""));
+}
+
 GS_TEST(events_and_top_level_values_in_any_chunking)
 {
 	static struct seen s;
@@ -227,6 +245,6 @@ GS_TEST(callback_error_stops_the_parse)
 	gs_trace_parser__free(p);
 }
 
-GS_TEST_MAIN(microseconds_to_nanoseconds, integers_and_signed_microseconds,
-	     events_and_top_level_values_in_any_chunking, malformed_input_names_what_and_where,
-	     callback_error_stops_the_parse)
+GS_TEST_MAIN(microseconds_to_nanoseconds, invalid_utf8_is_written_back_valid,
+	     integers_and_signed_microseconds, events_and_top_level_values_in_any_chunking,
+	     malformed_input_names_what_and_where, callback_error_stops_the_parse)
