@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_text_escape.c: UTF-8 decoding and the exact escapes for Prometheus labels and terminals. */
 #include <stdint.h>
+#include <unistd.h>
 #include "tests/unit/harness.h"
+#include "user/log.h"
 #include "user/text_escape.h"
 
 /* s as a Prometheus label value; a static buffer, valid until the next call */
@@ -128,5 +130,28 @@ GS_TEST(terminal_text_into_a_buffer)
 	GS_EXPECT_STR_EQ(gs_text_safe("abc", buf, 1), "");
 }
 
+/* Diagnostics name other users' comms and paths: stderr gets them escaped too. */
+GS_TEST(log_lines_are_escaped)
+{
+	FILE *tmp = tmpfile();
+	char line[256] = "";
+	int saved = dup(2);
+
+	if (!GS_EXPECT(tmp && saved >= 0))
+		return;
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	gs_warn("pid %d (%s): no CUDA library", 7, "gs\xff\n\x1b[2J");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	if (!fgets(line, sizeof(line), tmp))
+		line[0] = '\0';
+	fclose(tmp);
+	GS_EXPECT_STR_EQ(line,
+			 "gpusnoop: warning: pid 7 (gs\\xff\\x0a\\x1b[2J): no CUDA library\n");
+}
+
 GS_TEST_MAIN(decodes_and_measures_ill_formed_parts, prometheus_label_values, terminal_text,
-	     terminal_text_into_a_buffer)
+	     terminal_text_into_a_buffer, log_lines_are_escaped)
