@@ -91,7 +91,8 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 	return 0;
 }
 
-enum report_output { REPORT_TEXT, REPORT_JSON, REPORT_TRACE };
+/* The JSON report comes last: once it is in place, so are the files beside it. */
+enum report_output { REPORT_TEXT, REPORT_TRACE, REPORT_JSON, REPORT__MAX };
 
 /*
  * Writes the report as KIND-PID-TIME.txt and .json under the output directory, and for a
@@ -100,16 +101,18 @@ enum report_output { REPORT_TEXT, REPORT_JSON, REPORT_TRACE };
 static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const char *kind,
 			      const struct gs_leak_trigger *t, char *json_path, size_t len)
 {
-	static const char *const exts[] = { ".txt", ".json", ".trace.json" };
-	size_t outputs = t && d->flight ? 3 : 2;
+	static const char *const exts[] = { ".txt", ".trace.json", ".json" };
 	char stamp[48], name[160], path[512];
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
 	int err = 0;
 
 	gs_daemon_file_stamp(stamp, sizeof(stamp));
-	for (size_t i = 0; i < outputs && !err; i++) {
+	for (size_t i = 0; i < REPORT__MAX && !err; i++) {
 		struct gs_out *out;
 		FILE *f;
+
+		if (i == REPORT_TRACE && !(t && d->flight))
+			continue;
 
 		snprintf(name, sizeof(name), "%s-%d-%s%s", kind, (int)p->pid, stamp, exts[i]);
 		/* written beside its name, renamed when complete: no partial report is left */

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_security_daemon.py: what an unprivileged local user can do to `gpusnoop daemon`."""
+import glob
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, TIMEOUT, LineReader, Workload, expect_eq,  # noqa: E402
@@ -187,14 +191,19 @@ class NobodyWorkload(Workload):
 
 
 @test
-def daemon_ctl_record_per_user_limit():
-    d = Daemon()
+def daemon_ctl_per_user_limits():
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-user-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("user-max-bytes 1  # a user's newest file only\n")
+    d = Daemon("--config", conf)
     w = None
     try:
         w = NobodyWorkload("gs_oom", OOM_ENV)
         d.wait_probed()
         w.release()
         w.wait_line("oom 2")
+        d.g.wait_stderr(f"pid {w.pid} (gs_oom): cuda-oom: report")
         paths = []
         for _ in range(2):
             status, out, err = d.ctl("record", str(w.pid), "600", "cuda-mem", uid=NOBODY)
@@ -215,9 +224,61 @@ def daemon_ctl_record_per_user_limit():
         status, _, err = d.ctl("record", str(w.pid), "nan", uid=NOBODY)
         expect_eq((status, err), (1, "gpusnoop: error: 'nan' is not a recording length in "
                                      "seconds (0.1 to 3600)\n"), "record nan")
+
+        # a user's snapshots stay within that user's budget, and never cost the OOM report
+        oom_reports = d.reports("cuda-oom-*")
+        expect_eq(len(oom_reports), 2, f"OOM report (.txt, .json): {oom_reports}")
+        for _ in range(3):
+            status, out, err = d.ctl("snapshot", str(w.pid), uid=NOBODY)
+            expect_eq(status, 0, f"nobody's snapshot ({err})")
+            assert out.startswith(os.path.join(d.out, "gpusnoop-user65534-snapshot-")), out
+        expect_eq(len(glob.glob(os.path.join(d.out, "gpusnoop-user65534-*"))), 1,
+                  f"nobody's files under a 1-byte budget: {os.listdir(d.out)}")
+        expect_eq(d.reports("cuda-oom-*"), oom_reports, "OOM report kept")
+        status, out, err = d.ctl("snapshot", str(w.pid))
+        expect_eq(status, 0, f"root's snapshot ({err})")
+        expect_eq(len(d.reports("snapshot-*")), 2, "root's snapshot, not limited")
         d.stop()
     finally:
         d.g.kill()
         if w:
             w.kill()
         shutil.rmtree(d.dir, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def scrape(url):
+    """The metrics text, or the name of the error the client got."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.read().decode()
+    except (OSError, urllib.error.URLError) as e:
+        return type(e).__name__
+
+
+@test
+def daemon_metrics_allow_limits_who_scrapes():
+    status, out, _ = run_gpusnoop("daemon", "--help")
+    expect_eq(status, 0, "daemon --help")
+    assert "pid and comm to whoever can connect" in " ".join(out.split()), out
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-metrics-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("metrics-allow 192.0.2.1  # not this host\n")
+    d = Daemon("--config", conf)
+    try:
+        # refused at accept, before a byte of the request is read
+        got = scrape(d.metrics_url)
+        assert "gpusnoop_" not in got, got
+        with open(conf, "w") as f:
+            f.write("metrics-allow 10.0.0.0/8,127.0.0.1\n")
+        d.g.proc.send_signal(signal.SIGHUP)
+        d.g.wait_stderr("configuration reloaded")
+        line = [l for l in d.g.err.lines if "metrics on http://" in l][-1]
+        got = scrape(re.search(r"(http://\S+/metrics)", line).group(1))
+        assert "gpusnoop_" in got, got
+        d.stop()
+    finally:
+        d.g.kill()
+        shutil.rmtree(d.dir, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
