@@ -701,7 +701,8 @@ static const struct argp_option record_options[] = {
 	  "Comma list of " GS_EVENT_FAMILY_NAMES ", cpu (default: every cuda-*)", 0 },
 	{ "freq", 'F', "HZ", 0, "CPU samples per second on each CPU with -e cpu (default 99)", 0 },
 	/* internal: the daemon's recordings write to a descriptor it made, never to a name */
-	{ "output-fd", OPT_OUTPUT_FD, "FD[,gz]", OPTION_HIDDEN, "Write to this open descriptor", 0 },
+	{ "output-fd", OPT_OUTPUT_FD, "FD[,gz]", OPTION_HIDDEN, "Write to this open descriptor",
+	  0 },
 	{ 0 },
 };
 

@@ -129,8 +129,8 @@ static int file_name(struct gs_out_dir *d, const char *name, char *file, size_t 
 	return 0;
 }
 
-int gs_out_dir__create(struct gs_out_dir *d, const char *name, struct gs_out **out,
-		       char *path_out, size_t len)
+int gs_out_dir__create(struct gs_out_dir *d, const char *name, struct gs_out **out, char *path_out,
+		       size_t len)
 {
 	char file[256];
 	int err = file_name(d, name, file, sizeof(file), path_out, len);

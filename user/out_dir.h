@@ -25,8 +25,8 @@ int gs_out_dir__open(struct gs_out_dir **out, const char *path, const char *pref
  * its name (never over an existing one) by gs_out__close(), removed on failure. The full
  * path goes to path_out. Returns 0 or -errno (logged).
  */
-int gs_out_dir__create(struct gs_out_dir *d, const char *name, struct gs_out **out,
-		       char *path_out, size_t len);
+int gs_out_dir__create(struct gs_out_dir *d, const char *name, struct gs_out **out, char *path_out,
+		       size_t len);
 /*
  * The temporary for prefix + name, mode 0600, for another process to write through the
  * returned descriptor (O_CLOEXEC); its name in the directory goes to tmp, the final path

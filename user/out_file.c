@@ -218,8 +218,8 @@ int gs_tmp_create(int dirfd, const char *name, mode_t mode, char *tmp, size_t le
 		w = snprintf(tmp, len, ".%.200s.tmp.%s", name, sfx);
 		if (w < 0 || (size_t)w >= len)
 			return -ENAMETOOLONG;
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
-			    mode);
+		fd = openat(dirfd, tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)
