@@ -428,7 +428,10 @@ static void user_tag(const struct gs_ctl_peer *peer, char *tag, size_t len)
 
 void gs_daemon__enforce_caps(struct gs_daemon *d)
 {
-	gs_out_dir__retain(d->out_dir, USER_TAG, 0, d->cfg.output_max_bytes / 2);
+	/* at least 1: a keep_bytes of 0 would mean no limit */
+	uint64_t users_max = d->cfg.output_max_bytes / 2 ? d->cfg.output_max_bytes / 2 : 1;
+
+	gs_out_dir__retain(d->out_dir, USER_TAG, 0, users_max);
 	gs_out_dir__enforce_cap(d->out_dir);
 }
 
