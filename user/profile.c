@@ -310,17 +310,28 @@ size_t gs_profile__nr_stacks(const struct gs_profile *p)
 
 /* ---- folded ---- */
 
-/* A frame's label; ';' separates frames, so it must not occur inside one. */
+/*
+ * Text chosen by the process (a symbol, comm or file name) inside a folded line: ';'
+ * separates frames and a line ends the stack, so neither may occur inside one.
+ */
+static void put_folded_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' ? ':' : *s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+/* A frame's label: its symbol, else [file], else [unknown]. */
 static void put_label(FILE *f, const struct gs_profile *p, const struct frame *fr)
 {
 	const char *name = p->strings[fr->name], *module = p->strings[fr->module];
 	const char *base = strrchr(module, '/');
 
 	if (*name) {
-		for (const char *c = name; *c; c++)
-			fputc(*c == ';' ? ':' : *c == '\n' ? ' ' : *c, f);
+		put_folded_text(f, name);
 	} else if (*module) {
-		fprintf(f, "[%s]", base ? base + 1 : module);
+		fputc('[', f);
+		put_folded_text(f, base ? base + 1 : module);
+		fputc(']', f);
 	} else {
 		fputs("[unknown]", f);
 	}

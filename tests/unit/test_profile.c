@@ -545,5 +545,23 @@ GS_TEST(many_stacks_grow_the_tables)
 	gs_profile__free(p);
 }
 
+/* a comm, symbol or file name with ';' or a line break cannot add frames or lines */
+GS_TEST(folded_hostile_names_stay_one_frame)
+{
+	struct gs_profile *p = gs_profile__new();
+	struct gs_profile_frame f[2] = { { NULL, "/lib/a;b\nc 9\rx.so", 0x10, false },
+					 { "main;fake\nevil 99", "/bin/t", 0x20, false } };
+	char *text;
+
+	if (!GS_EXPECT(p))
+		return;
+	GS_EXPECT_EQ(gs_profile__add(p, 1, "co;mm\n", f, 2, 3), 0);
+	text = folded_text(p);
+	GS_EXPECT_STR_EQ(text, "co:mm ;main:fake evil 99;[a:b c 9 x.so] 3\n");
+	free(text);
+	gs_profile__free(p);
+}
+
 GS_TEST_MAIN(folded_exact_lines, folded_empty_profile, pprof_decodes_back,
-	     pprof_file_is_gzip_of_the_encoding, pprof_empty_profile, many_stacks_grow_the_tables)
+	     pprof_file_is_gzip_of_the_encoding, pprof_empty_profile, many_stacks_grow_the_tables,
+	     folded_hostile_names_stay_one_frame)
