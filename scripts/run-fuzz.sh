@@ -66,13 +66,15 @@ run_one()
 	execs=$(field 'stat::number_of_executed_units:' "$log")
 	# killed before its final stats: the last "#N" status line
 	execs=${execs:-$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')}
-	printf 'fuzz %-14s %5d s %11s execs %8s exec/s  cov %5s  ft %6s  corpus %6s  %s\n' \
+	printf 'fuzz %-14s %5d s %11s execs %8s exec/s  cov %5s  ft %6s  seeds %3s  corpus %6s  %s\n' \
 		"$target" "$elapsed" "${execs:-?}" "$(((${execs:-0}) / (elapsed ? elapsed : 1)))" \
-		"$(field 'cov:' "$log")" "$(field 'ft:' "$log")" "$(field 'corp:' "$log")" "$verdict"
+		"$(field 'cov:' "$log")" "$(field 'ft:' "$log")" "$(find "$seeds" -type f | wc -l)" \
+		"$(field 'corp:' "$log")" "$verdict"
 	if [[ $verdict != ok ]]; then
-		# the sanitizer's report, from its first line
-		sed -n '/^==[0-9]*==ERROR\|runtime error\|check failed\|ALARM\|ERROR: libFuzzer/,$p' "$log" |
-			head -n 60 | sed 's/^/    /'
+		# the report, from its first line to its summary (not the shadow bytes), and the input
+		awk '/==ERROR|runtime error|check failed|ALARM|ERROR: libFuzzer/ { on = 1 }
+			on && n++ < 40 { print } /^SUMMARY/ { on = 0 }' "$log" | sed 's/^/    /'
+		grep -E '^(MS: |Base64: )' "$log" | tail -n 2 | sed 's/^/    /'
 		echo "    (full log: $log)"
 		return 1
 	fi
