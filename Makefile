@@ -107,7 +107,7 @@ FUZZ_SRCS_perf_map := user/perf_map.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/proc_info.c
 FUZZ_SRCS_daemon_config := profilers/daemon_config.c profilers/options.c
 FUZZ_SRCS_ctl_request := profilers/ctl_request.c
-FUZZ_SRCS_trace := stitch/trace_parse.c
+FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_OUT)/obj/%.o: %.c
