@@ -9,13 +9,14 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (LIB, TIMEOUT, Gpusnoop, LineReader, expect_eq, process, run_gpusnoop,
-                     test)
+from harness import (LIB, ROOT, TIMEOUT, Gpusnoop, LineReader, expect_eq, process,
+                     run_gpusnoop, test)
 
 NOBODY = 65534
 CUDART = os.path.join(LIB, "libcudart.so.13")
 MiB = 1 << 20
-PT_NOTE, PT_INTERP = 4, 3
+PT_LOAD, PT_NOTE, PT_INTERP = 1, 4, 3
+SECURITY_SRC = os.path.join(ROOT, "tests", "fixtures", "security")
 
 # Runs as nobody: loads a library with ctypes, answers commands on stdin, one line each.
 AGENT = r"""
@@ -179,3 +180,176 @@ def kernel_thread_pid_is_refused():
         lines[0]
     assert "waiting" not in err, err
     expect_eq(out, "", "stdout")
+
+
+# Runs as root: calls the sled of tests/fixtures/security/gs_sled.c N times per line read.
+SLED_CALLER = r"""
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.gs_sled_sum.restype = ctypes.c_uint32
+print("ready", flush=True)
+for n, line in enumerate(sys.stdin, 1):
+    print("sum", n, *(lib.gs_sled_sum() for _ in range(int(line))), flush=True)
+"""
+SLED_SUM = (8192 * 0x01010101) & 0xffffffff  # gs_sled.c's 8192 adds, untouched
+SWAP_ROUNDS_MIN, SWAP_ROUNDS_MAX = 8, 32  # fresh libcudart copies mapped, one per round
+SWAP_FIRES = 6  # loader events per round at most, until gpusnoop has looked at the copy
+
+
+class Commanded:
+    """A process that says "ready", then answers each command line with "WORD N ...", N its
+    count of answers so far (so one answer is never taken for the one before)."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.out = LineReader(self.proc.stdout)
+        self.ready = self.out.wait_for(lambda l: l.startswith("ready"), f"{argv[0]} ready")
+        self.asked = 0
+
+    def ask(self, cmd, answer):
+        """The answer's words after the count."""
+        self.proc.stdin.write((cmd + "\n").encode())
+        self.proc.stdin.flush()
+        self.asked += 1
+        want = f"{answer} {self.asked}"
+        line = self.out.wait_for(lambda l: l == want or l.startswith(want + " "),
+                                 f"{want!r} for {cmd!r}")
+        return line.split()[2:]
+
+    def finish(self):
+        """Ends its input and waits; kills it past TIMEOUT. Its status."""
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def file_offsets(path, *names):
+    """{name: file offset} of exported functions of an ELF64 little-endian library."""
+    with open(path, "rb") as f:
+        data = f.read()
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    loads = []
+    for i in range(phnum):
+        ptype, _, off, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", data,
+                                                             phoff + i * phentsize)
+        if ptype == PT_LOAD:
+            loads.append((vaddr, off, filesz))
+    out = subprocess.run(["nm", "-D", "-S", "--defined-only", path], capture_output=True,
+                         text=True, check=True, timeout=TIMEOUT).stdout
+    found = {}
+    for line in out.splitlines():
+        f = line.split()
+        if f[-1] in names:
+            addr = int(f[0], 16)
+            for vaddr, off, filesz in loads:
+                if vaddr <= addr < vaddr + filesz:
+                    found[f[-1]] = (addr - vaddr + off, int(f[1], 16))
+    expect_eq(sorted(found), sorted(names), f"functions found in {path}")
+    return found
+
+
+def compile_c(*args):
+    p = subprocess.run(["cc", "-O2", "-Wall", "-Werror"] + list(args), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert p.returncode == 0, f"cc {args}: {p.stderr}"
+
+
+@test
+def swapped_mapping_gets_no_probes():
+    """-a: a user swaps a root process's library into the range of a libcudart it maps.
+
+    nobody maps a fresh copy of a libcudart (root's, so probed in every process: only the
+    descriptor protects anyone here) and, as fast as mmap(MAP_FIXED) goes, swaps into the same
+    range the library a root process runs, then makes the loader report a change. gpusnoop
+    reads the maps while the copy is there and opens /proc/PID/map_files/A-B while either file
+    may be. Before 77f9d86 it parsed that path and attached each uprobe through it again, so
+    probes placed at the copy's function offsets went into the root library, inside the
+    immediates of gs_sled.c's adds, and the root process's sum changed until gpusnoop exited:
+    16 of 16 runs against that code failed here, after round 0 to 24 (median 1). Now a copy
+    is opened once, checked, and probed through that descriptor: the sum never changes, and a
+    copy found swapped at the open is skipped with a warning. When the race hits is the
+    scheduler's choice, so rounds go on until that warning was seen at least once (1 to 6 of
+    the first 8 rounds showed it in 11 runs here, 2 cores under load), SWAP_ROUNDS_MAX at
+    most; no warning in all of them fails too."""
+    tmp = tempfile.mkdtemp(prefix="gs_swap_")
+    victim = attacker = g = None
+    try:
+        os.chmod(tmp, 0o755)  # root's, and nobody can read and map what is in it
+        sled, nop = os.path.join(tmp, "libgs_sled.so"), os.path.join(tmp, "libgs_nop.so")
+        cudart, swap = os.path.join(tmp, "cudart.so"), os.path.join(tmp, "gs_map_swap")
+        compile_c("-shared", "-fPIC", "-o", sled, os.path.join(SECURITY_SRC, "gs_sled.c"))
+        compile_c("-shared", "-fPIC", "-Wl,-soname,libcudart.so.13", "-o", cudart,
+                  os.path.join(SECURITY_SRC, "gs_min_cudart.c"))
+        compile_c("-shared", "-fPIC", "-o", nop, "-x", "c", "/dev/null")
+        compile_c("-pthread", "-o", swap, os.path.join(SECURITY_SRC, "gs_map_swap.c"))
+        os.chmod(sled, 0o644)
+        # libcudart's probes, planted in the other file, land in the sled, one at least inside
+        # an immediate (xor is 2 bytes, then 5 per add)
+        (sled_off, sled_size), = file_offsets(sled, "gs_sled_sum").values()
+        probed = [off for off, _ in file_offsets(cudart, "cudaMalloc", "cudaFree").values()]
+        assert all(sled_off + 2 <= off < sled_off + sled_size - 1 for off in probed), probed
+        assert any((off - sled_off - 2) % 5 for off in probed), (sled_off, probed)
+
+        script = os.path.join(tmp, "sled_caller.py")
+        with open(script, "w") as f:
+            f.write(SLED_CALLER)
+        victim = Commanded([sys.executable, script, sled])
+        expect_eq(victim.ask("3", "sum"), [str(SLED_SUM)] * 3, "the sum before gpusnoop")
+
+        g = Gpusnoop("leaks", "-a", "--format", "json")
+        g.wait_tracing()
+        attacker = Commanded(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                              "--clear-groups", swap, sled, nop])
+        apid = int(attacker.ready.split()[1])
+        copies = os.path.join(tmp, "libcudart.so.13.")
+
+        def skipped(line):
+            return line.startswith(f"gpusnoop: warning: pid {apid}: {copies}") and \
+                line.endswith(": skipped: another file is mapped there now")
+
+        for i in range(SWAP_ROUNDS_MAX):
+            if i >= SWAP_ROUNDS_MIN and any(skipped(l) for l in g.err.lines):
+                break
+            copy = os.path.join(tmp, f"libcudart.so.13.{i:02d}")
+            shutil.copy(cudart, copy)
+            os.chmod(copy, 0o644)
+            attacker.ask(f"map {copy}", "fired")
+            # done once gpusnoop has probed (or failed to probe) the copy; a loader event
+            # whose maps had the other file there is not about the copy, so fire again
+            for _ in range(SWAP_FIRES):
+                if g.proc.poll() is not None:
+                    break
+                try:
+                    g.err.wait_for(lambda l: copy in l and not skipped(l),
+                                   f"gpusnoop probing {copy}", timeout=1)
+                    break
+                except AssertionError:
+                    attacker.ask("fire", "fired")
+            expect_eq(victim.ask("3", "sum"), [str(SLED_SUM)] * 3,
+                      f"the root process's sum after round {i}")
+        expect_eq(attacker.finish(), 0,
+                  f"gs_map_swap status ({attacker.proc.stderr.read().decode()})")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        expect_eq(victim.ask("3", "sum"), [str(SLED_SUM)] * 3, "the sum after gpusnoop")
+        err = g.stderr_text()
+        # root's copies were probed in every process: only the descriptor kept the sled safe
+        assert any(f"CUDA functions in {copies}" in l and l.endswith(" (all processes)")
+                   for l in g.err.lines), err
+        assert any(skipped(l) for l in g.err.lines), err
+        assert sled not in err, err
+    finally:
+        if attacker:
+            attacker.proc.kill()
+            attacker.finish()
+        if g:
+            g.kill()
+        if victim:
+            victim.finish()
+        shutil.rmtree(tmp)
