@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include "torch.skel.h"
+#include "profilers/probe_quota.h"
 #include "profilers/torch_attach.h"
 #include "profilers/torch_syms.h"
 #include "user/elf_file.h"
@@ -31,6 +32,7 @@ struct gs_torch_attach {
 	struct torch_bpf *skel;
 	struct gs_links *links;
 	struct gs_symcache *symcache;
+	struct gs_probe_quota *quota;
 	struct probed_file *files;
 	size_t nr_files, cap_files;
 };
@@ -41,7 +43,8 @@ struct hooks {
 };
 
 struct gs_torch_attach *gs_torch_attach__new(struct torch_bpf *skel, struct gs_links *links,
-					     struct gs_symcache *symcache)
+					     struct gs_symcache *symcache,
+					     struct gs_probe_quota *quota)
 {
 	struct gs_torch_attach *ta = calloc(1, sizeof(*ta));
 
@@ -50,6 +53,7 @@ struct gs_torch_attach *gs_torch_attach__new(struct torch_bpf *skel, struct gs_l
 	ta->skel = skel;
 	ta->links = links;
 	ta->symcache = symcache;
+	ta->quota = quota;
 	return ta;
 }
 
@@ -158,6 +162,14 @@ static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			"process only",
 			(int)maps->pid, m->path);
 		*scope = maps->pid;
+		if (!gs_probe_quota__take(ta->quota, st.st_uid, maps->pid, m->dev, m->inode)) {
+			gs_warn("pid %d: %s: skipped: uid %u has %d files of its own probed "
+				"already",
+				(int)maps->pid, m->path, (unsigned int)st.st_uid,
+				GS_PROBE_QUOTA_PER_USER);
+			close(fd);
+			return -EDQUOT;
+		}
 	}
 	*elf = gs_symcache__elf_fd(ta->symcache, m->path, fd, &st);
 	if (!*elf) {
@@ -289,8 +301,7 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 		goto out_log;
 	}
 	gs_dbg("%s: %s: no USDT probes pytorch:malloc/free (%s)", w, m->path, strerror(-err));
-	c10_fd = c10 ? open_mapping(ta, maps, c10, &c10_scope, c10_path, sizeof(c10_path),
-				    &c10_elf)
+	c10_fd = c10 ? open_mapping(ta, maps, c10, &c10_scope, c10_path, sizeof(c10_path), &c10_elf)
 		     : -ENOENT;
 	if (c10_fd >= 0) {
 		gs_elf__for_each_function(c10_elf, note_hook, &hc);
@@ -306,8 +317,7 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 		}
 	}
 	gs_elf__for_each_function(elf, note_hook, &h);
-	err = attach_return_sites(ta, elf, fd, path, scope,
-				  h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
+	err = attach_return_sites(ta, elf, fd, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],
 				  s->progs.caching_malloc_returned);
 	if (!err)
 		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_MALLOC],

@@ -9,12 +9,17 @@
 struct torch_bpf;
 struct gs_links;
 struct gs_symcache;
+struct gs_probe_quota;
 struct gs_maps;
 struct gs_torch_attach;
 
-/* Borrows all three; free with gs_torch_attach__free(). NULL on allocation failure. */
+/*
+ * Borrows all four (quota: the tracker's count of users' own files probed per process);
+ * free with gs_torch_attach__free(). NULL on allocation failure.
+ */
 struct gs_torch_attach *gs_torch_attach__new(struct torch_bpf *skel, struct gs_links *links,
-					     struct gs_symcache *symcache);
+					     struct gs_symcache *symcache,
+					     struct gs_probe_quota *quota);
 void gs_torch_attach__free(struct gs_torch_attach *ta);
 
 /*

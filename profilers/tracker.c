@@ -18,6 +18,7 @@
 #include "proc.skel.h"
 #include "torch.skel.h"
 #include "profilers/cuda_api.h"
+#include "profilers/probe_quota.h"
 #include "profilers/torch_attach.h"
 #include "profilers/tracker.h"
 #include "user/elf_file.h"
@@ -72,6 +73,7 @@ struct gs_tracker {
 	struct gs_torch_attach *torch_attach;
 	struct ring_buffer *rb;
 	struct gs_links *links;
+	struct gs_probe_quota *quota; /* users' own files probed per process (-a) */
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
 	struct ustack_slot ustacks[USTACK_SLOTS];
@@ -285,6 +287,14 @@ static int attach_mapping(struct gs_tracker *t, const struct gs_maps *maps,
 			close(fd);
 			return 0;
 		}
+		if (!gs_probe_quota__take(t->quota, st.st_uid, scope, m->dev, m->inode)) {
+			gs_warn("pid %d: %s: skipped: uid %u has %d files of its own probed "
+				"already",
+				(int)scope, m->path, (unsigned int)st.st_uid,
+				GS_PROBE_QUOTA_PER_USER);
+			err = -EDQUOT;
+			goto out_remember;
+		}
 	}
 	elf = gs_symcache__elf_fd(t->symcache, m->path, fd, &st);
 	if (!elf) {
@@ -350,7 +360,29 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 	}
 	if (t->torch_attach && gs_torch_attach__scan(t->torch_attach, maps, scope))
 		cuda = t->saw_cuda = true;
+	/* probes of its own (a user's files under -a) go when it exits: follow that */
+	if (t->opts.all && !find_target(t, pid) && gs_links__count_pid(t->links, pid))
+		add_target(t, pid, GS_TARGET_TRACED);
 	return cuda;
+}
+
+/*
+ * The probes that watch pid alone (every probe of a -p target; those of a user's own files
+ * under -a) went useless with it: detached in the background, and its files forgotten, so
+ * that a long-running -a session or daemon does not pile them up.
+ */
+static void forget_process_probes(struct gs_tracker *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->nr_files;) {
+		if (t->files[i].scope == pid)
+			t->files[i] = t->files[--t->nr_files];
+		else
+			i++;
+	}
+	if (t->torch_attach)
+		gs_torch_attach__forget(t->torch_attach, pid);
+	gs_probe_quota__release_pid(t->quota, pid);
+	gs_links__release_pid(t->links, pid);
 }
 
 /* Forgets a target; in -a mode thousands come and go, so none is kept once gone. */
@@ -374,8 +406,7 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 		return;
 	}
 	bpf_map_delete_elem(bpf_map__fd(t->proc->maps.targets), &key);
-	if (t->torch_attach && !t->opts.all)
-		gs_torch_attach__forget(t->torch_attach, pid);
+	forget_process_probes(t, pid);
 	gs_symcache__forget(t->symcache, pid);
 	if (t->unwinder)
 		gs_unwinder__forget(t->unwinder, pid);
@@ -653,7 +684,7 @@ static void open_torch(struct gs_tracker *t)
 	if (!err)
 		err = torch_bpf__load(t->torch);
 	if (!err) {
-		t->torch_attach = gs_torch_attach__new(t->torch, t->links, t->symcache);
+		t->torch_attach = gs_torch_attach__new(t->torch, t->links, t->symcache, t->quota);
 		err = t->torch_attach ? 0 : -ENOMEM;
 	}
 	if (err) {
@@ -681,11 +712,12 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->ops = *ops;
 	t->child.release_fd = t->child.error_fd = -1;
 	t->links = gs_links__new();
+	t->quota = gs_probe_quota__new(GS_PROBE_QUOTA_PER_USER);
 	t->symcache = gs_symcache__new();
 	t->proc = proc_bpf__open();
 	t->mem = mem_bpf__open();
 	t->cuda = cuda_bpf__open();
-	if (!t->links || !t->symcache || !t->proc || !t->mem || !t->cuda) {
+	if (!t->links || !t->quota || !t->symcache || !t->proc || !t->mem || !t->cuda) {
 		err = -errno ? -errno : -ENOMEM;
 		gs_err("opening BPF objects: %s", strerror(-err));
 		goto out_free;
@@ -1000,6 +1032,7 @@ void gs_tracker__free(struct gs_tracker *t)
 	ring_buffer__free(t->rb);
 	gs_links__free(t->links);
 	gs_torch_attach__free(t->torch_attach);
+	gs_probe_quota__free(t->quota);
 	torch_bpf__destroy(t->torch);
 	mem_bpf__destroy(t->mem);
 	cuda_bpf__destroy(t->cuda);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* links.h: the uprobe links a session owns, destroyed together. */
+/* links.h: the uprobe links a session owns, by the process they watch. */
 #ifndef GS_LINKS_H
 #define GS_LINKS_H
 
@@ -26,5 +26,13 @@ int gs_links__attach_usdt(struct gs_links *links, struct bpf_program *prog, pid_
 			  const char *path, const char *provider, const char *name,
 			  uint64_t cookie);
 size_t gs_links__count(const struct gs_links *links);
+/* How many links watch pid alone. */
+size_t gs_links__count_pid(const struct gs_links *links, pid_t pid);
+/*
+ * Detaches the links that watch pid alone (an exited process), in the background: a detach
+ * waits for a grace period, which the caller's event loop should not. gs_links__free()
+ * waits for what is still under way.
+ */
+void gs_links__release_pid(struct gs_links *links, pid_t pid);
 
 #endif /* GS_LINKS_H */

@@ -353,3 +353,89 @@ def swapped_mapping_gets_no_probes():
         if victim:
             victim.finish()
         shutil.rmtree(tmp)
+
+
+
+# Runs as nobody: loads each library named on its command line, then waits for stdin to close.
+LOADER = r"""
+import ctypes, os, sys
+libs = [ctypes.CDLL(path) for path in sys.argv[1:]]
+print("loaded", os.getpid(), len(libs), flush=True)
+sys.stdin.read()
+"""
+QUOTA = 32  # profilers/probe_quota.h: GS_PROBE_QUOTA_PER_USER
+
+
+class Loader:
+    """LOADER as nobody, on libs; holds them until finish()."""
+
+    def __init__(self, tmp, libs):
+        script = os.path.join(tmp, "loader.py")
+        with open(script, "w") as f:
+            f.write(LOADER)
+        self.proc = subprocess.Popen(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             sys.executable, script] + libs,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = LineReader(self.proc.stdout).wait_for(lambda l: l.startswith("loaded "),
+                                                     "libraries loaded")
+        self.pid = int(line.split()[1])
+        expect_eq(int(line.split()[2]), len(libs), "libraries loaded")
+
+    def finish(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def probed_copies(err, pid, copies):
+    """The copies gpusnoop says it probed in pid."""
+    return {c for c in copies
+            if any(f"pid {pid}: probing " in l and l.endswith(f" in {c}")
+                   for l in err.splitlines())}
+
+
+@test
+def users_own_files_are_capped_and_given_back_at_exit():
+    """-a: one user's own CUDA-named files get probes in at most QUOTA (process, file) pairs.
+
+    Each costs a set of uprobes until its process exits; unbounded, one user mapping
+    thousands of copies made root hold thousands of probes. A process loading QUOTA + 1
+    copies gets QUOTA of them probed and one refused; once it exits, its probes and its share
+    are given back, and the next process of that user is probed again."""
+    tmp = nobody_dir()
+    first = second = g = None
+    try:
+        lib = os.path.join(tmp, "libmin.so")
+        compile_c("-shared", "-fPIC", "-o", lib, os.path.join(SECURITY_SRC, "gs_min_cudart.c"))
+        copies = []
+        for i in range(QUOTA + 2):
+            copies.append(os.path.join(tmp, f"libcudart.so.13.{i}"))
+            shutil.copy(lib, copies[-1])
+            os.chown(copies[-1], NOBODY, NOBODY)
+        g = Gpusnoop("leaks", "-a", "--format", "json")
+        g.wait_tracing()
+        first = Loader(tmp, copies[:QUOTA + 1])
+        refused = g.wait_stderr(f"has {QUOTA} files of its own probed already")
+        assert f"pid {first.pid}: {os.path.join(tmp, 'libcudart.so.13.')}" in refused and \
+            f": skipped: uid {NOBODY} has {QUOTA} files" in refused, refused
+        first.finish()
+        second = Loader(tmp, copies[QUOTA + 1:])
+        g.wait_stderr(f"pid {second.pid}: probing 2/")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        err = g.stderr_text()
+        expect_eq(len(probed_copies(err, first.pid, copies)), QUOTA, "copies probed in the first")
+        expect_eq(err.count(f"files of its own probed already"), 1, f"refusals in {err}")
+        expect_eq(probed_copies(err, second.pid, copies), {copies[QUOTA + 1]},
+                  "copies probed in the second, after the first exited")
+    finally:
+        if g:
+            g.kill()
+        for p in (first, second):
+            if p:
+                p.finish()
+        shutil.rmtree(tmp)
