@@ -68,17 +68,11 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, cons
 		return err;
 	}
 	if (!child) {
-		char *argv[] = { "gpusnoop",
-				 "record",
-				 pid ? "-p" : "-a",
-				 pid ? target : NULL,
-				 "-d",
-				 duration,
-				 "-e",
-				 (char *)events,
-				 "--output-fd",
-				 fd_arg,
-				 NULL };
+		char *argv[] = {
+			"gpusnoop", "record", pid ? "-p" : "-a", pid ? target : NULL, "-d",
+			duration,   "-e",     (char *)events,	 "--output-fd",	      fd_arg,
+			NULL
+		};
 
 		if (!pid) /* "-a" takes no value: close the gap */
 			memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));

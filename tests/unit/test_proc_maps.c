@@ -358,7 +358,6 @@ GS_TEST(read_missing_pid)
 	GS_EXPECT_EQ(errno, ENOENT);
 }
 
-
 /* One line of maps text naming [start, end) of path with dev and inode. */
 static struct gs_maps *crafted(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino,
 			       const char *path)
