@@ -102,6 +102,8 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Werror=undef \
 	-DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
 	$(FUZZ_SAN)
 FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace
+# what each harness links besides itself: a link error naming a gs_ function means its file
+# belongs on the list (gs_log* come from tests/fuzz/fuzz_log.c, which formats and drops them)
 FUZZ_SRCS_elf := user/elf_file.c user/demangle.c user/proc_maps.c user/proc_info.c
 FUZZ_SRCS_perf_map := user/perf_map.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/proc_info.c

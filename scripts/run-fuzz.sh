@@ -86,6 +86,7 @@ for bin in "$@"; do
 		exit 2
 	fi
 done
+echo "fuzz: $# targets, ${seconds} s each, $jobs at a time; logs in $out/logs"
 # each run leaves its verdict in a file: with -j, wait(1) cannot say whose exit it reaped
 status=$(mktemp -d)
 trap 'rm -rf "$status"' EXIT
