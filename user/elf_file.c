@@ -264,7 +264,7 @@ struct gs_elf *gs_elf__open_fd(int fd)
 		    (shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM))
 			err = add_symbols(elf, e, scn, &shdr, &cap);
 	}
-	if (!err)
+	if (!err && elf->nr_syms) /* qsort(NULL, 0, ...) is undefined */
 		qsort(elf->syms, elf->nr_syms, sizeof(*elf->syms), cmp_sym);
 out_end:
 	elf_end(e);
