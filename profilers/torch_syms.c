@@ -10,7 +10,7 @@
 #include "bpf/gs_event.h"
 #include "profilers/torch_syms.h"
 #include "user/demangle.h"
-#include "user/proc_maps.h"
+#include "user/safe_open.h"
 
 #define ALLOCATOR_NS "c10::cuda::CUDACachingAllocator::"
 
@@ -219,10 +219,9 @@ void gs_torch_read_version(const char *root, const char *lib_path, char *buf, si
 	 * (a FIFO there would block).
 	 */
 	w = snprintf(path, sizeof(path), "%.*s../version.py", (int)dir_len, lib_path);
-	fd = w > 0 && (size_t)w < sizeof(path) ? gs_open_in_root(root, path) : -ENAMETOOLONG;
+	fd = w > 0 && (size_t)w < sizeof(path) ? gs_open_in_root(root, path, &st) : -ENAMETOOLONG;
 	if (fd >= 0) {
-		if (!fstat(fd, &st) && S_ISREG(st.st_mode))
-			n = read(fd, text, sizeof(text) - 1);
+		n = read(fd, text, sizeof(text) - 1);
 		close(fd);
 	}
 	if (n >= 0) {

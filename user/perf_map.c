@@ -14,6 +14,7 @@
 #include <linux/openat2.h>
 #include "user/log.h"
 #include "user/perf_map.h"
+#include "user/safe_open.h"
 
 /* bytes read per read(): the memory a perf map costs beyond its symbols */
 #define CHUNK (64 * 1024)
@@ -215,12 +216,13 @@ static int sys_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
 
 /*
  * Opens dir/name under root (an O_PATH descriptor of "/" as the process sees it) for
- * reading, following no symlink out of that root and none at all in the last component;
- * the directory's descriptor in *dirfd. Returns the file's descriptor or -errno.
+ * reading, following no symlink out of that root and none at all in the last component,
+ * and only if it is a regular file (user/safe_open.h: a FIFO would block, a device's open
+ * acts); the directory's descriptor in *dirfd. Returns the file's descriptor (its stat in
+ * *st) or -errno: -EPERM for a symlink, -EINVAL for something else than a regular file.
  */
-static int open_in_root(int rootfd, const char *dir, const char *name, int *dirfd)
+static int open_in_root(int rootfd, const char *dir, const char *name, int *dirfd, struct stat *st)
 {
-	const int rd = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	int fd;
 
 	*dirfd = sys_openat2(rootfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -229,13 +231,9 @@ static int open_in_root(int rootfd, const char *dir, const char *name, int *dirf
 		*dirfd = openat(rootfd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (*dirfd < 0)
 		return -errno;
-	fd = sys_openat2(*dirfd, name, rd,
-			 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(*dirfd, name, rd);
-	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno; /* a symlink */
-	return fd;
+	fd = gs_open_regular_at(*dirfd, name,
+				RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, st);
+	return fd == -ELOOP ? -EPERM : fd;
 }
 
 /* The mount a descriptor is on, from /proc/self/fdinfo; 0 when unknown. */
@@ -257,15 +255,13 @@ static unsigned long mount_id(int fd)
 }
 
 /*
- * Whether the file may be read as the process's symbols: a regular file (a FIFO would block,
- * a device has side effects) owned by the process's user. Root's own files pass only when
+ * Whether the file (a regular one, open_in_root() saw to that) may be read as the process's
+ * symbols: owned by the process's user. Root's own files pass only when
  * they are what they look like: one link (no hard link to /etc/shadow) and on the mount of
  * their directory (no file bind-mounted there from elsewhere in a user namespace).
  */
 static const char *refusal(const struct gs_perf_map *map, int fd, int dirfd, const struct stat *st)
 {
-	if (!S_ISREG(st->st_mode))
-		return "not a regular file";
 	if (map->has_uid && st->st_uid == map->uid)
 		return NULL;
 	if (st->st_uid != 0)
@@ -368,18 +364,14 @@ int gs_perf_map__update(struct gs_perf_map *map, pid_t pid)
 		rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return -errno;
-	fd = open_in_root(rootfd, "tmp", name, &dirfd);
+	fd = open_in_root(rootfd, "tmp", name, &dirfd, &st);
 	close(rootfd);
-	if (fd < 0) {
+	if (fd < 0 && fd != -EINVAL) {
 		err = fd;
 		goto out_close_dir;
 	}
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out_close;
-	}
 	snprintf(map->path, sizeof(map->path), "/tmp/%s", name);
-	why = refusal(map, fd, dirfd, &st);
+	why = fd < 0 ? "not a regular file" : refusal(map, fd, dirfd, &st);
 	if (why) {
 		if (!map->warned_rejected)
 			gs_dbg("perf map %s of pid %d ignored: %s", map->path, (int)pid, why);
@@ -403,7 +395,8 @@ int gs_perf_map__update(struct gs_perf_map *map, pid_t pid)
 	if (size > map->consumed)
 		err = read_appended(map, fd, size);
 out_close:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 out_close_dir:
 	if (dirfd >= 0)
 		close(dirfd);

@@ -6,12 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
+#include "user/safe_open.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -162,24 +161,6 @@ bool gs_is_trusted_file(const struct stat *st)
 	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
-int gs_open_in_root(const char *root, const char *path)
-{
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int dirfd, fd, err;
-
-	dirfd = open(root ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return -errno;
-	/* glibc 2.36 has no openat2() wrapper */
-	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-	err = fd < 0 ? -errno : 0;
-	close(dirfd);
-	return fd < 0 ? err : fd;
-}
-
 static const char *root_of(const struct gs_maps *maps, char *buf, size_t len)
 {
 	snprintf(buf, len, "/proc/%d/root", (int)maps->pid);
@@ -187,11 +168,11 @@ static const char *root_of(const struct gs_maps *maps, char *buf, size_t len)
 }
 
 /* m's path resolved inside the target's root: a symlink can lead nowhere outside it. */
-static int open_in_root(const struct gs_maps *maps, const struct gs_mapping *m)
+static int open_in_root(const struct gs_maps *maps, const struct gs_mapping *m, struct stat *st)
 {
 	char root[64];
 
-	return gs_open_in_root(root_of(maps, root, sizeof(root)), m->path);
+	return gs_open_in_root(root_of(maps, root, sizeof(root)), m->path, st);
 }
 
 int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, struct stat *st)
@@ -206,26 +187,24 @@ int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, str
 		return -ENOENT;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)maps->pid,
 		 m->start, m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* the mapped file itself, looked at before it is opened (see user/safe_open.h) */
+	fd = open(path, O_PATH | O_CLOEXEC);
+	fd = fd < 0 ? -errno : gs_reopen_regular(fd, st);
 	/* a path names another file, or none, once the mapped one was deleted */
 	if (fd < 0 && !m->deleted)
-		fd = open_in_root(maps, m);
+		fd = open_in_root(maps, m, st);
 	/*
 	 * A process gone since its snapshot took its root with it; the same path in ours is
 	 * often the same file (checked below like any other), so its frames still resolve.
 	 */
 	if (fd < 0 && !m->deleted && access(root_of(maps, path, sizeof(path)), F_OK))
-		fd = gs_open_in_root(NULL, m->path);
+		fd = gs_open_in_root(NULL, m->path, st);
+	if (fd == -EINVAL) /* not a regular file */
+		return -ESTALE;
 	if (fd < 0)
-		return fd == -1 ? -errno : fd;
-	if (fstat(fd, st)) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
+		return fd;
 	/* the range was remapped, or the path replaced, since the snapshot */
-	if (!S_ISREG(st->st_mode) || st->st_dev != m->dev || st->st_ino != m->inode) {
+	if (st->st_dev != m->dev || st->st_ino != m->inode) {
 		close(fd);
 		return -ESTALE;
 	}

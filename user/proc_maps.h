@@ -36,12 +36,13 @@ const struct gs_mapping *gs_maps__find(const struct gs_maps *maps, uint64_t addr
 
 /*
  * Opens the file m maps, for reading (O_RDONLY | O_CLOEXEC), and checks that it is the file
- * the snapshot names: a regular file with its device and inode. Opened through
- * /proc/PID/map_files (valid even for deleted files), else by its path resolved inside the
- * target's root (/proc/PID/root, never leaving it, following no magic link, no symlink as
- * the last component), else, once the process is gone, by the path in gpusnoop's root. Returns the descriptor (the caller closes it; *st holds its fstat
- * when st is given) or -errno: -ESTALE when another file is there now, -ENOENT for
- * anonymous memory or a file gone from every path.
+ * the snapshot names: a regular file (checked before it is opened, user/safe_open.h) with
+ * its device and inode. Opened through /proc/PID/map_files (valid even for deleted files),
+ * else by its path resolved inside the target's root (/proc/PID/root, never leaving it,
+ * following no magic link, no symlink as the last component), else, once the process is
+ * gone, by the path in gpusnoop's root. Returns the descriptor (the caller closes it; *st
+ * holds its fstat when st is given) or -errno: -ESTALE when another file is there now,
+ * -ENOENT for anonymous memory or a file gone from every path.
  *
  * Everything done with a process's file (parse, probe, read) goes through this descriptor:
  * a path, even /proc/PID/map_files/A-B, may name another file by the time it is reopened.
@@ -54,12 +55,5 @@ int gs_mapping__open(const struct gs_maps *maps, const struct gs_mapping *m, str
  * process at once (their owner chooses their code).
  */
 bool gs_is_trusted_file(const struct stat *st);
-
-/*
- * Opens path for reading as if root (a directory; NULL: "/") were "/": symlinks and ".."
- * never lead out of it, no magic link is followed, the last component is no symlink, and
- * a FIFO does not block (O_NONBLOCK). Returns the descriptor or -errno.
- */
-int gs_open_in_root(const char *root, const char *path);
 
 #endif /* GS_PROC_MAPS_H */
