@@ -17,6 +17,8 @@ LIB = os.path.join(FIXTURES, "lib")
 TIMEOUT = 30  # seconds any single wait may take before the test fails
 
 MiB = 1 << 20
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
 
 class Skip(Exception):
@@ -136,6 +138,18 @@ class Gpusnoop:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate()
+
+
+def end_input(proc):
+    """Closes a process's stdin and waits for it; kills it past TIMEOUT. Its status."""
+    if proc.poll() is None:
+        proc.stdin.close()
+        try:
+            proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def run_gpusnoop(*args, env=None, timeout=TIMEOUT):

@@ -18,13 +18,12 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, FIXTURES, GPUSNOOP, LIB, TIMEOUT, LineReader, MiB, Gpusnoop, Workload,
-                     expect_eq, run_gpusnoop, test)
+from harness import (BIN, FIXTURES, GPUSNOOP, LIB, NOBODY, TIMEOUT, LineReader, MiB, Gpusnoop,
+                     Workload, expect_eq, run_gpusnoop, test)
 from test_torch import OOM_DEVICES, devices, first_workload_frame
 
 GiB = 1024 * MiB
 OOM_ENV = {"GS_FAKE_CUDA_MEM_LIMIT": str(256 * MiB), "GS_FAKE_CUDA_NO_DRIVER": "1"}
-NOBODY = 65534
 
 
 class Daemon:

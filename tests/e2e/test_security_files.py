@@ -9,10 +9,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (LIB, ROOT, TIMEOUT, Gpusnoop, LineReader, expect_eq, process,
-                     run_gpusnoop, test)
+from harness import (AS_NOBODY, LIB, NOBODY, ROOT, TIMEOUT, Gpusnoop, LineReader, end_input,
+                     expect_eq, process, run_gpusnoop, test)
 
-NOBODY = 65534
 CUDART = os.path.join(LIB, "libcudart.so.13")
 MiB = 1 << 20
 PT_LOAD, PT_NOTE, PT_INTERP = 1, 4, 3
@@ -52,8 +51,7 @@ class Agent:
         with open(script, "w") as f:
             f.write(AGENT)
         self.proc = subprocess.Popen(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             sys.executable, script, lib],
+            AS_NOBODY + [sys.executable, script, lib],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=dict(os.environ, GS_FAKE_CUDA_NO_DRIVER="1", **(env or {})))
         self.out = LineReader(self.proc.stdout)
@@ -66,13 +64,7 @@ class Agent:
         return self.out.wait_for(lambda l: l.startswith(answer), f"agent {cmd!r}").split()
 
     def finish(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        end_input(self.proc)
 
 
 def nobody_dir():
@@ -219,14 +211,7 @@ class Commanded:
 
     def finish(self):
         """Ends its input and waits; kills it past TIMEOUT. Its status."""
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return end_input(self.proc)
 
 
 def file_offsets(path, *names):
@@ -305,8 +290,7 @@ def swapped_mapping_gets_no_probes():
 
         g = Gpusnoop("leaks", "-a", "--format", "json")
         g.wait_tracing()
-        attacker = Commanded(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                              "--clear-groups", swap, sled, nop])
+        attacker = Commanded(AS_NOBODY + [swap, sled, nop])
         apid = int(attacker.ready.split()[1])
         copies = os.path.join(tmp, "libcudart.so.13.")
 
@@ -360,36 +344,21 @@ def swapped_mapping_gets_no_probes():
 LOADER = r"""
 import ctypes, os, sys
 libs = [ctypes.CDLL(path) for path in sys.argv[1:]]
-print("loaded", os.getpid(), len(libs), flush=True)
+print("ready", os.getpid(), len(libs), flush=True)
 sys.stdin.read()
 """
 QUOTA = 32  # profilers/probe_quota.h: GS_PROBE_QUOTA_PER_USER
 
 
-class Loader:
-    """LOADER as nobody, on libs; holds them until finish()."""
-
-    def __init__(self, tmp, libs):
-        script = os.path.join(tmp, "loader.py")
-        with open(script, "w") as f:
-            f.write(LOADER)
-        self.proc = subprocess.Popen(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             sys.executable, script] + libs,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        line = LineReader(self.proc.stdout).wait_for(lambda l: l.startswith("loaded "),
-                                                     "libraries loaded")
-        self.pid = int(line.split()[1])
-        expect_eq(int(line.split()[2]), len(libs), "libraries loaded")
-
-    def finish(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+def loader(tmp, libs):
+    """LOADER as nobody, holding libs until its finish(); its pid."""
+    script = os.path.join(tmp, "loader.py")
+    with open(script, "w") as f:
+        f.write(LOADER)
+    p = Commanded(AS_NOBODY + [sys.executable, script] + libs)
+    _, pid, loaded = p.ready.split()
+    expect_eq(int(loaded), len(libs), "libraries loaded")
+    return p, int(pid)
 
 
 def probed_copies(err, pid, copies):
@@ -419,18 +388,18 @@ def users_own_files_are_capped_and_given_back_at_exit():
             os.chown(copies[-1], NOBODY, NOBODY)
         g = Gpusnoop("leaks", "-a", "--format", "json")
         g.wait_tracing()
-        first = Loader(tmp, copies[:QUOTA + 1])
+        first, first_pid = loader(tmp, copies[:QUOTA + 1])
         refused = g.wait_stderr(f"has {QUOTA} files of its own probed already")
-        assert f"pid {first.pid}: {os.path.join(tmp, 'libcudart.so.13.')}" in refused and \
+        assert f"pid {first_pid}: {os.path.join(tmp, 'libcudart.so.13.')}" in refused and \
             f": skipped: uid {NOBODY} has {QUOTA} files" in refused, refused
         first.finish()
-        second = Loader(tmp, copies[QUOTA + 1:])
-        g.wait_stderr(f"pid {second.pid}: probing 2/")
+        second, second_pid = loader(tmp, copies[QUOTA + 1:])
+        g.wait_stderr(f"pid {second_pid}: probing 2/")
         expect_eq(g.stop(), 0, "gpusnoop status")
         err = g.stderr_text()
-        expect_eq(len(probed_copies(err, first.pid, copies)), QUOTA, "copies probed in the first")
+        expect_eq(len(probed_copies(err, first_pid, copies)), QUOTA, "copies probed in the first")
         expect_eq(err.count(f"files of its own probed already"), 1, f"refusals in {err}")
-        expect_eq(probed_copies(err, second.pid, copies), {copies[QUOTA + 1]},
+        expect_eq(probed_copies(err, second_pid, copies), {copies[QUOTA + 1]},
                   "copies probed in the second, after the first exited")
     finally:
         if g:

@@ -14,9 +14,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import GPUSNOOP, LIB, TIMEOUT, LineReader, MiB, Gpusnoop, expect_eq, test
+from harness import (AS_NOBODY, GPUSNOOP, LIB, TIMEOUT, LineReader, MiB, Gpusnoop, end_input,
+                     expect_eq, test)
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 HOSTILE_COMM = b"gs\xff\xfe\n\x1b[31m"
 
@@ -53,7 +53,7 @@ class Jit:
         env = dict(os.environ, **NO_DRIVER)
         if comm:
             env["GS_COMM"] = comm.hex()
-        self.proc = subprocess.Popen(NOBODY + [sys.executable, "-c", JIT,
+        self.proc = subprocess.Popen(AS_NOBODY + [sys.executable, "-c", JIT,
                                                os.path.join(LIB, "libcudart.so.13")],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.out = LineReader(self.proc.stdout)
@@ -69,13 +69,7 @@ class Jit:
         expect_eq(line, "done 0", "cudaMalloc through the JIT code")
 
     def finish(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        end_input(self.proc)
         if os.path.lexists(self.perf_map):
             os.unlink(self.perf_map)
 

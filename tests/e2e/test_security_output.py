@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-"""test_security_output.py: output files: never truncated early, never through a name, never partial."""
+"""test_security_output.py: outputs never truncated early, never through a name, never partial."""
 import glob
 import os
 import shutil
