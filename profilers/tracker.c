@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -627,8 +628,25 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * Every uprobe link holds a descriptor, and probes per process (-p targets; users' own files
+ * under -a) add up past the usual soft limit of 1024: take what the hard limit allows, as
+ * perf does.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim) || lim.rlim_cur >= lim.rlim_max)
+		return;
+	lim.rlim_cur = lim.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &lim))
+		gs_dbg("raising the descriptor limit: %s", strerror(errno));
+}
+
 static int check_environment(void)
 {
+	raise_fd_limit();
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		gs_err("this kernel has no BTF (/sys/kernel/btf/vmlinux): gpusnoop needs a kernel "
 		       "built with CONFIG_DEBUG_INFO_BTF=y");

@@ -133,6 +133,9 @@ int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, u
 	s->nr_allow = nr_allow;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* select() takes no descriptor past 1024, and uprobe links can use that many */
+	if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
+		flags |= MHD_USE_POLL;
 	/* port 0 here: MHD_OPTION_SOCK_ADDR carries the real one */
 	s->mhd = MHD_start_daemon(flags, 0, allowed, s, handle, s, MHD_OPTION_SOCK_ADDR,
 				  ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, 64U,
