@@ -6,8 +6,8 @@
 #include "user/log.h"
 #include "user/text_escape.h"
 
-/* s as a Prometheus label value; a static buffer, valid until the next call */
-static const char *prom_of(const char *s)
+/* what write(f, s) writes; a static buffer, valid until the next call */
+static const char *written(void (*write)(FILE *f, const char *s), const char *s)
 {
 	static char out[256];
 	char *buf = NULL;
@@ -16,7 +16,7 @@ static const char *prom_of(const char *s)
 
 	if (!f)
 		return "(open_memstream failed)";
-	gs_prom_write_label_value(f, s);
+	write(f, s);
 	if (fclose(f) || len >= sizeof(out)) {
 		free(buf);
 		return "(write failed)";
@@ -26,24 +26,16 @@ static const char *prom_of(const char *s)
 	return out;
 }
 
-/* s through gs_text_write; a static buffer, valid until the next call */
+/* s as a Prometheus label value */
+static const char *prom_of(const char *s)
+{
+	return written(gs_prom_write_label_value, s);
+}
+
+/* s made safe for a terminal */
 static const char *text_of(const char *s)
 {
-	static char out[256];
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return "(open_memstream failed)";
-	gs_text_write(f, s);
-	if (fclose(f) || len >= sizeof(out)) {
-		free(buf);
-		return "(write failed)";
-	}
-	memcpy(out, buf, len + 1);
-	free(buf);
-	return out;
+	return written(gs_text_write, s);
 }
 
 GS_TEST(decodes_and_measures_ill_formed_parts)
