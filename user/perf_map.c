@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -206,14 +205,6 @@ void gs_perf_map__note_owner(struct gs_perf_map *map, pid_t pid)
 		map->ns_pid = inner;
 }
 
-static int sys_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
-{
-	struct open_how how = { .flags = (uint64_t)flags, .resolve = resolve };
-
-	/* glibc 2.36 has no wrapper */
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
 /*
  * Opens dir/name under root (an O_PATH descriptor of "/" as the process sees it) for
  * reading, following no symlink out of that root and none at all in the last component,
@@ -225,12 +216,9 @@ static int open_in_root(int rootfd, const char *dir, const char *name, int *dirf
 {
 	int fd;
 
-	*dirfd = sys_openat2(rootfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC,
-			     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-	if (*dirfd < 0 && errno == ENOSYS) /* before Linux 5.6: no symlink at all */
-		*dirfd = openat(rootfd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	*dirfd = gs_open_dir_at(rootfd, dir, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 	if (*dirfd < 0)
-		return -errno;
+		return *dirfd;
 	fd = gs_open_regular_at(*dirfd, name,
 				RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, st);
 	return fd == -ELOOP ? -EPERM : fd;

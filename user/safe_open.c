@@ -29,19 +29,32 @@ int gs_reopen_regular(int pathfd, struct stat *st)
 	return fd < 0 ? err : fd;
 }
 
-int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st)
+/* openat2() with O_PATH and no symlink as the last component; openat() before Linux 5.6 */
+static int open_path_at(int dirfd, const char *path, int flags, uint64_t resolve)
 {
 	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+		.flags = (uint64_t)(flags | O_PATH | O_CLOEXEC | O_NOFOLLOW),
 		.resolve = resolve,
 	};
 	/* glibc 2.36 has no openat2() wrapper */
 	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	if (fd < 0 && errno == ENOSYS)
-		fd = openat(dirfd, path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		fd = openat(dirfd, path, flags | O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? -errno : fd;
+}
+
+int gs_open_dir_at(int dirfd, const char *path, uint64_t resolve)
+{
+	return open_path_at(dirfd, path, O_DIRECTORY, resolve);
+}
+
+int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st)
+{
+	int fd = open_path_at(dirfd, path, 0, resolve);
+
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* O_PATH|O_NOFOLLOW opens a symlink itself: refuse it as one */
 	if (fstat(fd, st) == 0 && S_ISLNK(st->st_mode)) {
 		close(fd);

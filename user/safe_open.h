@@ -31,6 +31,12 @@ int gs_reopen_regular(int pathfd, struct stat *st);
 int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st);
 
 /*
+ * An O_PATH descriptor of the directory path under dirfd, resolved as by
+ * gs_open_regular_at(). Returns it or -errno.
+ */
+int gs_open_dir_at(int dirfd, const char *path, uint64_t resolve);
+
+/*
  * Opens path for reading as if root (a directory; NULL: "/") were "/": symlinks and ".."
  * never lead out of it, no magic link is followed, the last component is no symlink, and
  * only a regular file is opened. Returns the descriptor (its stat in *st) or -errno.
