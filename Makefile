@@ -30,11 +30,11 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 LIB_SRCS := $(wildcard user/*.c) $(wildcard stitch/*.c)
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
-CLI_SRCS := $(wildcard profilers/*.c)
+CLI_SRCS := $(wildcard profilers/*.c profilers/*/*.c)
 CLI_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(CLI_SRCS))
 LIB := $(OUTPUT)/libgpusnoop.a
 # unit tests link the profilers' pure modules too (everything but the CLI's main)
-PROFILER_OBJS := $(filter-out $(OUTPUT)/profilers/main.o,$(CLI_OBJS))
+PROFILER_OBJS := $(filter-out $(OUTPUT)/profilers/cmd/main.o,$(CLI_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -107,8 +107,8 @@ FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace
 FUZZ_SRCS_elf := user/elf_file.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/proc_info.c user/safe_open.c
-FUZZ_SRCS_daemon_config := profilers/daemon_config.c profilers/options.c
-FUZZ_SRCS_ctl_request := profilers/ctl_request.c
+FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/options.c
+FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "profilers/cuda_api.h"
+#include "profilers/cuda/api.h"
 #include "profilers/leak_report.h"
-#include "profilers/torch_syms.h"
+#include "profilers/torch/syms.h"
 #include "user/event_decode.h"
 #include "user/json.h"
 #include "user/stack_table.h"

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 #include "profilers/mem_accounting.h"
-#include "profilers/torch_acct.h"
+#include "profilers/torch/accounting.h"
 
 struct gs_stack_table;
 

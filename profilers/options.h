@@ -25,7 +25,7 @@ struct gs_common_opts {
 	enum gs_stack_mode stacks; /* --stacks */
 };
 
-/* Pass as an argp child with the opts as input (see profilers/leaks.c). */
+/* Pass as an argp child with the opts as input (see profilers/cmd/leaks.c). */
 extern const struct argp gs_common_argp;
 /* --stacks fp|dwarf, for the subcommands that honor it: another child, same input. */
 extern const struct argp gs_stacks_argp;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* torch_syms.h: PyTorch's libraries and functions recognised by name and demangled meaning. */
+/* syms.h: PyTorch's libraries and functions recognised by name and demangled meaning. */
 #ifndef GS_TORCH_SYMS_H
 #define GS_TORCH_SYMS_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* cuda_call.h: what a generic call record means, per API shape (launch dims, copy bytes...). */
+/* call.h: what a generic call record means, per API shape (launch dims, copy bytes...). */
 #ifndef GS_CUDA_CALL_H
 #define GS_CUDA_CALL_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
-#include "profilers/cuda_api.h"
+#include "profilers/cuda/api.h"
 
 struct gs_launch {
 	uint64_t func; /* host function, cudaKernel_t, CUfunction/CUkernel or graph */

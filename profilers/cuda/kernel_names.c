@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/kernel_names.h"
+#include "profilers/cuda/kernel_names.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
 #include "user/elf_file.h"

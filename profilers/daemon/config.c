@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* daemon_config.c: parsing and checking `gpusnoop daemon` settings. */
+/* config.c: parsing and checking `gpusnoop daemon` settings. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/daemon_config.h"
+#include "profilers/daemon/config.h"
 #include "profilers/options.h"
 #include "user/log.h"
 

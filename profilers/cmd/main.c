@@ -2,7 +2,7 @@
 /* main.c: the gpusnoop command, git/perf style: `gpusnoop <subcommand> [options]`. */
 #include <stdio.h>
 #include <string.h>
-#include "profilers/subcommands.h"
+#include "profilers/cmd/subcommands.h"
 
 struct subcommand {
 	const char *name;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* daemon_recordings.c: the daemon's `gpusnoop record` children: schedules, after triggers, ctl. */
+/* recordings.c: the daemon's `gpusnoop record` children: schedules, after triggers, ctl. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "profilers/daemon.h"
+#include "profilers/daemon/daemon.h"
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_dir.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* cuda_call.c: decode the raw argument words of a generic call record. */
-#include "profilers/cuda_call.h"
+/* call.c: decode the raw argument words of a generic call record. */
+#include "profilers/cuda/call.h"
 
 #define CONFIG_WORD(e, i) ((e)->args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS + (i)])
 #define STACK_ARG(e, i)	  ((e)->args[GS_CALL_REG_ARGS + (i)])

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* torch_syms.c: PyTorch library names, hook functions by demangled meaning, version lookup. */
+/* syms.c: PyTorch library names, hook functions by demangled meaning, version lookup. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
-#include "profilers/torch_syms.h"
+#include "profilers/torch/syms.h"
 #include "user/demangle.h"
 #include "user/safe_open.h"
 

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/flight_recorder.h"
+#include "profilers/daemon/flight_recorder.h"
 
 struct ring {
 	pid_t pid;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
-#include "profilers/cuda_api.h"
+#include "profilers/cuda/api.h"
 #include "user/histogram.h"
 
 struct gs_record_summary;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/ctl_request.h"
+#include "profilers/daemon/ctl_request.h"
 
 #define MAX_WORDS 5 /* one more than the longest request, to see extra words */
 #define SHOW_MAX  32

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/subcommands.h"
+#include "profilers/cmd/subcommands.h"
 #include "user/ctl_socket.h"
 #include "user/log.h"
 

@@ -8,7 +8,7 @@
 #include <time.h>
 #include "profilers/cpu_sampler.h"
 #include "profilers/options.h"
-#include "profilers/subcommands.h"
+#include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"

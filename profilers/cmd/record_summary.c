@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/leak_report.h"
-#include "profilers/record_summary.h"
+#include "profilers/cmd/record_summary.h"
 #include "user/text_escape.h"
 
 #define TOP_KERNELS 10

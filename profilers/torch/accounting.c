@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* torch_acct.c: tensors and segments per process, allocated vs reserved per device, OOMs. */
+/* accounting.c: tensors and segments per process, allocated vs reserved per device, OOMs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/torch_acct.h"
-#include "profilers/torch_syms.h"
+#include "profilers/torch/accounting.h"
+#include "profilers/torch/syms.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
 #include "user/stack_table.h"

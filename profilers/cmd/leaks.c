@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "profilers/cuda_api.h"
+#include "profilers/cuda/api.h"
 #include "profilers/leak_report.h"
 #include "profilers/mem_accounting.h"
 #include "profilers/options.h"
-#include "profilers/subcommands.h"
+#include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/alloc_table.h"
 #include "user/clock.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* daemon_config.h: the `gpusnoop daemon` settings, from defaults, a config file and flags. */
+/* config.h: the `gpusnoop daemon` settings, from defaults, a config file and flags. */
 #ifndef GS_DAEMON_CONFIG_H
 #define GS_DAEMON_CONFIG_H
 

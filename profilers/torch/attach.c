@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* torch_attach.c: PyTorch library discovery per process and the choice of tensor source. */
+/* attach.c: PyTorch library discovery per process and the choice of tensor source. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -13,8 +13,8 @@
 #include <bpf/libbpf.h>
 #include "torch.skel.h"
 #include "profilers/probe_quota.h"
-#include "profilers/torch_attach.h"
-#include "profilers/torch_syms.h"
+#include "profilers/torch/attach.h"
+#include "profilers/torch/syms.h"
 #include "user/elf_file.h"
 #include "user/links.h"
 #include "user/log.h"

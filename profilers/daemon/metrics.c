@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* daemon_metrics.c: what the daemon counts, as Prometheus text exposition. */
+/* metrics.c: what the daemon counts, as Prometheus text exposition. */
 #include <inttypes.h>
 #include <stdio.h>
-#include "profilers/daemon.h"
+#include "profilers/daemon/daemon.h"
 #include "profilers/tracker.h"
 #include "user/event_decode.h"
 #include "user/text_escape.h"

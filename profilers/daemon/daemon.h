@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
-#include "profilers/daemon_config.h"
+#include "profilers/daemon/config.h"
 #include "profilers/mem_accounting.h"
-#include "profilers/torch_acct.h"
+#include "profilers/torch/accounting.h"
 
 #define MAX_FLAG_OVERRIDES 8
 #define MAX_RECORDINGS	   GS_DAEMON_MAX_RECORDINGS

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* cuda_api.c: probed APIs of libcudart and libcuda (names and argument shapes from the CUDA 13
+/* api.c: probed APIs of libcudart and libcuda (names and argument shapes from the CUDA 13
  * headers; per-thread-stream _ptsz/_ptds variants are separate exports). */
 #include <errno.h>
 #include <string.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
-#include "profilers/cuda_api.h"
+#include "profilers/cuda/api.h"
 
 #define MEM(lib, n, shape, kind)                                                   \
 	{                                                                          \
@@ -82,7 +82,7 @@ static struct gs_cuda_api apis[] = {
 	DRV_MEM(cuMemFreeAsync, FREE, DEVICE),
 	DRV_MEM(cuMemFreeAsync_ptsz, FREE, DEVICE),
 	DRV_MEM(cuMemFreeHost, FREE, HOST),
-	/* virtual memory management: PyTorch's expandable segments (profilers/torch_acct.c) */
+	/* virtual memory management: PyTorch's expandable segments (profilers/torch/accounting.c) */
 	DRV_MEM(cuMemMap, MAP, DEVICE),
 	DRV_MEM(cuMemUnmap, UNMAP, DEVICE),
 	/* launches (CUDA 13 <<<>>> reaches cudaLaunchKernel through __cudaLaunchKernel) */

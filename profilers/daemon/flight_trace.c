@@ -5,9 +5,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "profilers/cuda_api.h"
-#include "profilers/flight_recorder.h"
-#include "profilers/flight_trace.h"
+#include "profilers/cuda/api.h"
+#include "profilers/daemon/flight_recorder.h"
+#include "profilers/daemon/flight_trace.h"
 #include "profilers/leak_report.h"
 #include "stitch/chrome_trace.h"
 #include "user/clock.h"

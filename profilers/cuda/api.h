@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* cuda_api.h: the CUDA APIs gpusnoop probes, their argument shapes, and their libraries. */
+/* api.h: the CUDA APIs gpusnoop probes, their argument shapes, and their libraries. */
 #ifndef GS_CUDA_API_H
 #define GS_CUDA_API_H
 
@@ -16,7 +16,7 @@ enum gs_api_family {
 	GS_FAM_SYNC,
 	GS_FAM_COPY,
 	GS_FAM_NAMES,
-	GS_FAM_TORCH, /* no CUDA APIs: PyTorch's allocators (profilers/torch_attach.c) */
+	GS_FAM_TORCH, /* no CUDA APIs: PyTorch's allocators (profilers/torch/attach.c) */
 };
 #define GS_FAM_BIT(f) (1u << (f))
 
@@ -25,7 +25,7 @@ enum gs_api_shape {
 	GS_SHAPE_ALLOC,	      /* (T **out, size_t size, ...) */
 	GS_SHAPE_ALLOC_PITCH, /* (T **out, size_t *pitch, size_t width, size_t height) */
 	GS_SHAPE_FREE,	      /* (T *ptr, ...) */
-	/* bpf/cuda.bpf.c: generic calls, decoded by profilers/cuda_call.c */
+	/* bpf/cuda.bpf.c: generic calls, decoded by profilers/cuda/call.c */
 	GS_SHAPE_LAUNCH_RT,	    /* (func, dim3 grid, dim3 block, args, size_t shmem, stream) */
 	GS_SHAPE_LAUNCH_RT_CONFIG,  /* (const cudaLaunchConfig_t *, func, args) */
 	GS_SHAPE_LAUNCH_DRV,	    /* (f, gx, gy, gz, bx, by, bz, unsigned shmem, stream, ...) */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* subcommands.h: entry points of the gpusnoop subcommands, dispatched by profilers/main.c. */
+/* subcommands.h: entry points of the gpusnoop subcommands, dispatched by profilers/cmd/main.c. */
 #ifndef GS_SUBCOMMANDS_H
 #define GS_SUBCOMMANDS_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* torch_attach.h: find PyTorch's libraries in a process and attach its best memory probes. */
+/* attach.h: find PyTorch's libraries in a process and attach its best memory probes. */
 #ifndef GS_TORCH_ATTACH_H
 #define GS_TORCH_ATTACH_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* torch_acct.h: PyTorch memory per process: tensors, segments, allocated vs reserved per device. */
+/* accounting.h: PyTorch memory per process: tensors, segments, allocated vs reserved per device. */
 #ifndef GS_TORCH_ACCT_H
 #define GS_TORCH_ACCT_H
 

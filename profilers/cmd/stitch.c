@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* stitch_cmd.c: `gpusnoop stitch IN... -o OUT`, the thin CLI over stitch/merge.c. */
+/* stitch.c: `gpusnoop stitch IN... -o OUT`, the thin CLI over stitch/merge.c. */
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "profilers/options.h"
-#include "profilers/subcommands.h"
+#include "profilers/cmd/subcommands.h"
 #include "stitch/merge.h"
 #include "stitch/trace_parse.h"
 #include "user/log.h"
