@@ -53,7 +53,7 @@ struct gs_proc_event {
 	struct gs_event_hdr hdr;
 };
 
-/* bpf_cookie of every memory probe: which API it is attached to (see profilers/cuda_api.c) */
+/* bpf_cookie of every memory probe: which API it is attached to (see profilers/cuda/api.c) */
 struct gs_mem_alloc {
 	struct gs_event_hdr hdr;
 	__u64 ptr; /* 0 when the call failed */

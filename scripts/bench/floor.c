@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
-#include "profilers/cuda_api.h"
+#include "profilers/cuda/api.h"
 #include "user/elf_file.h"
 #include "user/links.h"
 #include "user/proc_maps.h"

@@ -2,7 +2,7 @@
 /* fuzz_ctl_request.c: libFuzzer harness for the control socket's request lines (ctl_request.c). */
 #include <errno.h>
 #include <math.h>
-#include "profilers/ctl_request.h"
+#include "profilers/daemon/ctl_request.h"
 #include "tests/fuzz/fuzz.h"
 
 /*

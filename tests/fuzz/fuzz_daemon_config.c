@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* fuzz_daemon_config.c: libFuzzer harness for the daemon's config file (daemon_config.c). */
 #include <math.h>
-#include "profilers/daemon_config.h"
+#include "profilers/daemon/config.h"
 #include "tests/fuzz/fuzz.h"
 
 #define TERMINATED(arr) (strnlen((arr), sizeof(arr)) < sizeof(arr))

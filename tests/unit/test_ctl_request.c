@@ -2,7 +2,7 @@
 /* test_ctl_request.c: control request lines: every valid form, every malformed one, its reason. */
 #include <errno.h>
 #include <string.h>
-#include "profilers/ctl_request.h"
+#include "profilers/daemon/ctl_request.h"
 #include "tests/unit/harness.h"
 
 #define USAGE "(status, leaks PID [json], snapshot PID, record PID SECONDS [EVENTS])"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_cuda_call.c: raw argument words of synthetic call records decoded per API shape. */
 #include <string.h>
-#include "profilers/cuda_api.h"
-#include "profilers/cuda_call.h"
+#include "profilers/cuda/api.h"
+#include "profilers/cuda/call.h"
 #include "tests/unit/harness.h"
 
 #define STACK(i)  (GS_CALL_REG_ARGS + (i))

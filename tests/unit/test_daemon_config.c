@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include "profilers/daemon_config.h"
+#include "profilers/daemon/config.h"
 #include "user/metrics_server.h"
 #include "tests/unit/harness.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_flight_recorder.c: windows by age and by count, order, and forgetting a process. */
-#include "profilers/flight_recorder.h"
+#include "profilers/daemon/flight_recorder.h"
 #include "tests/unit/harness.h"
 
 #define SEC 1000000000ULL

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-#include "profilers/kernel_names.h"
+#include "profilers/cuda/kernel_names.h"
 #include "tests/unit/harness.h"
 #include "user/addr_map.h"
 #include "user/symcache.h"

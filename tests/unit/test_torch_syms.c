@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "profilers/torch_acct.h"
-#include "profilers/torch_syms.h"
+#include "profilers/torch/accounting.h"
+#include "profilers/torch/syms.h"
 #include "tests/unit/harness.h"
 #include "user/elf_file.h"
 #include "user/stack_table.h"
