@@ -154,7 +154,7 @@ vmlinux:
 	$(Q)./scripts/gen-vmlinux.sh
 
 check:
-	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] stitch/*.[ch] bpf/*.[ch] \
+	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] profilers/*/*.[ch] stitch/*.[ch] bpf/*.[ch] \
 		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
 		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
 
