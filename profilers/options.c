@@ -18,7 +18,7 @@ enum { OPT_RINGBUF = 0x1000, OPT_STACKS };
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
 	{ "all", 'a', NULL, 0, "Trace every process, including ones started later", 0 },
-	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
+	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds (default 0: no limit)", 0 },
 	{ "output", 'o', "FILE", 0, "Write output to FILE instead of stdout", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics (-vv: libbpf's too)", 0 },
 	{ "ringbuf", OPT_RINGBUF, "MiB", 0,
@@ -111,6 +111,22 @@ static error_t parse_stacks(int key, char *arg, struct argp_state *state)
 
 const struct argp gs_stacks_argp = { stacks_options, parse_stacks, NULL, NULL, NULL, NULL, NULL };
 
+/* argp knows --help and -?; -h is what perf, git and bcc's tools answer too */
+static const struct argp_option help_options[] = {
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Give this help list", -1 },
+	{ 0 },
+};
+
+static error_t parse_help(int key, char *arg, struct argp_state *state)
+{
+	if (key != 'h')
+		return ARGP_ERR_UNKNOWN;
+	argp_state_help(state, stdout, ARGP_HELP_STD_HELP); /* exits 0, as --help does */
+	return 0;
+}
+
+const struct argp gs_help_argp = { help_options, parse_help, NULL, NULL, NULL, NULL, NULL };
+
 volatile sig_atomic_t gs_stop_requested;
 
 static void on_stop_signal(int sig)
@@ -127,7 +143,9 @@ int gs_common_opts__finish(const struct gs_common_opts *opts)
 			 : opts->verbosity == 1 ? GS_LOG_DEBUG
 						: GS_LOG_INFO);
 	if (modes != 1) {
-		gs_err("give exactly one of -p PID, -a or -- CMD ARGS");
+		gs_err("give exactly one of -p PID, -a%s%s or -- CMD ARGS",
+		       opts->other_target ? ", " : "",
+		       opts->other_target ? opts->other_target : "");
 		return -EINVAL;
 	}
 	/* before any output is created: a wrong pid must leave an existing -o file alone */

@@ -23,12 +23,15 @@ struct gs_common_opts {
 	int verbosity;
 	size_t ringbuf_bytes;
 	enum gs_stack_mode stacks; /* --stacks */
+	const char *other_target;  /* a subcommand's own way to name targets, for messages */
 };
 
 /* Pass as an argp child with the opts as input (see profilers/cmd/leaks.c). */
 extern const struct argp gs_common_argp;
 /* --stacks fp|dwarf, for the subcommands that honor it: another child, same input. */
 extern const struct argp gs_stacks_argp;
+/* -h as --help: a child of every subcommand's argp, needing no input. */
+extern const struct argp gs_help_argp;
 
 /* Set by SIGINT/SIGTERM once gs_common_opts__finish() ran: the CLI's one flag. */
 extern volatile sig_atomic_t gs_stop_requested;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 #include "user/ctl_socket.h"
 #include "user/log.h"
@@ -63,19 +64,34 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 }
 
 static const char ctl_doc[] =
-	"Ask a running `gpusnoop daemon`: status, a leak report of one process, a snapshot "
-	"report or a recording (at most 3600 s) written to the daemon's output directory. Root "
-	"may ask about any process; other users about their own, with at most user-max-recordings "
-	"recordings at once and user-max-bytes of files (see the daemon's settings).\v"
+	"Ask a running `gpusnoop daemon` through its control socket.\v"
+	"Requests:\n"
+	"  status                       what the daemon follows, losses, recordings\n"
+	"  leaks PID                    a leak report of one process (or --format json)\n"
+	"  snapshot PID                 a report written to the daemon's output dir\n"
+	"  record PID SECONDS [EVENTS]  a trace of at most 3600 s written there\n"
+	"                               (EVENTS: as record's -e)\n\n"
+	"Root may ask about any process; other users about their own, with at most "
+	"user-max-recordings recordings at once and user-max-bytes of files (see the daemon's "
+	"settings).\n\n"
 	"EXAMPLES:\n"
 	"  gpusnoop ctl status\n"
 	"  gpusnoop ctl leaks 1234 --format json\n"
 	"  gpusnoop ctl snapshot 1234              # prints the report's path\n"
 	"  gpusnoop ctl record 1234 30 cuda-mem    # prints the trace's path";
 
+static const struct argp_child ctl_children[] = {
+	{ &gs_help_argp, 0, NULL, 0 },
+	{ 0 },
+};
+
 static const struct argp ctl_argp = {
-	ctl_options, ctl_parse, "status | leaks PID | snapshot PID | record PID SECONDS [EVENTS]",
-	ctl_doc,     NULL,	NULL,
+	ctl_options,
+	ctl_parse,
+	"status | leaks PID | snapshot PID | record PID SECONDS [EVENTS]",
+	ctl_doc,
+	ctl_children,
+	NULL,
 	NULL
 };
 

@@ -269,6 +269,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child leaks_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
 
@@ -278,11 +279,11 @@ static const char leaks_doc[] =
 	"Reports are written at the end (-d, Ctrl-C, SIGTERM), every --interval, and when a "
 	"target exits.\n\n"
 	"EXAMPLES:\n"
-	"  gpusnoop leaks -p 1234 -d 30           # what pid 1234 allocates and keeps for 30s\n"
-	"  gpusnoop leaks -p 1234 -i 10 -m 5      # every 10s, allocations older than 5s\n"
-	"  gpusnoop leaks --format json -- ./train  # run ./train, JSON report at its exit\n"
-	"  gpusnoop leaks -a -d 60 -o leaks.txt   # every CUDA process on the host\n"
-	"  gpusnoop leaks --on-oom -p 1234        # who held what when PyTorch ran out";
+	"  gpusnoop leaks -p 1234 -d 30          # what pid 1234 keeps, for 30 s\n"
+	"  gpusnoop leaks -p 1234 -i 10 -m 5     # every 10 s, what is over 5 s old\n"
+	"  gpusnoop leaks -f json -- ./train     # run ./train, JSON report at its exit\n"
+	"  gpusnoop leaks -a -d 60 -o leaks.txt  # every CUDA process on the host\n"
+	"  gpusnoop leaks --on-oom -p 1234       # who held what when PyTorch ran out";
 
 static const struct argp leaks_argp = {
 	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc, leaks_children,

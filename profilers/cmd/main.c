@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* main.c: the gpusnoop command, git/perf style: `gpusnoop <subcommand> [options]`. */
+#include <argp.h>
 #include <stdio.h>
 #include <string.h>
 #include "profilers/cmd/subcommands.h"
+
+/* every subcommand's --version (argp's), and what help2man puts in the man pages */
+const char *argp_program_version = "gpusnoop " GS_VERSION;
 
 struct subcommand {
 	const char *name;
@@ -16,7 +20,8 @@ static const struct subcommand subcommands[] = {
 	  gs_cmd_record },
 	{ "profile", "sampled CPU stacks as folded stacks or pprof", gs_cmd_profile },
 	{ "daemon", "always on: OOM reports, Prometheus metrics, remote control", gs_cmd_daemon },
-	{ "ctl", "ask a running gpusnoop daemon (status, leaks, snapshot)", gs_cmd_ctl },
+	{ "ctl", "ask the daemon: status, leaks PID, snapshot PID, record PID SECONDS",
+	  gs_cmd_ctl },
 	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
 };
 
@@ -24,25 +29,62 @@ static const struct subcommand subcommands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpusnoop <command> [options] [-p PID ... | -a | -- CMD ARGS]\n\n"
-		   "commands:\n");
+	fprintf(f, "Usage: gpusnoop COMMAND [OPTION...] [-p PID ... | -a | -- CMD ARGS]\n"
+		   "Trace CUDA and PyTorch memory, calls and CPU stacks of running processes\n"
+		   "with eBPF.\n\n"
+		   "Commands:\n");
 	for (size_t i = 0; i < NR_SUBCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
-	fprintf(f, "\n'gpusnoop <command> --help' describes a command's options.\n");
+	fprintf(f, "\nOptions:\n"
+		   "  -h, --help      Give this help list\n"
+		   "  -V, --version   Print the program version\n\n"
+		   "'gpusnoop COMMAND --help' or 'gpusnoop help COMMAND' describes a command.\n");
+}
+
+static const struct subcommand *find_subcommand(const char *name)
+{
+	for (size_t i = 0; i < NR_SUBCOMMANDS; i++)
+		if (!strcmp(name, subcommands[i].name))
+			return &subcommands[i];
+	fprintf(stderr, "gpusnoop: error: unknown command '%s'\n", name);
+	usage(stderr);
+	return NULL;
+}
+
+/*
+ * argv[0] of a subcommand is "gpusnoop NAME": argp names the program by it in "Usage:",
+ * in its errors and in "Try 'gpusnoop NAME --help'".
+ */
+static int run_subcommand(const struct subcommand *cmd, int argc, char **argv)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "gpusnoop %s", cmd->name);
+	argv[0] = name;
+	return cmd->run(argc, argv);
 }
 
 int main(int argc, char **argv)
 {
+	const struct subcommand *cmd;
+
 	if (argc < 2) {
 		usage(stderr);
 		return 1;
+	}
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		char *help_argv[] = { NULL, "--help", NULL };
+
+		cmd = find_subcommand(argv[2]);
+		return cmd ? run_subcommand(cmd, 2, help_argv) : 1;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("gpusnoop %s\n", GS_VERSION);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
+		printf("%s\n", argp_program_version);
 		return 0;
 	}
 	if (!strcmp(argv[1], "list")) {
@@ -50,10 +92,6 @@ int main(int argc, char **argv)
 			printf("%-8s %s\n", subcommands[i].name, subcommands[i].summary);
 		return 0;
 	}
-	for (size_t i = 0; i < NR_SUBCOMMANDS; i++)
-		if (!strcmp(argv[1], subcommands[i].name))
-			return subcommands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "gpusnoop: error: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return 1;
+	cmd = find_subcommand(argv[1]);
+	return cmd ? run_subcommand(cmd, argc - 1, argv + 1) : 1;
 }

@@ -164,6 +164,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
+		o->common.other_target = "--cgroup PATH";
 		break;
 	case 'F':
 		o->freq = arg;
@@ -187,6 +188,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 
 static const struct argp_child profile_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
+	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
 
@@ -198,7 +200,7 @@ static const char profile_doc[] =
 	"in .gz; pprof always is). It is complete when -d expires, on Ctrl-C or SIGTERM, or "
 	"when the last target exits.\n\n"
 	"EXAMPLES:\n"
-	"  gpusnoop profile -p 1234 -d 10 > out.folded     # then flamegraph.pl out.folded\n"
+	"  gpusnoop profile -p 1234 -d 10 > out.folded   # flamegraph.pl out.folded\n"
 	"  gpusnoop profile -F 499 --format pprof -o cpu.pb.gz -- ./train\n"
 	"  gpusnoop profile --cgroup /sys/fs/cgroup/system.slice/job.service -d 30";
 

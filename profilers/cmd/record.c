@@ -41,6 +41,9 @@
  */
 #define REORDER_WINDOW_NS 500000000ULL
 
+/* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
+#define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
+
 enum { OPT_OUTPUT_FD = 0x3000 };
 
 struct record_opts {
@@ -697,8 +700,7 @@ static int run_loop(struct record *r)
 }
 
 static const struct argp_option record_options[] = {
-	{ "events", 'e', "EVENTS", 0,
-	  "Comma list of " GS_EVENT_FAMILY_NAMES ", cpu (default: every cuda-*)", 0 },
+	{ "events", 'e', "EVENTS", 0, "What to record: a comma list of the events below", 0 },
 	{ "freq", 'F', "HZ", 0, "CPU samples per second on each CPU with -e cpu (default 99)", 0 },
 	/* internal: the daemon's recordings write to a descriptor it made, never to a name */
 	{ "output-fd", OPT_OUTPUT_FD, "FD[,gz]", OPTION_HIDDEN, "Write to this open descriptor",
@@ -770,6 +772,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child record_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
 
@@ -778,11 +781,13 @@ static const char record_doc[] =
 	"Chrome Trace Event JSON timeline (open it in ui.perfetto.dev).\v"
 	"The trace goes to -o FILE (gzip-compressed when FILE ends in .gz), else stdout. It is "
 	"complete when -d expires, on Ctrl-C or SIGTERM, or when the last target exits.\n\n"
+	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu. Without -e:\n"
+	"  -e " DEFAULT_EVENTS "\n\n"
 	"EXAMPLES:\n"
-	"  gpusnoop record -p 1234 -d 10 -o trace.json.gz    # 10 s of pid 1234\n"
+	"  gpusnoop record -p 1234 -d 10 -o trace.json.gz   # 10 s of pid 1234\n"
 	"  gpusnoop record -e cuda-launch,cuda-sync -o t.json -- ./train\n"
-	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -d 5 -o t.json  # + CPU samples\n"
-	"  gpusnoop record -a -d 5 -o all.json.gz              # every CUDA process";
+	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
+	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {
 	record_options, record_parse,	 "[-p PID ... | -a | -- CMD ARGS]",
@@ -808,10 +813,8 @@ int gs_cmd_record(int argc, char **argv)
 	struct gs_cpu_sampler_opts sopts;
 	int err, status = 1;
 
-	r.opts.families = GS_FAM_BIT(GS_FAM_MEM) | GS_FAM_BIT(GS_FAM_LAUNCH) |
-			  GS_FAM_BIT(GS_FAM_NAMES) | GS_FAM_BIT(GS_FAM_SYNC) |
-			  GS_FAM_BIT(GS_FAM_COPY) | GS_FAM_BIT(GS_FAM_TORCH);
-	if (argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, &r.opts))
+	if (parse_events(DEFAULT_EVENTS, &r.opts) ||
+	    argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, &r.opts))
 		return 1;
 	if (gs_common_opts__finish(&r.opts.common))
 		return 1;

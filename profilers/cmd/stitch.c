@@ -157,13 +157,18 @@ static const char stitch_doc[] =
 	"their host. --kineto-offset and --kineto-host apply to the Kineto traces named after "
 	"them (given after every input, to all).\n\n"
 	"EXAMPLES:\n"
-	"  gpusnoop stitch a.json.gz b.json.gz -o both.json.gz   # two hosts or processes\n"
-	"  gpusnoop stitch t.json.gz train.pt.trace.json -o all.json.gz   # with Kineto\n"
+	"  gpusnoop stitch a.json.gz b.json.gz -o ab.json.gz  # two processes or hosts\n"
+	"  gpusnoop stitch t.json.gz train.pt.trace.json -o all.json.gz  # with Kineto\n"
 	"  gpusnoop stitch t.json k.json --kineto-offset -1500000 -o all.json\n"
 	"  gpusnoop stitch a.json b.json -H a rank0.json -H b rank1.json -o job.json";
 
+static const struct argp_child stitch_children[] = {
+	{ &gs_help_argp, 0, NULL, 0 },
+	{ 0 },
+};
+
 static const struct argp stitch_argp = {
-	stitch_options, stitch_parse, "IN... [-o OUT]", stitch_doc, NULL, NULL, NULL,
+	stitch_options, stitch_parse, "IN... [-o OUT]", stitch_doc, stitch_children, NULL, NULL,
 };
 
 int gs_cmd_stitch(int argc, char **argv)

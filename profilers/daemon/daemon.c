@@ -755,8 +755,13 @@ static const char daemon_doc[] =
 	"  gpusnoop daemon --output-dir /tmp/gs --metrics-addr 127.0.0.1:9464\n"
 	"  gpusnoop daemon --config /etc/gpusnoop.conf   # kill -HUP to reload";
 
-static const struct argp daemon_argp = { daemon_options, daemon_parse, NULL, daemon_doc,
-					 NULL,		 NULL,	       NULL };
+static const struct argp_child daemon_children[] = {
+	{ &gs_help_argp, 0, NULL, 0 },
+	{ 0 },
+};
+
+static const struct argp daemon_argp = { daemon_options, daemon_parse,	  NULL, daemon_doc,
+					 daemon_children, NULL,		  NULL };
 
 int gs_cmd_daemon(int argc, char **argv)
 {
