@@ -21,8 +21,16 @@ struct index {
 
 struct frame {
 	uint32_t name, module; /* string ids; 0 = "" = unknown */
+	uint32_t mapping;      /* mapping id + 1; 0: no module */
 	uint64_t address;
 	bool kernel;
+};
+
+/* A file's place in one process; only the module's name (all else 0) when unknown. */
+struct mapping {
+	uint32_t file, build_id; /* string ids; build_id 0: none */
+	uint64_t start, limit, offset;
+	bool executable;
 };
 
 struct stack {
@@ -40,6 +48,9 @@ struct gs_profile {
 	struct frame *frames;
 	size_t nr_frames, cap_frames;
 	struct index frame_index;
+	struct mapping *mappings;
+	size_t nr_mappings, cap_mappings;
+	struct index mapping_index;
 	struct stack *stacks;
 	size_t nr_stacks, cap_stacks;
 	struct index stack_index;
@@ -151,11 +162,67 @@ static int64_t intern_string(struct gs_profile *p, const char *s)
 	return (int64_t)p->nr_strings++;
 }
 
+static uint64_t mapping_hash(const struct mapping *m)
+{
+	uint64_t h = hash_bytes(HASH_SEED, &m->file, sizeof(m->file));
+
+	h = hash_bytes(h, &m->build_id, sizeof(m->build_id));
+	h = hash_bytes(h, &m->start, sizeof(m->start));
+	h = hash_bytes(h, &m->limit, sizeof(m->limit));
+	h = hash_bytes(h, &m->offset, sizeof(m->offset));
+	return hash_bytes(h, &m->executable, sizeof(m->executable));
+}
+
+static uint64_t mapping_hash_of(const struct gs_profile *p, uint32_t id)
+{
+	return mapping_hash(&p->mappings[id]);
+}
+
+static bool mapping_eq(const struct gs_profile *p, uint32_t id, const void *key)
+{
+	const struct mapping *a = &p->mappings[id], *b = key;
+
+	return a->file == b->file && a->build_id == b->build_id && a->start == b->start &&
+	       a->limit == b->limit && a->offset == b->offset && a->executable == b->executable;
+}
+
+/* The mapping id + 1 of module (a string id) placed as in says; 0 for no module. */
+static int64_t intern_mapping(struct gs_profile *p, uint32_t module,
+			      const struct gs_profile_mapping *in)
+{
+	int64_t build_id = intern_string(p, in ? in->build_id : NULL);
+	struct mapping m = { .file = module };
+	size_t slot;
+
+	if (!module)
+		return 0;
+	if (build_id < 0)
+		return -ENOMEM;
+	if (in)
+		m = (struct mapping){ .file = module,
+				      .build_id = (uint32_t)build_id,
+				      .start = in->start,
+				      .limit = in->limit,
+				      .offset = in->offset,
+				      .executable = in->executable };
+	if (index_reserve(&p->mapping_index, p->nr_mappings, p, mapping_hash_of))
+		return -ENOMEM;
+	slot = index_find(&p->mapping_index, mapping_hash(&m), mapping_eq, p, &m);
+	if (p->mapping_index.slots[slot])
+		return p->mapping_index.slots[slot];
+	if (grow_array((void **)&p->mappings, &p->cap_mappings, p->nr_mappings, sizeof(m)))
+		return -ENOMEM;
+	p->mappings[p->nr_mappings] = m;
+	p->mapping_index.slots[slot] = (uint32_t)p->nr_mappings + 1;
+	return (int64_t)++p->nr_mappings;
+}
+
 static uint64_t frame_hash(const struct frame *f)
 {
 	uint64_t h = hash_bytes(HASH_SEED, &f->name, sizeof(f->name));
 
 	h = hash_bytes(h, &f->module, sizeof(f->module));
+	h = hash_bytes(h, &f->mapping, sizeof(f->mapping));
 	h = hash_bytes(h, &f->address, sizeof(f->address));
 	return hash_bytes(h, &f->kernel, sizeof(f->kernel));
 }
@@ -169,20 +236,22 @@ static bool frame_eq(const struct gs_profile *p, uint32_t id, const void *key)
 {
 	const struct frame *a = &p->frames[id], *b = key;
 
-	return a->name == b->name && a->module == b->module && a->address == b->address &&
-	       a->kernel == b->kernel;
+	return a->name == b->name && a->module == b->module && a->mapping == b->mapping &&
+	       a->address == b->address && a->kernel == b->kernel;
 }
 
 static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame *in)
 {
 	int64_t name = intern_string(p, in->name), module = intern_string(p, in->module);
+	int64_t mapping = module < 0 ? -ENOMEM : intern_mapping(p, (uint32_t)module, in->mapping);
 	struct frame f;
 	size_t slot;
 
-	if (name < 0 || module < 0)
+	if (name < 0 || module < 0 || mapping < 0)
 		return -ENOMEM;
 	f = (struct frame){ .name = (uint32_t)name,
 			    .module = (uint32_t)module,
+			    .mapping = (uint32_t)mapping,
 			    .address = in->address,
 			    .kernel = in->kernel };
 	if (index_reserve(&p->frame_index, p->nr_frames, p, frame_hash_of))
@@ -250,6 +319,8 @@ void gs_profile__free(struct gs_profile *p)
 	free(p->string_index.slots);
 	free(p->frames);
 	free(p->frame_index.slots);
+	free(p->mappings);
+	free(p->mapping_index.slots);
 	free(p->stacks);
 	free(p->stack_index.slots);
 	free(p);
@@ -517,21 +588,53 @@ static void encode_sample(struct pbuf *b, struct pbuf *tmp, struct pbuf *packed,
 	pb_message(b, PROFILE_SAMPLE, tmp);
 }
 
-/* Mapping id of each string id used as a module (0: none), numbered in first-use order. */
-static uint32_t *number_mappings(const struct gs_profile *p, uint32_t *nr_out)
+/*
+ * pprof's id of each mapping (by internal id + 1; [0] stays 0: none): the executables'
+ * first, as pprof names a profile after its first mapping, then the others, each group in
+ * first-use order. has[id - 1] tells whether a frame of that mapping was named.
+ */
+static uint32_t *number_mappings(const struct gs_profile *p, bool *has)
 {
-	uint32_t *ids = calloc(p->nr_strings, sizeof(*ids)), nr = 0;
+	uint32_t *ids = calloc(p->nr_mappings + 1, sizeof(*ids)), nr = 0;
 
 	if (!ids)
 		return NULL;
-	for (size_t i = 0; i < p->nr_frames; i++) {
-		uint32_t m = p->frames[i].module;
-
-		if (m && !ids[m])
-			ids[m] = ++nr;
-	}
-	*nr_out = nr;
+	for (int executables = 1; executables >= 0; executables--)
+		for (size_t m = 0; m < p->nr_mappings; m++)
+			if (p->mappings[m].executable == executables)
+				ids[m + 1] = ++nr;
+	for (size_t i = 0; i < p->nr_frames; i++)
+		if (p->frames[i].mapping && p->frames[i].name)
+			has[ids[p->frames[i].mapping] - 1] = true;
 	return ids;
+}
+
+/* The Mappings, in pprof's id order. */
+static void encode_mappings(struct pbuf *b, struct pbuf *tmp, const struct gs_profile *p,
+			    const uint32_t *ids, const bool *has)
+{
+	uint32_t *by_id = malloc((p->nr_mappings + 1) * sizeof(*by_id));
+
+	if (!by_id) {
+		b->failed = true;
+		return;
+	}
+	for (size_t m = 0; m < p->nr_mappings; m++)
+		by_id[ids[m + 1] - 1] = (uint32_t)m;
+	for (uint32_t id = 1; id <= p->nr_mappings; id++) {
+		const struct mapping *map = &p->mappings[by_id[id - 1]];
+
+		pb_uint(tmp, 1, id);
+		pb_uint(tmp, 2, map->start);
+		pb_uint(tmp, 3, map->limit);
+		pb_uint(tmp, 4, map->offset);
+		pb_uint(tmp, 5, map->file);
+		pb_uint(tmp, 6, map->build_id);
+		/* symbolized here: pprof must not look again where a name was found */
+		pb_uint(tmp, 7, has[id - 1]);
+		pb_message(b, PROFILE_MAPPING, tmp);
+	}
+	free(by_id);
 }
 
 static int cmp_function(const void *a, const void *b, void *arg)
@@ -578,11 +681,12 @@ int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_i
 			     uint8_t **buf, size_t *len)
 {
 	struct pbuf b = { 0 }, tmp = { 0 }, packed = { 0 };
-	uint32_t *mapping_of = NULL, *function_of = NULL, *function_frame = NULL, nr_maps = 0;
+	uint32_t *mapping_of = NULL, *function_of = NULL, *function_frame = NULL;
+	bool *has_functions = calloc(p->nr_mappings + 1, sizeof(*has_functions));
 	int64_t nr_functions = -1;
 	int err = -ENOMEM;
 
-	mapping_of = number_mappings(p, &nr_maps);
+	mapping_of = has_functions ? number_mappings(p, has_functions) : NULL;
 	function_of = calloc(p->nr_frames + 1, sizeof(*function_of));
 	function_frame = calloc(p->nr_frames + 1, sizeof(*function_frame));
 	if (mapping_of && function_of && function_frame)
@@ -594,19 +698,12 @@ int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_i
 	value_type(&b, PROFILE_SAMPLE_TYPE, &tmp, STR_CPU, STR_NANOSECONDS);
 	for (size_t i = 0; i < p->nr_stacks; i++)
 		encode_sample(&b, &tmp, &packed, &p->stacks[i], info->period_ns);
-	for (uint32_t m = 1; m < p->nr_strings; m++) {
-		if (!mapping_of[m])
-			continue;
-		pb_uint(&tmp, 1, mapping_of[m]);
-		pb_uint(&tmp, 5, m); /* filename */
-		pb_uint(&tmp, 7, 1); /* has_functions: symbolized here, pprof must not retry */
-		pb_message(&b, PROFILE_MAPPING, &tmp);
-	}
+	encode_mappings(&b, &tmp, p, mapping_of, has_functions);
 	for (size_t i = 0; i < p->nr_frames; i++) {
 		const struct frame *f = &p->frames[i];
 
 		pb_uint(&tmp, 1, i + 1);
-		pb_uint(&tmp, 2, mapping_of[f->module]);
+		pb_uint(&tmp, 2, mapping_of[f->mapping]);
 		pb_uint(&tmp, 3, f->address);
 		if (function_of[i]) {
 			pb_uint(&packed, 1, function_of[i]);
@@ -640,6 +737,7 @@ out_free:
 	free(tmp.data);
 	free(packed.data);
 	free(mapping_of);
+	free(has_functions);
 	free(function_of);
 	free(function_frame);
 	return err;

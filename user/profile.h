@@ -11,11 +11,21 @@
 
 struct gs_profile;
 
+/* Where a frame's file lies in its process: what pprof's Mapping says. */
+struct gs_profile_mapping {
+	uint64_t start, limit; /* [start, limit) in the process */
+	uint64_t offset;       /* file offset mapped at start */
+	const char *build_id;  /* the GNU build id, in hex; NULL: none */
+	bool executable;       /* the process's main executable: pprof's first mapping */
+};
+
 struct gs_profile_frame {
 	const char *name;   /* function; NULL when unknown */
 	const char *module; /* the file (or "[kernel.kallsyms]", "[module]"); NULL: unknown */
 	uint64_t address;
 	bool kernel;
+	/* module's mapping; NULL: only its name is known (a mapping at 0, e.g. the kernel) */
+	const struct gs_profile_mapping *mapping;
 };
 
 struct gs_profile *gs_profile__new(void);
@@ -46,7 +56,9 @@ struct gs_pprof_info {
 
 /*
  * The profile as a serialized perftools.profiles.Profile (profile.proto), uncompressed:
- * sample types samples/count and cpu/nanoseconds, labels "pid" and "comm" per sample.
+ * sample types samples/count and cpu/nanoseconds, labels "pid" and "comm" per sample. One
+ * Mapping per distinct (file, range, offset, build id), the executables' first (pprof names
+ * the profile after its first mapping); has_functions where a frame of it was named.
  * *buf is the caller's to free. Returns 0 or -ENOMEM.
  */
 int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_info *info,

@@ -15,6 +15,7 @@
 #include "user/log.h"
 #include "user/out_file.h"
 #include "user/profile.h"
+#include "user/profile_mappings.h"
 #include "user/stack_table.h"
 
 #define POLL_MS		 100
@@ -40,7 +41,8 @@ struct profile {
 	struct gs_stack_table *stacks;
 	struct gs_kallsyms *kallsyms;
 	struct gs_profile *profile;
-	uint64_t lost_stacks; /* user stacks the stack map had no room for */
+	struct gs_profile_mappings *mappings; /* pprof's Mappings of the user frames */
+	uint64_t lost_stacks;		      /* user stacks the stack map had no room for */
 	int error;
 };
 
@@ -67,10 +69,18 @@ static size_t kernel_frames(struct profile *p, const __u64 *addrs, uint32_t nr,
 	return nr;
 }
 
+/* pprof's Mapping of a user frame in *m: m, or NULL when no file is mapped there. */
+static const struct gs_profile_mapping *user_mapping(struct profile *p, pid_t pid, uint64_t addr,
+						     struct gs_profile_mapping *m)
+{
+	return gs_profile_mappings__lookup(p->mappings, pid, addr, m) ? m : NULL;
+}
+
 static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
 		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
 {
 	struct gs_profile_frame frames[GS_MAX_STACK * 2];
+	struct gs_profile_mapping maps[GS_MAX_STACK * 2];
 	char labels[GS_MAX_STACK][MAX_MODULE_LABEL];
 	struct profile *p = ctx;
 	char comm[sizeof(key->comm) + 1];
@@ -95,6 +105,8 @@ static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user,
 				.name = s->frames[i].symbol,
 				.module = s->frames[i].module,
 				.address = s->frames[i].address,
+				.mapping = user_mapping(p, (pid_t)key->pid, s->frames[i].address,
+							&maps[i]),
 			};
 	}
 	err = gs_profile__add(p->profile, (pid_t)key->pid, comm, frames, n, count);
@@ -267,7 +279,8 @@ int gs_cmd_profile(int argc, char **argv)
 		goto out_free;
 	p.stacks = gs_stack_table__new(gs_tracker__symcache(p.tracker));
 	p.profile = gs_profile__new();
-	if (!p.stacks || !p.profile) {
+	p.mappings = gs_profile_mappings__new(gs_tracker__symcache(p.tracker));
+	if (!p.stacks || !p.profile || !p.mappings) {
 		gs_err("out of memory");
 		goto out_free;
 	}
@@ -294,6 +307,7 @@ int gs_cmd_profile(int argc, char **argv)
 out_free:
 	gs_cpu_sampler__free(p.sampler);
 	gs_profile__free(p.profile);
+	gs_profile_mappings__free(p.mappings);
 	gs_stack_table__free(p.stacks);
 	gs_kallsyms__free(p.kallsyms);
 	gs_tracker__free(p.tracker);

@@ -90,7 +90,7 @@ struct d_function {
 	uint64_t id, name, system_name, filename;
 };
 struct d_mapping {
-	uint64_t id, filename, has_functions;
+	uint64_t id, start, limit, offset, filename, build_id, has_functions;
 };
 
 struct decoded {
@@ -182,8 +182,16 @@ static void decode(struct decoded *d, const uint8_t *buf, size_t len)
 			while ((g = pb_next(&sub, &v, &unused)))
 				if (g == 1)
 					m->id = v;
+				else if (g == 2)
+					m->start = v;
+				else if (g == 3)
+					m->limit = v;
+				else if (g == 4)
+					m->offset = v;
 				else if (g == 5)
 					m->filename = v;
+				else if (g == 6)
+					m->build_id = v;
 				else if (g == 7)
 					m->has_functions = v;
 			break;
@@ -289,20 +297,20 @@ static struct gs_profile *sample_profile(void)
 	struct gs_profile *p = gs_profile__new();
 	/* innermost first, as the sampler hands them over */
 	struct gs_profile_frame a[] = {
-		{ "burn_a", EXE, 0x401010, false },
-		{ "main", EXE, 0x401100, false },
-		{ NULL, LIBC, 0x7f0000027249, false },
+		{ "burn_a", EXE, 0x401010, false, NULL },
+		{ "main", EXE, 0x401100, false, NULL },
+		{ NULL, LIBC, 0x7f0000027249, false, NULL },
 	};
 	struct gs_profile_frame b[] = {
-		{ "burn_b", EXE, 0x401210, false },
-		{ "main", EXE, 0x401108, false },
-		{ NULL, LIBC, 0x7f0000027249, false },
+		{ "burn_b", EXE, 0x401210, false, NULL },
+		{ "main", EXE, 0x401108, false, NULL },
+		{ NULL, LIBC, 0x7f0000027249, false, NULL },
 	};
 	struct gs_profile_frame k[] = {
-		{ "clear_page_erms", "[kernel.kallsyms]", 0xffffffff81a00010ULL, true },
-		{ "asm_exc_page_fault", "[kernel.kallsyms]", 0xffffffff81c00020ULL, true },
-		{ "operator;weird", EXE, 0x401300, false },
-		{ NULL, NULL, 0x1234, false },
+		{ "clear_page_erms", "[kernel.kallsyms]", 0xffffffff81a00010ULL, true, NULL },
+		{ "asm_exc_page_fault", "[kernel.kallsyms]", 0xffffffff81c00020ULL, true, NULL },
+		{ "operator;weird", EXE, 0x401300, false, NULL },
+		{ NULL, NULL, 0x1234, false, NULL },
 	};
 
 	if (!p)
@@ -457,10 +465,15 @@ GS_TEST(pprof_decodes_back)
 	GS_EXPECT_EQ(d.nr_locations, 3 + 2 + 4);
 	for (size_t i = 0; i < d.nr_locations; i++)
 		GS_EXPECT_EQ(d.locations[i].id, i + 1);
-	/* mappings: the executable, libc and the kernel, each symbolized already */
-	GS_EXPECT_EQ(d.nr_mappings, 3);
-	for (size_t i = 0; i < d.nr_mappings; i++)
-		GS_EXPECT_EQ(d.mappings[i].has_functions, 1);
+	/* mappings: the executable, libc and the kernel; libc's frames have no names */
+	if (GS_EXPECT_EQ(d.nr_mappings, 3)) {
+		GS_EXPECT_STR_EQ(str(&d, d.mappings[0].filename), EXE);
+		GS_EXPECT_EQ(d.mappings[0].has_functions, 1);
+		GS_EXPECT_STR_EQ(str(&d, d.mappings[1].filename), LIBC);
+		GS_EXPECT_EQ(d.mappings[1].has_functions, 0);
+		GS_EXPECT_STR_EQ(str(&d, d.mappings[2].filename), "[kernel.kallsyms]");
+		GS_EXPECT_EQ(d.mappings[2].has_functions, 1);
+	}
 out:
 	decoded_free(&d);
 	free(buf);
@@ -522,7 +535,8 @@ GS_TEST(pprof_empty_profile)
 GS_TEST(many_stacks_grow_the_tables)
 {
 	struct gs_profile *p = gs_profile__new();
-	struct gs_profile_frame f[2] = { { "leaf", "/x", 0, false }, { "root", "/x", 1, false } };
+	struct gs_profile_frame f[2] = { { "leaf", "/x", 0, false, NULL },
+					 { "root", "/x", 1, false, NULL } };
 	char *text, *line;
 	size_t lines = 0;
 
@@ -549,8 +563,8 @@ GS_TEST(many_stacks_grow_the_tables)
 GS_TEST(folded_hostile_names_stay_one_frame)
 {
 	struct gs_profile *p = gs_profile__new();
-	struct gs_profile_frame f[2] = { { NULL, "/lib/a;b\nc 9\rx.so", 0x10, false },
-					 { "main;fake\nevil 99", "/bin/t", 0x20, false } };
+	struct gs_profile_frame f[2] = { { NULL, "/lib/a;b\nc 9\rx.so", 0x10, false, NULL },
+					 { "main;fake\nevil 99", "/bin/t", 0x20, false, NULL } };
 	char *text;
 
 	if (!GS_EXPECT(p))
@@ -562,6 +576,76 @@ GS_TEST(folded_hostile_names_stay_one_frame)
 	gs_profile__free(p);
 }
 
+/*
+ * Real mappings: range, offset and build id as given, one Mapping per process placement,
+ * the executable first even when a kernel and a library frame came first.
+ */
+GS_TEST(pprof_mappings_placed_executable_first)
+{
+	static const struct gs_profile_mapping exe_map = { 0x555555554000ULL, 0x555555556000ULL,
+							   0x1000, "0123456789abcdef", true };
+	static const struct gs_profile_mapping libc_map = { 0x7f0000026000ULL, 0x7f000017b000ULL,
+							    0x26000, "fedcba9876543210", false };
+	/* libc of another process, mapped elsewhere: a Mapping of its own */
+	static const struct gs_profile_mapping libc_map2 = { 0x7f1000026000ULL, 0x7f100017b000ULL,
+							     0x26000, "fedcba9876543210", false };
+	struct gs_profile_frame s1[] = {
+		{ "clear_page_erms", "[kernel.kallsyms]", 0xffffffff81a00010ULL, true, NULL },
+		{ NULL, LIBC, 0x7f0000027249ULL, false, &libc_map },
+		{ "main", EXE, 0x555555555100ULL, false, &exe_map },
+	};
+	struct gs_profile_frame s2[] = {
+		{ "memcpy", LIBC, 0x7f1000027000ULL, false, &libc_map2 },
+	};
+	struct gs_pprof_info info = { .period_ns = 1 };
+	struct gs_profile *p = gs_profile__new();
+	const struct d_mapping *m;
+	struct decoded d;
+	uint8_t *buf;
+	size_t len;
+
+	if (!GS_EXPECT(p) || !GS_EXPECT_EQ(gs_profile__add(p, 100, "train", s1, 3, 1), 0) ||
+	    !GS_EXPECT_EQ(gs_profile__add(p, 200, "train", s2, 1, 1), 0) ||
+	    !GS_EXPECT_EQ(gs_profile__encode_pprof(p, &info, &buf, &len), 0)) {
+		gs_profile__free(p);
+		return;
+	}
+	decode(&d, buf, len);
+	GS_EXPECT(!d.bad);
+	if (GS_EXPECT_EQ(d.nr_mappings, 4)) {
+		m = &d.mappings[0];
+		GS_EXPECT_EQ(m->id, 1);
+		GS_EXPECT_STR_EQ(str(&d, m->filename), EXE);
+		GS_EXPECT_EQ(m->start, 0x555555554000ULL);
+		GS_EXPECT_EQ(m->limit, 0x555555556000ULL);
+		GS_EXPECT_EQ(m->offset, 0x1000);
+		GS_EXPECT_STR_EQ(str(&d, m->build_id), "0123456789abcdef");
+		GS_EXPECT_EQ(m->has_functions, 1);
+		/* then in first-use order: the kernel (a name only), libc, libc elsewhere */
+		m = &d.mappings[1];
+		GS_EXPECT_STR_EQ(str(&d, m->filename), "[kernel.kallsyms]");
+		GS_EXPECT_EQ(m->start | m->limit | m->offset | m->build_id, 0);
+		m = &d.mappings[2];
+		GS_EXPECT_STR_EQ(str(&d, m->filename), LIBC);
+		GS_EXPECT_EQ(m->start, 0x7f0000026000ULL);
+		GS_EXPECT_EQ(m->limit, 0x7f000017b000ULL);
+		GS_EXPECT_EQ(m->offset, 0x26000);
+		GS_EXPECT_STR_EQ(str(&d, m->build_id), "fedcba9876543210");
+		GS_EXPECT_EQ(m->has_functions, 0); /* its frame had no name */
+		m = &d.mappings[3];
+		GS_EXPECT_EQ(m->start, 0x7f1000026000ULL);
+		GS_EXPECT_EQ(m->has_functions, 1);
+	}
+	if (GS_EXPECT_EQ(d.nr_samples, 2) && GS_EXPECT_EQ(d.samples[0].nr_loc, 3)) {
+		GS_EXPECT_EQ(location(&d, d.samples[0].loc[2])->mapping, 1);
+		GS_EXPECT_EQ(location(&d, d.samples[0].loc[1])->mapping, 3);
+		GS_EXPECT_EQ(location(&d, d.samples[0].loc[1])->address, 0x7f0000027249ULL);
+	}
+	decoded_free(&d);
+	free(buf);
+	gs_profile__free(p);
+}
+
 GS_TEST_MAIN(folded_exact_lines, folded_empty_profile, pprof_decodes_back,
 	     pprof_file_is_gzip_of_the_encoding, pprof_empty_profile, many_stacks_grow_the_tables,
-	     folded_hostile_names_stay_one_frame)
+	     folded_hostile_names_stay_one_frame, pprof_mappings_placed_executable_first)
