@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "user/log.h"
+#include "user/status_line.h"
 #include "user/text_escape.h"
 
 /* The one piece of process-wide state in user/: verbosity is a property of the process. */
@@ -28,6 +29,7 @@ void gs_log(enum gs_log_level level, const char *fmt, ...)
 
 	if (!gs_log_enabled(level))
 		return;
+	gs_status_line__hide(); /* a message on its own line, never glued to the status */
 	fprintf(stderr, "gpusnoop: %s", prefix[level]);
 	va_start(ap, fmt);
 	n = vasprintf(&msg, fmt, ap);
@@ -39,4 +41,5 @@ void gs_log(enum gs_log_level level, const char *fmt, ...)
 		fputs(fmt, stderr);
 	free(msg);
 	fputc('\n', stderr);
+	gs_status_line__redraw();
 }
