@@ -30,6 +30,7 @@
 #include "user/out_file.h"
 #include "user/proc_info.h"
 #include "user/stack_table.h"
+#include "user/status_line.h"
 
 #define POLL_MS		100
 #define STATUS_EVERY_NS 1000000000ULL
@@ -661,10 +662,11 @@ static void show_status(struct record *r, uint64_t now, uint64_t *last_ns, uint6
 {
 	double secs = (double)(now - *last_ns) / 1e9;
 
-	if (!isatty(STDERR_FILENO) || now - *last_ns < STATUS_EVERY_NS)
+	if (now - *last_ns < STATUS_EVERY_NS)
 		return;
-	fprintf(stderr, "\rrecording: %.0f events/s, %" PRIu64 " dropped   ",
-		(double)(r->events - *last_events) / secs, gs_tracker__dropped(r->tracker));
+	gs_status_line__show("recording: %.0f events/s, %" PRIu64 " dropped",
+			     (double)(r->events - *last_events) / secs,
+			     gs_tracker__dropped(r->tracker));
 	*last_ns = now;
 	*last_events = r->events;
 }
@@ -692,8 +694,7 @@ static int run_loop(struct record *r)
 		gs_reorder__advance(r->reorder, now);
 		show_status(r, now, &last_status, &last_events);
 	}
-	if (isatty(STDERR_FILENO))
-		fputs("\r\033[K", stderr);
+	gs_status_line__clear();
 	gs_tracker__poll(r->tracker, 0); /* what arrived before the stop */
 	gs_reorder__flush(r->reorder);
 	return err ? err : r->error;
