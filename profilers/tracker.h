@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* tracker.h: targets, CUDA library discovery and attach, and the event loop of a session. */
+/* tracker.h: a session: its BPF objects, targets, and the events dispatched to a command. */
 #ifndef GS_TRACKER_H
 #define GS_TRACKER_H
 
@@ -58,6 +58,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
  */
 int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
 			   struct bpf_map *stats);
+/* What such an object's cfg_wakeup_bytes should be: the session's wake-up threshold. */
+uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t);
 /* Resolves targets (spawning the command) and attaches. Returns 0 or -errno (logged). */
 int gs_tracker__start(struct gs_tracker *t);
 /* Drains events for at most timeout_ms; returns the number handled or -errno. */

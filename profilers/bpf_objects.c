@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* bpf_objects.c: open, configure, share maps and load proc, mem, cuda and torch on demand. */
+#include <errno.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "cuda.skel.h"
+#include "mem.skel.h"
+#include "proc.skel.h"
+#include "torch.skel.h"
+#include "profilers/bpf_objects.h"
+#include "user/log.h"
+
+/* the reader wakes when an eighth is full, or on its poll timeout; never per record */
+#define WAKEUP_PART 8
+
+int gs_bpf_load_error(const char *what, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		gs_err("loading BPF programs (%s): permission denied: run as root, or grant "
+		       "CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE (CAP_SYS_ADMIN on kernels "
+		       "before 5.8)",
+		       what);
+	else
+		gs_err("loading BPF programs (%s): %s", what, strerror(-err));
+	return err;
+}
+
+int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
+			       struct bpf_map *targets, struct bpf_map *stats)
+{
+	int err = bpf_map__reuse_fd(events, bpf_map__fd(o->proc->maps.events));
+
+	err = err ?: bpf_map__reuse_fd(targets, bpf_map__fd(o->proc->maps.targets));
+	return err ?: bpf_map__reuse_fd(stats, bpf_map__fd(o->proc->maps.stats));
+}
+
+static int load_proc(struct gs_bpf_objects *o)
+{
+	int err;
+
+	o->proc = proc_bpf__open();
+	if (!o->proc) {
+		err = -errno;
+		gs_err("opening BPF object proc: %s", strerror(-err));
+		return err;
+	}
+	o->proc->rodata->cfg_all_pids = o->opts.all;
+	o->proc->rodata->cfg_report_all_execs = o->opts.all;
+	bpf_program__set_autoload(o->proc->progs.handle_oom_victim, o->opts.oom_kills);
+	if (o->opts.ringbuf_bytes)
+		bpf_map__set_max_entries(o->proc->maps.events, (__u32)o->opts.ringbuf_bytes);
+	o->wakeup_bytes = bpf_map__max_entries(o->proc->maps.events) / WAKEUP_PART;
+	err = proc_bpf__load(o->proc);
+	return err ? gs_bpf_load_error("proc", err) : 0;
+}
+
+static int load_mem(struct gs_bpf_objects *o)
+{
+	int err;
+
+	o->mem = mem_bpf__open();
+	if (!o->mem) {
+		err = -errno;
+		gs_err("opening BPF object mem: %s", strerror(-err));
+		return err;
+	}
+	o->mem->rodata->cfg_all_pids = o->opts.all;
+	o->mem->rodata->cfg_free_returns = o->opts.free_returns;
+	o->mem->rodata->cfg_ustack = o->opts.ustack;
+	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
+					 o->mem->maps.stats);
+	err = err ?: mem_bpf__load(o->mem);
+	return err ? gs_bpf_load_error("mem", err) : 0;
+}
+
+static int load_cuda(struct gs_bpf_objects *o)
+{
+	int err;
+
+	o->cuda = cuda_bpf__open();
+	if (!o->cuda) {
+		err = -errno;
+		gs_err("opening BPF object cuda: %s", strerror(-err));
+		return err;
+	}
+	o->cuda->rodata->cfg_all_pids = o->opts.all;
+	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
+					 o->cuda->maps.stats);
+	err = err ?: cuda_bpf__load(o->cuda);
+	return err ? gs_bpf_load_error("cuda", err) : 0;
+}
+
+int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_opts *opts)
+{
+	int err;
+
+	*o = (struct gs_bpf_objects){ .opts = *opts };
+	err = load_proc(o);
+	err = err ?: load_mem(o);
+	err = err ?: load_cuda(o);
+	if (!err && opts->torch)
+		gs_bpf_objects__torch(o);
+	if (err)
+		gs_bpf_objects__close(o);
+	return err;
+}
+
+/*
+ * PyTorch's probes are optional: CUDA tracing goes on without them (one warning) when their
+ * object does not load, e.g. on a kernel without USDT semaphore support (before 4.20).
+ */
+struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
+{
+	int err;
+
+	if (o->torch || !o->opts.torch || o->torch_failed)
+		return o->torch;
+	o->torch = torch_bpf__open();
+	err = o->torch ? 0 : -errno;
+	if (!err) {
+		o->torch->rodata->cfg_all_pids = o->opts.all;
+		o->torch->rodata->cfg_ustack = o->opts.ustack;
+		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
+						 o->torch->maps.stats);
+	}
+	err = err ?: torch_bpf__load(o->torch);
+	if (err) {
+		gs_warn("loading the PyTorch probes: %s; PyTorch memory is not followed",
+			strerror(-err));
+		torch_bpf__destroy(o->torch);
+		o->torch = NULL;
+		o->torch_failed = true;
+	}
+	return o->torch;
+}
+
+void gs_bpf_objects__close(struct gs_bpf_objects *o)
+{
+	torch_bpf__destroy(o->torch);
+	cuda_bpf__destroy(o->cuda);
+	mem_bpf__destroy(o->mem);
+	proc_bpf__destroy(o->proc);
+	o->torch = NULL;
+	o->cuda = NULL;
+	o->mem = NULL;
+	o->proc = NULL;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* bpf_objects.h: a session's BPF objects, loaded with their maps shared. */
+#ifndef GS_BPF_OBJECTS_H
+#define GS_BPF_OBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bpf_map;
+struct proc_bpf;
+struct mem_bpf;
+struct cuda_bpf;
+struct torch_bpf;
+
+struct gs_bpf_objects_opts {
+	bool all;	   /* -a: every process, not the targets map */
+	bool oom_kills;	   /* the OOM killer's tracepoint */
+	bool free_returns; /* every free's return, not only failures */
+	bool ustack;	   /* --stacks dwarf: stack slices before the records */
+	size_t ringbuf_bytes;
+	uint32_t families; /* GS_FAM_BIT()s of the CUDA APIs that will be probed */
+	bool torch;	   /* PyTorch's probes are wanted */
+};
+
+/*
+ * proc.bpf.o owns the ring buffer, the target set and the loss counters every other object
+ * shares; the pointers of objects not loaded are NULL.
+ */
+struct gs_bpf_objects {
+	struct proc_bpf *proc;
+	struct mem_bpf *mem;
+	struct cuda_bpf *cuda;
+	struct torch_bpf *torch;
+	struct gs_bpf_objects_opts opts;
+	uint32_t wakeup_bytes;
+	bool torch_failed; /* tried once and failed (logged): not tried again */
+};
+
+/* Loads proc, mem, cuda and (when wanted) torch. Returns 0 or -errno (logged). */
+int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_opts *opts);
+/* The PyTorch object; NULL when opts.torch is off or it could not be loaded (logged once). */
+struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o);
+/* Makes another object (opened, not loaded) use proc's ring buffer, targets and counters. */
+int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
+			       struct bpf_map *targets, struct bpf_map *stats);
+/* Destroys what was loaded; accepts a zeroed struct. */
+void gs_bpf_objects__close(struct gs_bpf_objects *o);
+/* "loading BPF programs (what): why", with the privileges to grant on -EPERM; returns err. */
+int gs_bpf_load_error(const char *what, int err);
+
+#endif /* GS_BPF_OBJECTS_H */

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* lib_attach.c: library discovery per process and the uprobes each library gets. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "cuda.skel.h"
+#include "mem.skel.h"
+#include "proc.skel.h"
+#include "profilers/bpf_objects.h"
+#include "profilers/cuda/api.h"
+#include "profilers/lib_attach.h"
+#include "profilers/probe_quota.h"
+#include "profilers/torch/attach.h"
+#include "profilers/torch/syms.h"
+#include "user/elf_file.h"
+#include "user/links.h"
+#include "user/log.h"
+#include "user/proc_info.h"
+#include "user/proc_maps.h"
+#include "user/symcache.h"
+
+#define DL_DEBUG_STATE	     "_dl_debug_state"
+#define STATIC_CUDART_MARKER "cudaMalloc"
+
+enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
+
+/* a file already probed, for one pid or for every process (pid -1) */
+struct attached_file {
+	pid_t scope;
+	uint64_t dev, inode;
+};
+
+struct gs_lib_attach {
+	struct gs_bpf_objects *objs;
+	struct gs_links *links;
+	struct gs_symcache *symcache;
+	struct gs_probe_quota *quota;	      /* users' own files probed per process (-a) */
+	struct gs_torch_attach *torch_attach; /* once torch.bpf.o is loaded */
+	struct attached_file *files;
+	size_t nr_files, cap_files;
+	bool all;
+	uint32_t families;
+	bool saw_cuda;
+};
+
+struct gs_lib_attach *gs_lib_attach__new(struct gs_bpf_objects *objs, struct gs_links *links,
+					 struct gs_symcache *symcache, bool all, uint32_t families)
+{
+	struct gs_lib_attach *la = calloc(1, sizeof(*la));
+
+	if (!la)
+		return NULL;
+	la->objs = objs;
+	la->links = links;
+	la->symcache = symcache;
+	la->all = all;
+	la->families = families;
+	la->quota = gs_probe_quota__new(GS_PROBE_QUOTA_PER_USER);
+	if (!la->quota) {
+		free(la);
+		return NULL;
+	}
+	return la;
+}
+
+void gs_lib_attach__free(struct gs_lib_attach *la)
+{
+	if (!la)
+		return;
+	gs_torch_attach__free(la->torch_attach);
+	gs_probe_quota__free(la->quota);
+	free(la->files);
+	free(la);
+}
+
+bool gs_lib_attach__saw_cuda(const struct gs_lib_attach *la)
+{
+	return la->saw_cuda;
+}
+
+static bool is_attached(struct gs_lib_attach *la, pid_t scope, const struct gs_mapping *m)
+{
+	for (size_t i = 0; i < la->nr_files; i++) {
+		const struct attached_file *f = &la->files[i];
+
+		if (f->scope == scope && f->dev == m->dev && f->inode == m->inode)
+			return true;
+	}
+	return false;
+}
+
+static int remember_attached(struct gs_lib_attach *la, pid_t scope, const struct gs_mapping *m)
+{
+	if (la->nr_files == la->cap_files) {
+		size_t cap = la->cap_files ? la->cap_files * 2 : 16;
+		struct attached_file *grown = realloc(la->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		la->files = grown;
+		la->cap_files = cap;
+	}
+	la->files[la->nr_files++] =
+		(struct attached_file){ .scope = scope, .dev = m->dev, .inode = m->inode };
+	return 0;
+}
+
+static int attach_symbol(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
+			 pid_t scope, const char *name, struct bpf_program *entry,
+			 struct bpf_program *ret, uint64_t cookie)
+{
+	uint64_t vaddr = gs_elf__find_function(elf, name), off;
+	int err;
+
+	if (!vaddr)
+		return -ENOENT;
+	if (gs_elf__vaddr_to_offset(elf, vaddr, &off))
+		return -ENOEXEC;
+	/* the return probe first: an entry seen without its return would look like nesting */
+	if (ret) {
+		err = gs_links__attach_uprobe(la->links, ret, scope, path, off, true, cookie);
+		if (err)
+			return err;
+	}
+	return gs_links__attach_uprobe(la->links, entry, scope, path, off, false, cookie);
+}
+
+static void programs_for(struct gs_lib_attach *la, const struct gs_cuda_api *api,
+			 struct bpf_program **entry, struct bpf_program **ret)
+{
+	struct mem_bpf *mem = la->objs->mem;
+	struct cuda_bpf *cuda = la->objs->cuda;
+
+	switch (api->shape) {
+	case GS_SHAPE_ALLOC:
+		*entry = mem->progs.mem_alloc_enter;
+		*ret = mem->progs.mem_alloc_exit;
+		break;
+	case GS_SHAPE_ALLOC_PITCH:
+		*entry = mem->progs.mem_alloc_pitch_enter;
+		*ret = mem->progs.mem_alloc_exit;
+		break;
+	case GS_SHAPE_FREE:
+		*entry = mem->progs.mem_free_enter;
+		*ret = mem->progs.mem_free_exit;
+		break;
+	default:
+		*entry = cuda->progs.cuda_call_enter;
+		*ret = cuda->progs.cuda_call_exit;
+	}
+}
+
+static void log_cuda_lib(pid_t scope, size_t attached, size_t wanted, const char *shown,
+			 const char *missing)
+{
+	if (scope > 0)
+		gs_info("pid %d: probing %zu/%zu CUDA functions in %s", (int)scope, attached,
+			wanted, shown);
+	else
+		gs_info("probing %zu/%zu CUDA functions in %s (all processes)", attached, wanted,
+			shown);
+	if (*missing)
+		gs_dbg("  not in this version: %s", missing);
+}
+
+static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
+			   const char *shown, pid_t scope, enum gs_cuda_lib lib)
+{
+	char missing[2048] = "";
+	size_t nr_apis, attached = 0, wanted = 0, len = 0;
+	const struct gs_cuda_api *apis = gs_cuda_apis(&nr_apis);
+	int first_err = 0;
+
+	for (size_t i = 1; i < nr_apis; i++) {
+		const struct gs_cuda_api *api = &apis[i];
+		struct bpf_program *entry, *ret;
+		uint64_t cookie;
+		int err;
+
+		if (api->lib != lib || !(la->families & GS_FAM_BIT(api->family)))
+			continue;
+		wanted++;
+		programs_for(la, api, &entry, &ret);
+		cookie = api->id | (uint64_t)gs_cuda_api_call_flags(api) << 16;
+		err = attach_symbol(la, elf, path, scope, api->name, entry, ret, cookie);
+		if (!err) {
+			attached++;
+			continue;
+		}
+		if (err != -ENOENT) {
+			gs_warn("attach %s:%s: %s", shown, api->name, strerror(-err));
+			if (!first_err)
+				first_err = err;
+		}
+		if (len < sizeof(missing))
+			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s",
+						len ? " " : "", api->name);
+	}
+	if (!wanted)
+		return -ENOENT;
+	if (!attached) {
+		gs_warn("%s: none of the %zu %s functions asked for could be probed", shown, wanted,
+			lib == GS_LIB_RUNTIME ? "runtime" : "driver");
+		return first_err ? first_err : -ENOENT;
+	}
+	log_cuda_lib(scope, attached, wanted, shown, missing);
+	la->saw_cuda = true;
+	return 0;
+}
+
+/*
+ * Under -a, a file its owner can change is probed in the process that maps it only
+ * (*scope becomes that pid), within the owner's quota. Returns 0, 1 when it is probed
+ * there already, or -EDQUOT (logged).
+ */
+static int scope_for_file(struct gs_lib_attach *la, const struct gs_maps *maps,
+			  const struct gs_mapping *m, const struct stat *st, pid_t *scope)
+{
+	/* its owner chooses what code it holds: never probe it in every process */
+	if (*scope >= 0 || gs_is_trusted_file(st))
+		return 0;
+	gs_info("pid %d: %s is not root's or is writable by others: probed in this process only",
+		(int)maps->pid, m->path);
+	*scope = maps->pid;
+	if (is_attached(la, *scope, m))
+		return 1;
+	if (!gs_probe_quota__take(la->quota, st->st_uid, *scope, m->dev, m->inode)) {
+		gs_warn("pid %d: %s: skipped: uid %u has %d files of its own probed already",
+			(int)*scope, m->path, (unsigned int)st->st_uid, GS_PROBE_QUOTA_PER_USER);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+static int attach_role(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
+		       const char *shown, pid_t scope, enum lib_role role)
+{
+	int err;
+
+	switch (role) {
+	case ROLE_LD_SO:
+		err = attach_symbol(la, elf, path, scope, DL_DEBUG_STATE,
+				    la->objs->proc->progs.dl_debug_state_enter, NULL, 0);
+		if (err)
+			gs_warn("%s: cannot probe %s (%s): libraries loaded later are found late",
+				shown, DL_DEBUG_STATE, strerror(-err));
+		return err;
+	case ROLE_RUNTIME:
+		return attach_cuda_lib(la, elf, path, shown, scope, GS_LIB_RUNTIME);
+	case ROLE_DRIVER:
+		return attach_cuda_lib(la, elf, path, shown, scope, GS_LIB_DRIVER);
+	}
+	return -EINVAL;
+}
+
+/*
+ * Opens the file m maps, checked to be the one the snapshot names, and parses it from that
+ * descriptor; its probes go in through the same descriptor (/proc/self/fd/N), so they land
+ * in exactly the file that was checked and parsed, whatever is mapped there by then.
+ */
+static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
+			  const struct gs_mapping *m, enum lib_role role, pid_t scope)
+{
+	char path[32];
+	struct gs_elf *elf;
+	struct stat st;
+	int fd, err;
+
+	if (is_attached(la, scope, m))
+		return 0;
+	fd = gs_mapping__open(maps, m, &st);
+	if (fd == -ESTALE) {
+		gs_warn("pid %d: %s: skipped: another file is mapped there now", (int)maps->pid,
+			m->path);
+		return fd;
+	}
+	if (fd < 0) {
+		/* not remembered: the process may be gone, the next one gets its own try */
+		gs_warn("%s: cannot read: %s", m->path, strerror(-fd));
+		return fd;
+	}
+	err = scope_for_file(la, maps, m, &st, &scope);
+	if (err == 1) {
+		close(fd);
+		return 0;
+	}
+	if (err)
+		goto out_remember;
+	elf = gs_symcache__elf_fd(la->symcache, m->path, fd, &st);
+	if (!elf) {
+		err = -errno;
+		gs_warn("%s: cannot read: %s", m->path, strerror(-err));
+		goto out_remember;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	err = attach_role(la, elf, path, m->path, scope, role);
+out_remember:
+	/* remembered even on failure: retrying on every loader event would only repeat it */
+	remember_attached(la, scope, m);
+	close(fd);
+	return err;
+}
+
+/* True if maps has an executable mapping of libc10 (PyTorch's core library). */
+static bool maps_torch(const struct gs_maps *maps)
+{
+	for (size_t i = 0; i < maps->nr; i++) {
+		const struct gs_mapping *m = &maps->mappings[i];
+
+		if (m->exec && m->path && gs_is_c10_name(m->path))
+			return true;
+	}
+	return false;
+}
+
+/* PyTorch's probes for maps: its BPF object is loaded here, the first time one is seen. */
+static bool scan_torch(struct gs_lib_attach *la, const struct gs_maps *maps, pid_t scope)
+{
+	struct torch_bpf *skel;
+
+	if (!maps_torch(maps))
+		return false;
+	if (!la->torch_attach) {
+		skel = gs_bpf_objects__torch(la->objs);
+		if (!skel)
+			return false;
+		la->torch_attach = gs_torch_attach__new(skel, la->links, la->symcache, la->quota);
+		if (!la->torch_attach) {
+			gs_warn("PyTorch probes: %s", strerror(ENOMEM));
+			return false;
+		}
+	}
+	return gs_torch_attach__scan(la->torch_attach, maps, scope);
+}
+
+bool gs_lib_attach__scan(struct gs_lib_attach *la, pid_t pid)
+{
+	pid_t scope = la->all ? -1 : pid;
+	char exe[PATH_MAX] = "";
+	const struct gs_maps *maps;
+	bool cuda = false;
+
+	if (gs_symcache__refresh(la->symcache, pid))
+		return false;
+	maps = gs_symcache__maps(la->symcache, pid);
+	gs_read_exe_path(pid, exe, sizeof(exe));
+	for (size_t i = 0; i < maps->nr; i++) {
+		const struct gs_mapping *m = &maps->mappings[i];
+		struct gs_elf *elf;
+
+		if (!m->exec || !m->path)
+			continue;
+		if (gs_is_ld_so_name(m->path)) {
+			attach_mapping(la, maps, m, ROLE_LD_SO, scope);
+		} else if (gs_is_cudart_name(m->path)) {
+			cuda |= attach_mapping(la, maps, m, ROLE_RUNTIME, scope) == 0;
+		} else if (gs_is_libcuda_name(m->path)) {
+			cuda |= attach_mapping(la, maps, m, ROLE_DRIVER, scope) == 0;
+		} else if (*exe && !strcmp(m->path, exe)) {
+			/* a statically linked cudart lives in the executable itself */
+			elf = gs_symcache__elf(la->symcache, maps, m);
+			if (elf && gs_elf__find_function(elf, STATIC_CUDART_MARKER))
+				cuda |= attach_mapping(la, maps, m, ROLE_RUNTIME, scope) == 0;
+		}
+	}
+	if (scan_torch(la, maps, scope))
+		cuda = la->saw_cuda = true;
+	return cuda;
+}
+
+void gs_lib_attach__command(struct gs_lib_attach *la, pid_t pid, const char *exe,
+			    struct gs_elf *elf)
+{
+	const char *interp = gs_elf__interp(elf);
+
+	if (interp) {
+		struct gs_elf *ld = gs_elf__open(interp);
+		uint64_t vaddr = ld ? gs_elf__find_function(ld, DL_DEBUG_STATE) : 0, off;
+
+		if (!vaddr || gs_elf__vaddr_to_offset(ld, vaddr, &off) ||
+		    gs_links__attach_uprobe(la->links, la->objs->proc->progs.dl_debug_state_enter,
+					    pid, interp, off, false, 0))
+			gs_warn("%s: cannot probe %s: CUDA libraries may be found late", interp,
+				DL_DEBUG_STATE);
+		gs_elf__free(ld);
+	}
+	if (gs_elf__find_function(elf, STATIC_CUDART_MARKER))
+		attach_cuda_lib(la, elf, exe, exe, pid, GS_LIB_RUNTIME);
+}
+
+void gs_lib_attach__forget(struct gs_lib_attach *la, pid_t pid)
+{
+	for (size_t i = 0; i < la->nr_files;) {
+		if (la->files[i].scope == pid)
+			la->files[i] = la->files[--la->nr_files];
+		else
+			i++;
+	}
+	if (la->torch_attach)
+		gs_torch_attach__forget(la->torch_attach, pid);
+	gs_probe_quota__release_pid(la->quota, pid);
+	gs_links__release_pid(la->links, pid);
+}
