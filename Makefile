@@ -30,7 +30,8 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 LIB_SRCS := $(wildcard user/*.c) $(wildcard stitch/*.c)
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
-CLI_SRCS := $(wildcard profilers/*.c profilers/*/*.c)
+# profilers/cupti/ is a library loaded into CUDA processes, built by its own rules below
+CLI_SRCS := $(filter-out profilers/cupti/%,$(wildcard profilers/*.c profilers/*/*.c))
 CLI_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(CLI_SRCS))
 LIB := $(OUTPUT)/libgpusnoop.a
 # unit tests link the profilers' pure modules too (everything but the CLI's main)
@@ -135,6 +136,30 @@ fuzz: $(FUZZ_BINS)
 fuzz-smoke: $(FUZZ_BINS)
 	$(Q)./scripts/run-fuzz.sh -t $(FUZZ_SMOKE_SECONDS) -j 1 --fresh $(FUZZ_BINS)
 
+# The CUPTI injection library (profilers/cupti/, `record -e gpu`), built next to gpusnoop
+# only where CUPTI's headers are: $(CUDA_HOME), /usr/local/cuda, or pip's nvidia packages.
+CUPTI_SEARCH := $(if $(CUDA_HOME),$(CUDA_HOME)/include) /usr/local/cuda/include \
+	$(wildcard /usr/local/lib/python3*/dist-packages/nvidia/cuda_cupti/include \
+		   /usr/lib/python3/dist-packages/nvidia/cuda_cupti/include \
+		   $(HOME)/.local/lib/python3*/site-packages/nvidia/cuda_cupti/include)
+CUPTI_INC := $(firstword $(foreach d,$(CUPTI_SEARCH),$(if $(wildcard $(d)/cupti.h),$(d))))
+CUPTI_LIBDIR := $(firstword $(foreach d,$(CUPTI_INC)/../lib64 $(CUPTI_INC)/../lib \
+	$(CUPTI_INC)/../extras/CUPTI/lib64,$(if $(wildcard $(d)/libcupti.so*),$(abspath $(d)))))
+CUPTI_SO := libgpusnoop-cupti.so
+ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
+all: $(CUPTI_SO)
+e2e: $(CUPTI_SO)
+# no -Werror=undef: CUPTI's headers test macros they do not define
+$(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_abi.h
+	$(call msg,LIB,$@)
+	$(Q)$(CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
+		-fvisibility=hidden -I. -isystem $(CUPTI_INC) -shared -Wl,-z,defs -o $@ $< \
+		-L$(CUPTI_LIBDIR) -lcupti -Wl,--enable-new-dtags,-rpath,$(CUPTI_LIBDIR)
+else
+$(info note: no CUPTI headers (CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cupti): \
+	$(CUPTI_SO) and record -e gpu are not built)
+endif
+
 e2e: gpusnoop $(FIXTURES)
 	$(Q)./scripts/run-e2e.sh
 
@@ -159,6 +184,6 @@ check:
 		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
 
 clean:
-	$(Q)rm -rf $(OUTPUT) gpusnoop
+	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(wildcard $(FUZZ_OUT)/obj/*/*.d $(FUZZ_OUT)/obj/*/*/*.d)

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* inject.c: CUPTI injection library; completed activity records go to gpusnoop by USDT. */
+
+/*
+ * The CUDA driver loads this library when CUDA_INJECTION64_PATH names it and calls
+ * InitializeInjection() at its initialisation. It enables CUPTI's kernel, memcpy and memset
+ * records and API callbacks, and hands every completed record to a USDT probe: gpusnoop's
+ * BPF copies it into its ring buffer. Nothing here opens a file or a socket. With no
+ * gpusnoop attached (the probes' semaphores are 0) CUPTI is offered no buffer, so it keeps
+ * no records and the API callback returns at its first branch.
+ */
+#define _SDT_HAS_SEMAPHORES 1
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/sdt.h>
+#include <cupti.h>
+#include "profilers/cupti/cupti_abi.h"
+
+#define BUFFER_BYTES	(256 * 1024)
+#define BUFFER_ALIGN	8
+#define FLUSH_PERIOD_MS 500 /* records of a running process reach gpusnoop within this */
+#define EXPORT		__attribute__((visibility("default")))
+
+/* The layouts gpusnoop decodes are the ones of the headers this is built with. */
+#define SAME_OFFSET(type, field, off) \
+	_Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
+SAME_OFFSET(CUpti_ActivityKernel10, registersPerThread, GS_CUPTI_KERNEL_REGISTERS);
+SAME_OFFSET(CUpti_ActivityKernel10, start, GS_CUPTI_KERNEL_START);
+SAME_OFFSET(CUpti_ActivityKernel10, end, GS_CUPTI_KERNEL_END);
+SAME_OFFSET(CUpti_ActivityKernel10, deviceId, GS_CUPTI_KERNEL_DEVICE);
+SAME_OFFSET(CUpti_ActivityKernel10, contextId, GS_CUPTI_KERNEL_CONTEXT);
+SAME_OFFSET(CUpti_ActivityKernel10, streamId, GS_CUPTI_KERNEL_STREAM);
+SAME_OFFSET(CUpti_ActivityKernel10, gridX, GS_CUPTI_KERNEL_GRID);
+SAME_OFFSET(CUpti_ActivityKernel10, blockX, GS_CUPTI_KERNEL_BLOCK);
+SAME_OFFSET(CUpti_ActivityKernel10, staticSharedMemory, GS_CUPTI_KERNEL_STATIC_SMEM);
+SAME_OFFSET(CUpti_ActivityKernel10, dynamicSharedMemory, GS_CUPTI_KERNEL_DYNAMIC_SMEM);
+SAME_OFFSET(CUpti_ActivityKernel10, correlationId, GS_CUPTI_KERNEL_CORRELATION);
+SAME_OFFSET(CUpti_ActivityKernel10, name, GS_CUPTI_KERNEL_NAME);
+SAME_OFFSET(CUpti_ActivityMemcpy6, copyKind, GS_CUPTI_MEMCPY_COPY_KIND);
+SAME_OFFSET(CUpti_ActivityMemcpy6, bytes, GS_CUPTI_MEMCPY_BYTES);
+SAME_OFFSET(CUpti_ActivityMemcpy6, start, GS_CUPTI_MEMCPY_START);
+SAME_OFFSET(CUpti_ActivityMemcpy6, end, GS_CUPTI_MEMCPY_END);
+SAME_OFFSET(CUpti_ActivityMemcpy6, deviceId, GS_CUPTI_MEMCPY_DEVICE);
+SAME_OFFSET(CUpti_ActivityMemcpy6, contextId, GS_CUPTI_MEMCPY_CONTEXT);
+SAME_OFFSET(CUpti_ActivityMemcpy6, streamId, GS_CUPTI_MEMCPY_STREAM);
+SAME_OFFSET(CUpti_ActivityMemcpy6, correlationId, GS_CUPTI_MEMCPY_CORRELATION);
+SAME_OFFSET(CUpti_ActivityMemset4, value, GS_CUPTI_MEMSET_VALUE);
+SAME_OFFSET(CUpti_ActivityMemset4, bytes, GS_CUPTI_MEMSET_BYTES);
+SAME_OFFSET(CUpti_ActivityMemset4, start, GS_CUPTI_MEMSET_START);
+SAME_OFFSET(CUpti_ActivityMemset4, end, GS_CUPTI_MEMSET_END);
+SAME_OFFSET(CUpti_ActivityMemset4, deviceId, GS_CUPTI_MEMSET_DEVICE);
+SAME_OFFSET(CUpti_ActivityMemset4, contextId, GS_CUPTI_MEMSET_CONTEXT);
+SAME_OFFSET(CUpti_ActivityMemset4, streamId, GS_CUPTI_MEMSET_STREAM);
+SAME_OFFSET(CUpti_ActivityMemset4, correlationId, GS_CUPTI_MEMSET_CORRELATION);
+_Static_assert(sizeof(CUpti_ActivityKernel10) == GS_CUPTI_KERNEL_SIZE, "Kernel10 size");
+_Static_assert(sizeof(CUpti_ActivityMemcpy6) == GS_CUPTI_MEMCPY_SIZE, "Memcpy6 size");
+_Static_assert(sizeof(CUpti_ActivityMemset4) == GS_CUPTI_MEMSET_SIZE, "Memset4 size");
+_Static_assert(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == GS_CUPTI_KIND_CONCURRENT_KERNEL, "kind");
+_Static_assert(CUPTI_ACTIVITY_KIND_MEMCPY == GS_CUPTI_KIND_MEMCPY, "kind");
+_Static_assert(CUPTI_ACTIVITY_KIND_MEMSET == GS_CUPTI_KIND_MEMSET, "kind");
+_Static_assert(CUPTI_CB_DOMAIN_RUNTIME_API == GS_CUPTI_DOMAIN_RUNTIME_API, "domain");
+_Static_assert(CUPTI_CB_DOMAIN_DRIVER_API == GS_CUPTI_DOMAIN_DRIVER_API, "domain");
+
+/* gpusnoop's uprobes raise these while attached (the kernel's uprobe ref_ctr_offset) */
+#define SEMAPHORE(name)                                                            \
+	__extension__ unsigned short gpusnoop_##name##_semaphore __attribute__((unused)) \
+	__attribute__((section(".probes"))) __attribute__((visibility("hidden")))
+SEMAPHORE(activity);
+SEMAPHORE(api);
+SEMAPHORE(dropped);
+SEMAPHORE(clock);
+
+#define TRACED(name) (__atomic_load_n(&gpusnoop_##name##_semaphore, __ATOMIC_RELAXED) != 0)
+
+/* true while the last buffer request found nobody attached; its drops are not losses */
+static atomic_bool dormant = true;
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* CUPTI converts its GPU timestamps to this clock, the one gpusnoop's BPF stamps with. */
+static uint64_t CUPTIAPI timestamp(void)
+{
+	return monotonic_ns();
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	size_t ignored;
+
+	*max_records = 0; /* as many as fit */
+	if (!TRACED(activity)) {
+		atomic_store(&dormant, true);
+		*buffer = NULL; /* CUPTI keeps nothing: the untraced cost */
+		*size = 0;
+		return;
+	}
+	/* what was dropped while nobody listened is reset, not reported as a loss */
+	if (atomic_exchange(&dormant, false))
+		cuptiActivityGetNumDroppedRecords(NULL, 0, &ignored);
+	*buffer = aligned_alloc(BUFFER_ALIGN, BUFFER_BYTES);
+	*size = *buffer ? BUFFER_BYTES : 0;
+}
+
+/* The size of the records gpusnoop wants; 0 for the others. */
+static uint32_t record_size(const CUpti_Activity *rec, const char **name)
+{
+	*name = NULL;
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		*name = ((const CUpti_ActivityKernel10 *)rec)->name;
+		return sizeof(CUpti_ActivityKernel10);
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		return sizeof(CUpti_ActivityMemset4);
+	default:
+		return 0;
+	}
+}
+
+static void deliver(uint8_t *buffer, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	const char *name;
+	uint32_t size;
+
+	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		size = record_size(rec, &name);
+		if (size && TRACED(activity))
+			STAP_PROBE3(gpusnoop, activity, rec, size, name);
+	}
+}
+
+static void report_drops(CUcontext ctx, uint32_t stream)
+{
+	size_t dropped = 0;
+
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped &&
+	    TRACED(dropped))
+		STAP_PROBE1(gpusnoop, dropped, (uint64_t)dropped);
+}
+
+/* One reading of CUPTI's clock between two of CLOCK_MONOTONIC: the mapping's error bound. */
+static void check_clock(void)
+{
+	uint64_t before, cupti = 0, after;
+
+	if (!TRACED(clock))
+		return;
+	before = monotonic_ns();
+	if (cuptiGetTimestamp(&cupti) != CUPTI_SUCCESS)
+		return;
+	after = monotonic_ns();
+	STAP_PROBE3(gpusnoop, clock, before, cupti, after);
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+				     size_t size, size_t valid)
+{
+	if (buffer && valid)
+		deliver(buffer, valid);
+	report_drops(ctx, stream);
+	check_clock();
+	free(buffer);
+}
+
+/*
+ * At a call's entry, on the calling thread: gpusnoop's uprobe on the same call is in flight,
+ * so it ties this correlation id to that slice, and the id is the one of every record the
+ * call causes (all the kernels of a graph launch).
+ */
+static void CUPTIAPI api_called(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+				const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+
+	if (!TRACED(api) || cb->callbackSite != CUPTI_API_ENTER)
+		return;
+	STAP_PROBE3(gpusnoop, api, cb->correlationId, (uint32_t)cbid, (uint32_t)domain);
+}
+
+static void flush_at_exit(void)
+{
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+static bool check(CUptiResult res, const char *what)
+{
+	if (res == CUPTI_SUCCESS)
+		return true;
+	fprintf(stderr, "gpusnoop-cupti: %s: CUPTI error %d; no GPU activity for gpusnoop\n", what,
+		(int)res);
+	return false;
+}
+
+/* Correlation is optional: another subscriber (PyTorch's profiler) may hold the callbacks. */
+static void subscribe(void)
+{
+	CUpti_SubscriberHandle subscriber;
+	CUptiResult res = cuptiSubscribe(&subscriber, api_called, NULL);
+
+	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		fprintf(stderr, "gpusnoop-cupti: CUPTI has another subscriber: GPU records will "
+				"not be linked to their launches\n");
+		return;
+	}
+	if (!check(res, "cuptiSubscribe"))
+		return;
+	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+}
+
+EXPORT int InitializeInjection(void)
+{
+	/* before any kind is enabled, or CUPTI keeps its default clock (CLOCK_REALTIME) */
+	if (!check(cuptiActivityRegisterTimestampCallback(timestamp), "timestamp callback") ||
+	    !check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+		   "buffer callbacks"))
+		return 0;
+	subscribe();
+	if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "kernel records") ||
+	    !check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "memcpy records") ||
+	    !check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "memset records"))
+		return 0;
+	cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
+	atexit(flush_at_exit);
+	return 1;
+}
