@@ -40,6 +40,10 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench fuzz fuzz-smoke fuzz-build
+.PHONY: man install uninstall setup-test
+
+# plain `make` builds gpusnoop: the files included next have rules of their own
+.DEFAULT_GOAL := all
 
 # defines FIXTURES (fake CUDA libraries, workloads); needed before rules that list it
 include tests/fixtures/fixtures.mk
@@ -49,8 +53,12 @@ include tests/fixtures/unwind.mk
 
 all: gpusnoop
 
+# what building and running need; test, bench and fuzz add what only they use
 setup:
-	$(Q)./scripts/setup.sh
+	$(Q)./scripts/setup.sh build
+
+setup-test:
+	$(Q)./scripts/setup.sh test
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
@@ -164,7 +172,7 @@ e2e: gpusnoop $(FIXTURES)
 	$(Q)./scripts/run-e2e.sh
 
 # in this order even under -j: unit tests, seconds of each fuzzer, then the e2e suite
-test: setup
+test: setup-test
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e
@@ -185,5 +193,37 @@ check:
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
+
+# Installation: `make install PREFIX=/usr DESTDIR=pkg/` for a package. Man pages are made
+# from the subcommands' --help by help2man (scripts/man/gen-man.sh): one source, no drift.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MAN8DIR ?= $(PREFIX)/share/man/man8
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+MAN_OUT := $(OUTPUT)/man
+
+$(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh
+	$(call msg,MAN,$(MAN_OUT))
+	$(Q)./scripts/man/gen-man.sh ./gpusnoop $(MAN_OUT)
+
+man: $(MAN_OUT)/gpusnoop.8
+
+install: gpusnoop man
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -D -m 0755 gpusnoop $(DESTDIR)$(BINDIR)/gpusnoop
+	$(Q)install -d $(DESTDIR)$(MAN8DIR)
+	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(DESTDIR)$(MAN8DIR)/
+	$(Q)install -D -m 0644 scripts/completion/gpusnoop.bash $(DESTDIR)$(BASHCOMPDIR)/gpusnoop
+	$(Q)install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(Q)sed 's|/usr/local/bin/gpusnoop|$(BINDIR)/gpusnoop|' scripts/gpusnoop.service \
+		>$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpusnoop $(DESTDIR)$(MAN8DIR)/gpusnoop.8 \
+		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(BASHCOMPDIR)/gpusnoop \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(wildcard $(FUZZ_OUT)/obj/*/*.d $(FUZZ_OUT)/obj/*/*/*.d)

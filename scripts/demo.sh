@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "demo: gpusnoop loads BPF programs: run it as root (sudo make demo)" >&2
+	echo "demo: gpusnoop loads BPF programs: run it as root (e.g. sudo make demo)" >&2
 	exit 1
 fi
 workload=.output/fixtures/bin/gs_leaky

@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# Installs the Debian bookworm packages gpusnoop needs to build, test and run its demo.
+# Installs the Debian bookworm packages gpusnoop needs: `setup.sh build` what building,
+# installing and running it (and `make demo`) need; `setup.sh test` (the default) those and
+# what the tests, benchmarks and fuzzers use as well.
 set -euo pipefail
 
-PACKAGES=(
+BUILD_PACKAGES=(
 	make gcc g++ clang llvm pkg-config
 	libbpf-dev bpftool
 	libelf-dev zlib1g-dev
-	python3 jq
 	libmicrohttpd-dev # gpusnoop daemon: the Prometheus metrics endpoint
-	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
-	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like test fixtures
+	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like demo/test fixtures
+	help2man # make man/install: the man pages, made from each subcommand's --help
+)
+TEST_PACKAGES=(
+	python3 jq # the e2e tests
+	groff-base man-db # e2e: the man pages render without warnings
+	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
 	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
 	libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes: make fuzz, make fuzz-smoke
 )
+
+mode=${1:-test}
+case "$mode" in
+build) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+test) PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+*)
+	echo "usage: $0 [build|test]" >&2
+	exit 2
+	;;
+esac
 missing=()
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,7 +41,7 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "setup: missing packages: ${missing[*]}; run as root (sudo make ...)" >&2
+	echo "setup: missing packages: ${missing[*]}; run as root (e.g. sudo make ...)" >&2
 	exit 1
 fi
 echo "setup: installing ${missing[*]}" >&2
