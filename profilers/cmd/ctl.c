@@ -86,12 +86,8 @@ static const struct argp_child ctl_children[] = {
 };
 
 static const struct argp ctl_argp = {
-	ctl_options,
-	ctl_parse,
-	"status | leaks PID | snapshot PID | record PID SECONDS [EVENTS]",
-	ctl_doc,
-	ctl_children,
-	NULL,
+	ctl_options, ctl_parse,	   "status\nleaks PID\nsnapshot PID\nrecord PID SECONDS [EVENTS]",
+	ctl_doc,     ctl_children, NULL,
 	NULL
 };
 
