@@ -31,6 +31,11 @@ enum gs_event_type {
 	GS_EV_TORCH_OOM = 65, /* PyTorch ran out of memory (struct gs_torch_oom) */
 	/* user stack slices for DWARF unwinding, from gs_ustack.bpf.h: 80..95 */
 	GS_EV_USTACK = 80, /* struct gs_ustack_event, just before the record it belongs to */
+	/* GPU activity from the CUPTI injection library's USDT probes, bpf/gpu.bpf.c: 112..127 */
+	GS_EV_GPU_RECORD = 112,	 /* a completed CUPTI activity record (struct gs_gpu_record) */
+	GS_EV_GPU_API = 113,	 /* a CUDA API call's correlation id (struct gs_gpu_api) */
+	GS_EV_GPU_DROPPED = 114, /* records CUPTI dropped (struct gs_gpu_dropped) */
+	GS_EV_GPU_CLOCK = 115,	 /* a check of CUPTI's clock mapping (struct gs_gpu_clock) */
 };
 
 struct gs_event_hdr {
@@ -125,6 +130,7 @@ enum gs_stat {
 	GS_STAT_CPU_STACK_LOST,	  /* CPU samples counted without a stack: stack map full */
 	GS_STAT_CPU_COUNTS_FULL,  /* CPU samples lost: the in-kernel counts map was full */
 	GS_STAT_USTACK_FAILED,	  /* --stacks dwarf: no byte of the user stack was readable */
+	GS_STAT_GPU_TOO_BIG,	  /* CUPTI records larger than GS_GPU_RECORD_BYTES: not copied */
 	GS_STAT__MAX,
 };
 
@@ -231,6 +237,49 @@ struct gs_ustack {
 struct gs_ustack_event {
 	struct gs_event_hdr hdr;
 	struct gs_ustack st;
+};
+
+/*
+ * GPU activity (bpf/gpu.bpf.c): the CUPTI injection library (profilers/cupti/) fires one USDT
+ * probe per completed kernel, memcpy or memset record; BPF copies the record whole, and the
+ * kernel's name its name pointer points to. Userspace decodes the record with the layout of
+ * profilers/cupti/cupti_abi.h, checking sizes. Timestamps inside are CLOCK_MONOTONIC already.
+ */
+#define GS_GPU_RECORD_BYTES 256 /* CUpti_ActivityKernel10, the largest, is 216 */
+#define GS_GPU_NAME_BYTES   512
+
+/* gs_gpu_record.flags */
+#define GS_GPU_F_NAME_TRUNCATED 0x1 /* the name went on past GS_GPU_NAME_BYTES - 1 */
+
+struct gs_gpu_record {
+	struct gs_event_hdr hdr; /* ts_ns: when the library handed the record over */
+	__u32 size;		 /* valid bytes of rec[] */
+	__u16 name_len;		 /* bytes of name[] with its NUL; 0: no name */
+	__u16 flags;		 /* GS_GPU_F_* */
+	__u8 rec[GS_GPU_RECORD_BYTES];
+	char name[GS_GPU_NAME_BYTES];
+};
+
+/* At the entry of a CUDA API call, on its thread: CUPTI's correlation id of the call. */
+struct gs_gpu_api {
+	struct gs_event_hdr hdr;
+	__u32 correlation;
+	__u32 cbid;   /* CUPTI callback id of the function */
+	__u32 domain; /* GS_CUPTI_DOMAIN_* (profilers/cupti/cupti_abi.h) */
+	__u32 pad;
+};
+
+struct gs_gpu_dropped {
+	struct gs_event_hdr hdr;
+	__u64 records; /* CUPTI dropped this many since its last report */
+};
+
+/* CUPTI's clock read between two CLOCK_MONOTONIC readings, in the target */
+struct gs_gpu_clock {
+	struct gs_event_hdr hdr;
+	__u64 mono_before;
+	__u64 cupti_ns;
+	__u64 mono_after;
 };
 
 #endif /* GS_EVENT_H */

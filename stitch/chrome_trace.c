@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include "stitch/chrome_trace.h"
 
-enum { IN_EVENTS, IN_METADATA, FINISHED };
+enum { IN_EVENTS, AT_TOP, IN_METADATA, FINISHED };
 
 void gs_chrome_trace_format_us(uint64_t ns, char *buf, size_t len)
 {
@@ -91,11 +91,21 @@ void gs_chrome_trace__counter(struct gs_chrome_trace *t, int64_t pid, const char
 	gs_chrome_trace__end_event(t);
 }
 
-struct gs_json *gs_chrome_trace__metadata(struct gs_chrome_trace *t)
+struct gs_json *gs_chrome_trace__top_level(struct gs_chrome_trace *t)
 {
 	if (t->state == IN_EVENTS) {
 		fputc('\n', t->json.f);
 		gs_json__end_array(&t->json);
+		t->state = AT_TOP;
+	}
+	return &t->json;
+}
+
+struct gs_json *gs_chrome_trace__metadata(struct gs_chrome_trace *t)
+{
+	if (t->state == IN_EVENTS)
+		gs_chrome_trace__top_level(t);
+	if (t->state == AT_TOP) {
 		gs_json__begin_object(&t->json, "metadata");
 		t->state = IN_METADATA;
 	}
@@ -109,7 +119,7 @@ void gs_chrome_trace__finish(struct gs_chrome_trace *t)
 	if (t->state == IN_EVENTS) {
 		fputc('\n', t->json.f);
 		gs_json__end_array(&t->json);
-	} else {
+	} else if (t->state == IN_METADATA) {
 		gs_json__end_object(&t->json);
 	}
 	gs_json__end_object(&t->json);

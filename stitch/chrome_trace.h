@@ -36,6 +36,11 @@ void gs_chrome_trace__thread_name(struct gs_chrome_trace *t, int64_t pid, int64_
 void gs_chrome_trace__counter(struct gs_chrome_trace *t, int64_t pid, const char *name,
 			      uint64_t ts_ns, const char *series, uint64_t value);
 
+/*
+ * Closes traceEvents and returns the writer at the top level, for keys of the caller's
+ * (Kineto's "deviceProperties", "distributedInfo"); call before gs_chrome_trace__metadata().
+ */
+struct gs_json *gs_chrome_trace__top_level(struct gs_chrome_trace *t);
 /* Closes traceEvents and opens the top-level "metadata" object for the caller to fill. */
 struct gs_json *gs_chrome_trace__metadata(struct gs_chrome_trace *t);
 /* Closes the document (and the metadata object when open). */

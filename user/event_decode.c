@@ -18,6 +18,10 @@ _Static_assert(offsetof(struct gs_torch_mem, frames) == 72, "gs_torch_mem frames
 _Static_assert(offsetof(struct gs_torch_oom, frames) == 56, "gs_torch_oom frames offset");
 _Static_assert(offsetof(struct gs_ustack, data) == 32, "gs_ustack data offset");
 _Static_assert(sizeof(struct gs_ustack_event) == 24 + 32 + GS_USTACK_BYTES, "gs_ustack_event");
+_Static_assert(sizeof(struct gs_gpu_record) == 24 + 8 + GS_GPU_RECORD_BYTES + GS_GPU_NAME_BYTES,
+	       "gs_gpu_record layout");
+_Static_assert(sizeof(struct gs_gpu_api) == 40, "gs_gpu_api layout");
+_Static_assert(sizeof(struct gs_gpu_clock) == 48, "gs_gpu_clock layout");
 
 int gs_event_decode(const void *data, size_t size)
 {
@@ -85,6 +89,18 @@ int gs_event_decode(const void *data, size_t size)
 		if (hdr->size < need || ustack->st.size > GS_USTACK_BYTES)
 			return -EINVAL;
 		break;
+	case GS_EV_GPU_RECORD: /* sizes inside: profilers/cuda/gpu_activity.c */
+		need = sizeof(struct gs_gpu_record);
+		break;
+	case GS_EV_GPU_API:
+		need = sizeof(struct gs_gpu_api);
+		break;
+	case GS_EV_GPU_DROPPED:
+		need = sizeof(struct gs_gpu_dropped);
+		break;
+	case GS_EV_GPU_CLOCK:
+		need = sizeof(struct gs_gpu_clock);
+		break;
 	default:
 		return -ENOENT;
 	}
@@ -99,6 +115,7 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_STACK_FAILED] = "stack_failed",
 		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
 		[GS_STAT_USTACK_FAILED] = "ustack_failed",
+		[GS_STAT_GPU_TOO_BIG] = "gpu_record_too_big",
 	};
 
 	return stat >= 0 && stat < GS_STAT__MAX ? names[stat] : NULL;

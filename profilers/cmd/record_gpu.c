@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* record_gpu.c: GPU records as Kineto-style trace rows, linked to their launch slices. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "profilers/cmd/record_gpu.h"
+#include "profilers/cmd/record_gpu_summary.h"
+#include "profilers/cuda/gpu_activity.h"
+#include "profilers/cuda/gpu_correlate.h"
+#include "profilers/cupti/cupti_abi.h"
+#include "user/addr_map.h"
+#include "user/demangle.h"
+#include "user/log.h"
+
+#define ENVIRON_MAX (256 * 1024) /* of a target's environment read for its rank */
+#define MAX_DEVICES 64
+#define FLOW_CAT    "ac2g" /* Kineto's flows from a CPU launch to its GPU work */
+
+/* a record waiting for the slice of its launch */
+struct pending {
+	struct gs_gpu_op op;
+	char *name; /* owned: the kernel's name, demangled when it is a C++ name */
+	pid_t pid;
+	uint64_t arrived_ns;
+};
+
+struct counts {
+	uint64_t records, linked, not_linked, no_timestamps, malformed, other_kinds;
+	uint64_t cupti_dropped, names_truncated, api_calls;
+	uint64_t clock_checks, clock_max_error_ns;
+};
+
+struct gs_record_gpu {
+	struct gs_record_gpu_emit emit;
+	struct gs_gpu_correlate *corr;
+	struct gs_gpu_summary *summary;
+	struct gs_addr_map *named; /* (device, stream + 1) named; stream key 0: the device */
+	struct pending *pending;
+	size_t nr_pending, cap_pending, first_pending;
+	struct counts n;
+	bool device_seen[MAX_DEVICES];
+	bool rank_read;	       /* from the first process that made a CUDA call */
+	long rank, world_size; /* -1: unknown */
+};
+
+struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit)
+{
+	struct gs_record_gpu *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->emit = *emit;
+	g->rank = g->world_size = -1;
+	g->corr = gs_gpu_correlate__new();
+	g->summary = gs_gpu_summary__new();
+	g->named = gs_addr_map__new();
+	if (!g->corr || !g->summary || !g->named) {
+		gs_record_gpu__free(g);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return g;
+}
+
+void gs_record_gpu__free(struct gs_record_gpu *g)
+{
+	if (!g)
+		return;
+	for (size_t i = g->first_pending; i < g->nr_pending; i++)
+		free(g->pending[i].name);
+	free(g->pending);
+	gs_gpu_correlate__free(g->corr);
+	gs_gpu_summary__free(g->summary);
+	gs_addr_map__free(g->named);
+	free(g);
+}
+
+int gs_record_gpu_setenv(void)
+{
+	char exe[PATH_MAX], lib[PATH_MAX + sizeof(GS_CUPTI_LIB_NAME)], *slash;
+	const char *set = getenv("CUDA_INJECTION64_PATH");
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(lib, sizeof(lib), "%s/%s", slash ? exe : ".", GS_CUPTI_LIB_NAME);
+	if (set && *set && strcmp(set, "none") && strcmp(set, lib)) {
+		gs_err("-e gpu: CUDA_INJECTION64_PATH already names %s; unset it to use %s", set,
+		       lib);
+		return -EEXIST;
+	}
+	if (access(lib, R_OK)) {
+		gs_err("-e gpu: %s: %s (built by make where CUPTI's headers are)", lib,
+		       strerror(errno));
+		return -ENOENT;
+	}
+	return setenv("CUDA_INJECTION64_PATH", lib, 1) ? -errno : 0;
+}
+
+/* A non-negative decimal below a million, the whole string; -1 otherwise. */
+static long parse_index(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || end == s || *end || v < 0 || v >= 1000000 ? -1 : v;
+}
+
+/* RANK, else SLURM_PROCID, else LOCAL_RANK; WORLD_SIZE or SLURM_NTASKS. */
+static void rank_from_vars(struct gs_record_gpu *g, const char *const vals[5])
+{
+	long rank = -1;
+
+	for (int i = 0; i < 3 && rank < 0; i++)
+		if (vals[i])
+			rank = parse_index(vals[i]);
+	g->rank = rank;
+	g->world_size = vals[3] ? parse_index(vals[3]) : vals[4] ? parse_index(vals[4]) : -1;
+}
+
+static const char *const RANK_VARS[5] = { "RANK=", "SLURM_PROCID=", "LOCAL_RANK=", "WORLD_SIZE=",
+					  "SLURM_NTASKS=" };
+
+/* The rank variables of pid's environment (hostile: bounded, NUL-separated). */
+static int read_rank(struct gs_record_gpu *g, pid_t pid)
+{
+	const char *vals[5] = { NULL };
+	char path[64], *buf = malloc(ENVIRON_MAX + 1);
+	ssize_t n, len = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while (len < ENVIRON_MAX && (n = read(fd, buf + len, ENVIRON_MAX - len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = '\0';
+	for (char *p = buf; p < buf + len; p += strlen(p) + 1)
+		for (int i = 0; i < 5; i++)
+			if (!strncmp(p, RANK_VARS[i], strlen(RANK_VARS[i])))
+				vals[i] = p + strlen(RANK_VARS[i]);
+	rank_from_vars(g, vals);
+	free(buf);
+	return 0;
+}
+
+void gs_record_gpu__default_rank(struct gs_record_gpu *g)
+{
+	const char *vals[5];
+
+	for (int i = 0; i < 5; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%.*s", (int)strlen(RANK_VARS[i]) - 1, RANK_VARS[i]);
+		vals[i] = getenv(name);
+	}
+	if (!g->rank_read)
+		rank_from_vars(g, vals);
+}
+
+/* The track names of a device (pid) and a stream (tid), once each. */
+static void name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op)
+{
+	char name[32];
+	uint64_t seen;
+
+	if (!gs_addr_map__get(g->named, (pid_t)op->device, 0, &seen)) {
+		snprintf(name, sizeof(name), "GPU %u", op->device);
+		gs_chrome_trace__process_name(g->emit.begin(g->emit.ctx, op->start_ns), op->device,
+					      name);
+		g->emit.end(g->emit.ctx);
+		gs_addr_map__set(g->named, (pid_t)op->device, 0, 1);
+	}
+	if (!gs_addr_map__get(g->named, (pid_t)op->device, (uint64_t)op->stream + 1, &seen)) {
+		snprintf(name, sizeof(name), "stream %u", op->stream);
+		gs_chrome_trace__thread_name(g->emit.begin(g->emit.ctx, op->start_ns), op->device,
+					     op->stream, name);
+		g->emit.end(g->emit.ctx);
+		gs_addr_map__set(g->named, (pid_t)op->device, (uint64_t)op->stream + 1, 1);
+	}
+	if (op->device < MAX_DEVICES)
+		g->device_seen[op->device] = true;
+}
+
+static void dims_arg(struct gs_json *j, const char *key, const int32_t dims[3])
+{
+	gs_json__begin_array(j, key);
+	for (int i = 0; i < 3; i++)
+		gs_json__i64(j, NULL, dims[i]);
+	gs_json__end_array(j);
+}
+
+/* Kineto's args of GPU work, so Holistic Trace Analysis reads them as it reads Kineto's. */
+static void op_args(struct gs_json *j, const struct gs_gpu_op *op)
+{
+	uint64_t ns = op->end_ns - op->start_ns;
+
+	gs_json__u64(j, "device", op->device);
+	gs_json__u64(j, "context", op->context);
+	gs_json__u64(j, "stream", op->stream);
+	gs_json__u64(j, "correlation", op->correlation);
+	if (op->kind == GS_GPU_KERNEL) {
+		gs_json__u64(j, "registers per thread", op->registers);
+		gs_json__u64(j, "shared memory", op->shared_mem);
+		dims_arg(j, "grid", op->grid);
+		dims_arg(j, "block", op->block);
+		return;
+	}
+	gs_json__u64(j, "bytes", op->bytes);
+	gs_json__double(j, "memory bandwidth (GB/s)", ns ? (double)op->bytes / (double)ns : 0.0);
+}
+
+/* An X event on the device's row of the stream; a flow's end when its launch was seen. */
+static void render_op(struct gs_record_gpu *g, const struct pending *p, bool linked)
+{
+	const struct gs_gpu_op *op = &p->op;
+	const char *name = p->name ? p->name : "[unnamed kernel]";
+	struct gs_chrome_trace *t;
+	char dur[32], title[64];
+	struct gs_json *j;
+
+	name_tracks(g, op);
+	if (op->kind == GS_GPU_MEMCPY) {
+		snprintf(title, sizeof(title), "Memcpy %s", gs_gpu_copy_kind_name(op->copy_kind));
+		name = title;
+	} else if (op->kind == GS_GPU_MEMSET) {
+		name = "Memset";
+	}
+	t = g->emit.begin(g->emit.ctx, op->start_ns);
+	j = gs_chrome_trace__event(t, "X", name, gs_gpu_op_category(op->kind), op->device,
+				   op->stream, op->start_ns);
+	gs_chrome_trace_format_us(op->end_ns - op->start_ns, dur, sizeof(dur));
+	gs_json__raw(j, "dur", dur);
+	gs_json__begin_object(j, "args");
+	op_args(j, op);
+	gs_json__end_object(j);
+	gs_chrome_trace__end_event(t);
+	g->emit.end(g->emit.ctx);
+	if (!linked)
+		return;
+	t = g->emit.begin(g->emit.ctx, op->start_ns);
+	j = gs_chrome_trace__event(t, "f", FLOW_CAT, FLOW_CAT, op->device, op->stream,
+				   op->start_ns);
+	gs_json__u64(j, "id", op->correlation);
+	gs_json__string(j, "bp", "e");
+	gs_chrome_trace__end_event(t);
+	g->emit.end(g->emit.ctx);
+}
+
+/* Links, counts and writes the oldest pending record. */
+static void write_pending(struct gs_record_gpu *g, struct pending *p)
+{
+	bool linked = gs_gpu_correlate__launched(g->corr, p->pid, p->op.correlation);
+
+	if (linked)
+		g->n.linked++;
+	else
+		g->n.not_linked++;
+	render_op(g, p, linked);
+	free(p->name);
+	p->name = NULL;
+}
+
+void gs_record_gpu__advance(struct gs_record_gpu *g, uint64_t now_ns)
+{
+	while (g->first_pending < g->nr_pending) {
+		struct pending *p = &g->pending[g->first_pending];
+
+		if (now_ns != UINT64_MAX && p->arrived_ns + GS_RECORD_GPU_LINK_DELAY_NS > now_ns)
+			break;
+		write_pending(g, p);
+		g->first_pending++;
+	}
+	if (g->first_pending == g->nr_pending)
+		g->first_pending = g->nr_pending = 0;
+}
+
+/* Takes name (owned, may be NULL) with the record into the queue. */
+static int queue(struct gs_record_gpu *g, const struct gs_gpu_record *e, const struct gs_gpu_op *op,
+		 char *name)
+{
+	struct pending *p, *grown;
+
+	if (g->nr_pending == g->cap_pending) {
+		size_t cap = g->cap_pending ? g->cap_pending * 2 : 1024;
+
+		grown = realloc(g->pending, cap * sizeof(*grown));
+		if (!grown) {
+			free(name);
+			return -ENOMEM;
+		}
+		g->pending = grown;
+		g->cap_pending = cap;
+	}
+	p = &g->pending[g->nr_pending];
+	*p = (struct pending){
+		.op = *op, .name = name, .pid = (pid_t)e->hdr.pid, .arrived_ns = e->hdr.ts_ns
+	};
+	p->op.name = NULL; /* borrowed from the ring buffer: gone after this call */
+	g->nr_pending++;
+	return 0;
+}
+
+/* Kineto shows kernels demangled. Sets -ENOMEM in *err when a name could not be kept. */
+static char *kernel_name(const struct gs_gpu_op *op, int *err)
+{
+	char *name;
+
+	if (!op->name)
+		return NULL;
+	name = gs_demangle(op->name);
+	if (!name)
+		name = strdup(op->name);
+	if (!name)
+		*err = -ENOMEM;
+	return name;
+}
+
+static int on_record(struct gs_record_gpu *g, const struct gs_gpu_record *e, size_t size)
+{
+	struct gs_gpu_op op;
+	int err = gs_gpu_op_decode(e, size, &op);
+	char *name;
+
+	g->n.records++;
+	if (err == -ENOENT) {
+		g->n.other_kinds++;
+		return 0;
+	}
+	if (err == -ERANGE) {
+		g->n.no_timestamps++;
+		return 0;
+	}
+	if (err) {
+		g->n.malformed++;
+		return 0;
+	}
+	if (e->flags & GS_GPU_F_NAME_TRUNCATED)
+		g->n.names_truncated++;
+	name = kernel_name(&op, &err);
+	op.name = name;
+	err = err ?: gs_gpu_summary__add(g->summary, &op);
+	if (err) {
+		free(name);
+		return err;
+	}
+	return queue(g, e, &op, name);
+}
+
+static void on_clock(struct gs_record_gpu *g, const struct gs_gpu_clock *e)
+{
+	uint64_t mid, err;
+
+	if (e->mono_after < e->mono_before)
+		return;
+	mid = e->mono_before + (e->mono_after - e->mono_before) / 2;
+	err = (e->cupti_ns > mid ? e->cupti_ns - mid : mid - e->cupti_ns) +
+	      (e->mono_after - e->mono_before) / 2;
+	g->n.clock_checks++;
+	if (err > g->n.clock_max_error_ns)
+		g->n.clock_max_error_ns = err;
+}
+
+int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr, size_t size)
+{
+	const struct gs_gpu_api *api = (const void *)hdr;
+
+	switch (hdr->type) {
+	case GS_EV_GPU_RECORD:
+		return on_record(g, (const void *)hdr, size);
+	case GS_EV_GPU_API:
+		g->n.api_calls++;
+		/* while the process is surely alive: it is inside a CUDA call */
+		if (!g->rank_read && !read_rank(g, (pid_t)hdr->pid))
+			g->rank_read = true;
+		return gs_gpu_correlate__api(g->corr, (pid_t)hdr->pid, (pid_t)hdr->tid, hdr->ts_ns,
+					     api->correlation, api->domain);
+	case GS_EV_GPU_DROPPED:
+		g->n.cupti_dropped += ((const struct gs_gpu_dropped *)hdr)->records;
+		return 0;
+	case GS_EV_GPU_CLOCK:
+		on_clock(g, (const void *)hdr);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+uint32_t gs_record_gpu__slice_args(struct gs_record_gpu *g, struct gs_json *j,
+				   const struct gs_event_hdr *hdr, uint64_t entry_ns, bool driver)
+{
+	uint32_t id = gs_gpu_correlate__slice(
+		g->corr, (pid_t)hdr->pid, (pid_t)hdr->tid, entry_ns, hdr->ts_ns,
+		driver ? GS_CUPTI_DOMAIN_DRIVER_API : GS_CUPTI_DOMAIN_RUNTIME_API);
+
+	if (id)
+		gs_json__u64(j, "correlation", id);
+	return id;
+}
+
+void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hdr *hdr,
+			       uint64_t entry_ns, uint32_t correlation)
+{
+	struct gs_chrome_trace *t;
+	struct gs_json *j;
+
+	if (!correlation)
+		return;
+	t = g->emit.begin(g->emit.ctx, entry_ns);
+	j = gs_chrome_trace__event(t, "s", FLOW_CAT, FLOW_CAT, hdr->pid, hdr->tid, entry_ns);
+	gs_json__u64(j, "id", correlation);
+	gs_chrome_trace__end_event(t);
+	g->emit.end(g->emit.ctx);
+}
+
+void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid)
+{
+	/* its launches were all seen: the process made no call after its last record */
+	gs_record_gpu__advance(g, UINT64_MAX);
+	gs_gpu_correlate__forget_pid(g->corr, pid);
+}
+
+void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j)
+{
+	char info[96];
+
+	gs_json__begin_array(j, "deviceProperties");
+	for (size_t i = 0; i < MAX_DEVICES; i++) {
+		if (!g->device_seen[i])
+			continue;
+		gs_json__begin_object(j, NULL);
+		gs_json__u64(j, "id", i);
+		gs_json__end_object(j);
+	}
+	gs_json__end_array(j);
+	if (g->rank < 0)
+		return;
+	/* HTA finds the rank by searching the text for "rank": N, space included */
+	if (g->world_size >= 0)
+		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", g->rank,
+			 g->world_size);
+	else
+		snprintf(info, sizeof(info), "{\"rank\": %ld}", g->rank);
+	gs_json__raw(j, "distributedInfo", info);
+}
+
+void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j)
+{
+	gs_json__begin_object(j, "gpu");
+	gs_json__u64(j, "records", g->n.records);
+	gs_json__u64(j, "linked", g->n.linked);
+	gs_json__u64(j, "not_linked", g->n.not_linked);
+	gs_json__u64(j, "api_calls", g->n.api_calls);
+	gs_json__u64(j, "cupti_dropped", g->n.cupti_dropped);
+	gs_json__u64(j, "no_timestamps", g->n.no_timestamps);
+	gs_json__u64(j, "malformed", g->n.malformed);
+	gs_json__u64(j, "other_kinds", g->n.other_kinds);
+	gs_json__u64(j, "names_truncated", g->n.names_truncated);
+	gs_json__begin_object(j, "clock");
+	gs_json__string(j, "method", "cupti_timestamp_callback_clock_monotonic");
+	gs_json__u64(j, "checks", g->n.clock_checks);
+	gs_json__u64(j, "max_error_ns", g->n.clock_max_error_ns);
+	gs_json__end_object(j);
+	gs_json__end_object(j);
+}
+
+void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f)
+{
+	gs_gpu_summary__print(g->summary, f);
+	if (g->n.records || g->n.api_calls)
+		fprintf(f,
+			"  GPU records: %" PRIu64 ", %" PRIu64 " linked to their launch, %" PRIu64
+			" not; CUPTI dropped %" PRIu64 "\n",
+			g->n.records, g->n.linked, g->n.not_linked, g->n.cupti_dropped);
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* record_gpu.h: `record -e gpu`: GPU rows (Kineto's conventions), links to launches, summary. */
+#ifndef GS_RECORD_GPU_H
+#define GS_RECORD_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "bpf/gs_event.h"
+#include "stitch/chrome_trace.h"
+
+/*
+ * GPU records are held this long after they arrive before they are written: the slice of
+ * the call that launched them (which reaches userspace only when the call returns) must
+ * have been seen by then to link them.
+ */
+#define GS_RECORD_GPU_LINK_DELAY_NS 500000000ULL
+
+/* How record renders one event into its time-ordered output. */
+struct gs_record_gpu_emit {
+	void *ctx;
+	struct gs_chrome_trace *(*begin)(void *ctx, uint64_t ts_ns);
+	void (*end)(void *ctx);
+};
+
+struct gs_record_gpu;
+
+/*
+ * For `record -e gpu -- CMD`: names the CUPTI injection library installed next to the
+ * gpusnoop executable in CUDA_INJECTION64_PATH, which the command inherits. Returns 0, or
+ * -EEXIST when the variable names another library already, -ENOENT when the library is not
+ * installed (logged, one line each).
+ */
+int gs_record_gpu_setenv(void);
+
+/* NULL with errno set. */
+struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit);
+void gs_record_gpu__free(struct gs_record_gpu *g);
+/* A GS_EV_GPU_* record as it came from the tracker. Returns 0 or -ENOMEM. */
+int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr, size_t size);
+/*
+ * For the CPU slice of a call (args open in j): its CUPTI correlation id as args
+ * "correlation"; returns it, 0 when the call reported none.
+ */
+uint32_t gs_record_gpu__slice_args(struct gs_record_gpu *g, struct gs_json *j,
+				   const struct gs_event_hdr *hdr, uint64_t entry_ns, bool driver);
+/* After that slice was rendered: the start of Kineto's "ac2g" flow to its GPU work. */
+void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hdr *hdr,
+			       uint64_t entry_ns, uint32_t correlation);
+/* Writes the records that arrived before now_ns - GS_RECORD_GPU_LINK_DELAY_NS; all: UINT64_MAX. */
+void gs_record_gpu__advance(struct gs_record_gpu *g, uint64_t now_ns);
+/* pid exited or replaced its image: its records are written, its ids forgotten. */
+void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid);
+/* The rank of a spawned command's environment, for processes gone before it was read. */
+void gs_record_gpu__default_rank(struct gs_record_gpu *g);
+/* Top-level keys of Kineto's traces: "deviceProperties", "distributedInfo" (with the rank). */
+void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j);
+/* A "gpu" object in the trace's metadata: counts, losses, the clock mapping and its error. */
+void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j);
+void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f);
+
+#endif /* GS_RECORD_GPU_H */
