@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_gpu.py: `record -e gpu`: the stand-in GPU's records, linked to launches, in Kineto form."""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (BIN, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main,
+                     run_gpusnoop, test)
+
+INJECTION = os.path.join(ROOT, "libgpusnoop-cupti.so")
+GEMM = "gemm_kernel(float*, int)"
+RELU = "relu_kernel(float*, int)"
+GRAPH = "gs_graph_node"
+KiB = 1024
+
+# tests/fixtures/fake_gpu.h: device time of each piece of work, in ns
+def kernel_ns(blocks):
+    return 1000 * blocks
+
+
+def memcpy_ns(nbytes):
+    return 500 + nbytes // 16
+
+
+def memset_ns(nbytes):
+    return 200 + nbytes // 64
+
+
+# What tests/fixtures/workloads/gs_gpu.cc runs: (name, category) -> [(duration ns, args)]
+EXPECTED = {
+    (GEMM, "kernel"): [kernel_ns(128 * 2)] * 20,
+    (RELU, "kernel"): [kernel_ns(64)] * 10,
+    (GRAPH, "kernel"): [2000] * 3,
+    ("Memcpy HtoD", "gpu_memcpy"): [memcpy_ns(MiB)] * 2,
+    ("Memcpy DtoH", "gpu_memcpy"): [memcpy_ns(2 * MiB)],
+    ("Memset", "gpu_memset"): [memset_ns(64 * KiB)] * 2,
+}
+RECORDS = sum(len(v) for v in EXPECTED.values())  # 38
+DEFAULT_STREAM, FIRST_STREAM = 7, 13
+LOAD_TIMEOUT = 120  # seconds for gpusnoop to load its BPF objects on a busy machine
+
+
+def gpu_env(**extra):
+    """The stand-in CUPTI ahead of the real one the library's RUNPATH names."""
+    if not os.path.exists(INJECTION):
+        raise Skip(f"{INJECTION} not built (no CUPTI headers at build time)")
+    env = {"LD_LIBRARY_PATH": LIB}
+    env.update(extra)
+    return env
+
+
+def load(path):
+    with open(path) as f:
+        text = f.read()
+    return json.loads(text), text
+
+
+def ns(us):
+    """A trace's microseconds (three decimals) back to exact nanoseconds."""
+    return round(us * 1000)
+
+
+def gpu_rows(trace):
+    return [e for e in trace["traceEvents"] if e["ph"] == "X"
+            and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+
+
+def cpu_calls(trace, pid):
+    return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == pid]
+
+
+def expect_gpu_rows(trace):
+    """Every record of gs_gpu, on device 0's row of its stream, with its device time."""
+    got = collections.defaultdict(list)
+    for e in gpu_rows(trace):
+        got[(e["name"], e["cat"])].append(ns(e["dur"]))
+        expect_eq((e["pid"], e["args"]["device"], e["args"]["context"]), (0, 0, 1),
+                  f"device row of {e['name']}")
+        expect_eq(e["tid"], e["args"]["stream"], "tid is the stream")
+    expect_eq(dict(got), EXPECTED, "GPU rows and device durations (ns)")
+    for e in gpu_rows(trace):
+        if e["name"] == GEMM:
+            expect_eq((e["args"]["grid"], e["args"]["block"], e["args"]["shared memory"],
+                       e["args"]["registers per thread"], e["tid"]),
+                      ([128, 2, 1], [256, 1, 1], 4096, 32, FIRST_STREAM), "gemm's args")
+        elif e["name"] == RELU:
+            expect_eq(e["tid"], DEFAULT_STREAM, "relu on the legacy default stream")
+        elif e["cat"] != "kernel":
+            expect_eq(e["args"]["bytes"], {"Memset": 64 * KiB, "Memcpy DtoH": 2 * MiB}
+                      .get(e["name"], MiB), f"bytes of {e['name']}")
+
+
+def expect_linked(trace, pid):
+    """Each launch and copy slice has its correlation id, each GPU row one of them, with flows."""
+    cpu = {}
+    for e in cpu_calls(trace, pid):
+        if "correlation" in e["args"]:
+            assert e["args"]["correlation"] not in cpu, e
+            cpu[e["args"]["correlation"]] = e
+    expect_eq(collections.Counter(e["name"] for e in cpu.values()),
+              {"cudaLaunchKernel": 30, "cudaGraphLaunch": 1, "cudaMemcpy": 3,
+               "cudaMemsetAsync": 2}, "CPU slices with a correlation id")
+    rows = gpu_rows(trace)
+    for e in rows:
+        launch = cpu.get(e["args"]["correlation"])
+        assert launch, f"GPU row without its launch: {e}"
+        want = {"kernel": ("cudaLaunchKernel", "cudaGraphLaunch"), "gpu_memcpy": ("cudaMemcpy",),
+                "gpu_memset": ("cudaMemsetAsync",)}[e["cat"]]
+        assert launch["name"] in want, (launch, e)
+        # one clock: the device starts the work after the call that issued it began
+        assert e["ts"] >= launch["ts"], (launch, e)
+        if e["cat"] == "kernel" and e["name"] != GRAPH:
+            expect_eq(launch["args"]["kernel"], e["name"], "launch and kernel agree")
+    graph = [e for e in rows if e["name"] == GRAPH]
+    expect_eq(len({e["args"]["correlation"] for e in graph}), 1, "a graph's kernels: one id")
+    flows = collections.Counter((e["ph"], e["id"]) for e in trace["traceEvents"]
+                                if e.get("cat") == "ac2g")
+    expect_eq({k for k in flows if k[0] == "s"}, {("s", c) for c in cpu}, "flow starts")
+    expect_eq(sum(v for k, v in flows.items() if k[0] == "f"), RECORDS, "flow ends")
+    md = trace["metadata"]["gpu"]
+    expect_eq((md["records"], md["linked"], md["not_linked"], md["malformed"]),
+              (RECORDS, RECORDS, 0, 0), "GPU record counts")
+
+
+@test
+def gpu_every_launch_linked_with_device_times():
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--",
+                                  os.path.join(BIN, "gs_gpu"),
+                                  env=gpu_env(RANK="3", WORLD_SIZE="4"), timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace, text = load(out)
+    pid = next(e["pid"] for e in trace["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] > 0)
+    expect_gpu_rows(trace)
+    expect_linked(trace, pid)
+    clock = trace["metadata"]["gpu"]["clock"]
+    expect_eq(clock["method"], "cupti_timestamp_callback_clock_monotonic", "clock method")
+    assert clock["checks"] >= 1, clock
+    # Holistic Trace Analysis finds the rank with the pattern "rank":\s+(\d+)
+    assert '"rank": 3' in text, trace.get("distributedInfo")
+    expect_eq(trace["distributedInfo"], {"rank": 3, "world_size": 4}, "distributedInfo")
+    expect_eq(trace["deviceProperties"], [{"id": 0}], "deviceProperties")
+    assert "GPU kernels by device time" in err and "gemm_kernel(float*, int)" in err, err
+    assert f"GPU records: {RECORDS}, {RECORDS} linked to their launch, 0 not" in err, err
+
+
+@test
+def gpu_attach_by_pid_to_a_process_started_with_the_library():
+    w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION))
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    g = Gpusnoop("record", "-e", "gpu", "-p", str(w.pid), "-o", out)
+    try:
+        g.wait_stderr("GPU activity from", LOAD_TIMEOUT)
+        g.wait_stderr("Ctrl-C to stop", LOAD_TIMEOUT)
+        w.release()
+        w.wait_line("done")
+        expect_eq(w.finish(), 0, "workload status")
+        expect_eq(g.wait(), 0, f"record status; stderr:\n{g.stderr_text()}")
+    finally:
+        w.kill()
+        g.kill()
+    trace, _ = load(out)
+    expect_gpu_rows(trace)
+    expect_linked(trace, w.pid)
+
+
+@test
+def gpu_cupti_dropped_records_counted():
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    # the stand-in drops records 5, 10, ... 35 of the 38, as CUPTI does when it overflows
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--",
+                                  os.path.join(BIN, "gs_gpu"),
+                                  env=gpu_env(GS_FAKE_CUPTI_DROP_EVERY="5"),
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace, _ = load(out)
+    md = trace["metadata"]["gpu"]
+    expect_eq((md["cupti_dropped"], md["records"], md["linked"]), (7, RECORDS - 7, RECORDS - 7),
+              "CUPTI's drops reported, the rest linked")
+    assert "CUPTI dropped 7" in err, err
+
+
+@test
+def gpu_library_dormant_without_gpusnoop():
+    env = dict(os.environ, **gpu_env(CUDA_INJECTION64_PATH=INJECTION, GS_FAKE_CUPTI_STATS="1"))
+    p = subprocess.run([os.path.join(BIN, "gs_gpu")], capture_output=True, env=env, timeout=30)
+    expect_eq(p.returncode, 0, f"status; stderr {p.stderr!r}")
+    # no buffer handed to CUPTI: every record dropped at the source, nothing kept or copied
+    assert f"fake cupti: {RECORDS} records, 0 buffers, {RECORDS} dropped" in p.stderr.decode(), \
+        p.stderr
+
+
+@test
+def gpu_refuses_another_injection_library():
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", "/dev/null", "--", "true",
+                                  env=gpu_env(CUDA_INJECTION64_PATH="/opt/other/libinject.so"))
+    expect_eq(status, 1, "status")
+    lines = [l for l in err.splitlines() if l.strip()]
+    expect_eq(len(lines), 1, f"one line: {err!r}")
+    assert "/opt/other/libinject.so" in lines[0], lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())
