@@ -14,6 +14,7 @@
 /* Launched ids as a bitmap from the first id seen; ids are handed out in order per process. */
 #define MAX_ID_SPAN (1u << 28) /* 32 MiB of bitmap at most per process */
 #define BITMAP_KEY  0	       /* tids are never 0 */
+#define BASE_SLACK  4096       /* ids below the first one seen that are still tracked */
 
 struct api_entry {
 	uint64_t ts_ns;
@@ -114,7 +115,8 @@ static void mark_launched(struct gs_gpu_correlate *c, pid_t pid, uint32_t id)
 			free(l);
 			return;
 		}
-		l->base = id;
+		/* slices return innermost first: an outer call's smaller id may come after */
+		l->base = (id > BASE_SLACK ? id - BASE_SLACK : 0) & ~63u;
 	}
 	if (id < l->base || id - l->base >= MAX_ID_SPAN)
 		return; /* the GPU record will count as not linked */
