@@ -17,6 +17,7 @@ BUILD_PACKAGES=(
 )
 TEST_PACKAGES=(
 	python3 jq # the e2e tests
+	python3-venv # e2e: the tests' own virtual environment (Holistic Trace Analysis)
 	groff-base man-db # e2e: the man pages render without warnings
 	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
@@ -33,18 +34,33 @@ test) PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
 	exit 2
 	;;
 esac
+# e2e: Holistic Trace Analysis (PyPI) reads the GPU traces, from the tests' own virtual
+# environment, kept with pip's downloads outside the work tree. pandas < 3: HTA 0.5 assigns
+# across integer dtypes, which pandas 3 refuses.
+TEST_CACHE=/var/cache/gpusnoop-tests
+setup_hta() {
+	"$TEST_CACHE/venv/bin/python" -c 'import hta' 2>/dev/null && return 0
+	echo "setup: installing HolisticTraceAnalysis in $TEST_CACHE/venv" >&2
+	mkdir -p "$TEST_CACHE"
+	python3 -m venv "$TEST_CACHE/venv"
+	PIP_CACHE_DIR="$TEST_CACHE/pip" "$TEST_CACHE/venv/bin/pip" install -q \
+		HolisticTraceAnalysis 'pandas<3'
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: missing packages: ${missing[*]}; run as root (e.g. sudo make ...)" >&2
+		exit 1
+	fi
+	echo "setup: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "setup: missing packages: ${missing[*]}; run as root (e.g. sudo make ...)" >&2
-	exit 1
+if [ "$mode" = test ]; then
+	setup_hta
 fi
-echo "setup: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

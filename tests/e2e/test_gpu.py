@@ -196,6 +196,41 @@ def gpu_library_dormant_without_gpusnoop():
         p.stderr
 
 
+# scripts/setup.sh test installs Holistic Trace Analysis here, outside the work tree
+HTA_PYTHON = os.environ.get("GS_HTA_PYTHON", "/var/cache/gpusnoop-tests/venv/bin/python")
+
+
+@test
+def gpu_traces_of_two_ranks_load_in_holistic_trace_analysis():
+    if not os.access(HTA_PYTHON, os.X_OK):
+        raise Skip(f"{HTA_PYTHON} missing: `make setup-test` installs Holistic Trace Analysis")
+    trace_dir = tempfile.mkdtemp()
+    for rank in (0, 1):
+        out = os.path.join(trace_dir, f"rank{rank}.json")
+        status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--",
+                                      os.path.join(BIN, "gs_gpu"),
+                                      env=gpu_env(RANK=str(rank), WORLD_SIZE="2"),
+                                      timeout=LOAD_TIMEOUT)
+        expect_eq(status, 0, f"record status; stderr:\n{err}")
+    p = subprocess.run([HTA_PYTHON, os.path.join(os.path.dirname(__file__), "hta_check.py"),
+                        trace_dir], capture_output=True, timeout=LOAD_TIMEOUT)
+    expect_eq(p.returncode, 0, f"hta_check status; stderr:\n{p.stderr.decode()[-3000:]}")
+    hta = json.loads(p.stdout)
+    expect_eq(hta["ranks"], [0, 1], "ranks HTA found (from distributedInfo)")
+    # HTA keeps whole microseconds of start and duration: within 2 us of the device time
+    want = {name: (len(v), v[0] / 1000) for (name, _), v in EXPECTED.items()}
+    for rank in (0, 1):
+        got = {k["name"]: k for k in hta["kernels"] if k["rank"] == rank}
+        expect_eq(set(got), set(want), f"rank {rank}: kernels in HTA's breakdown")
+        for name, (count, mean_us) in want.items():
+            assert abs(got[name]["mean_us"] - mean_us) <= 2, (rank, name, got[name], mean_us)
+            assert abs(got[name]["sum_us"] - count * mean_us) <= 2 * count, (rank, got[name])
+        expect_eq(got[GEMM]["type"], "COMPUTATION", "gemm is computation")
+        expect_eq(got["Memcpy HtoD"]["type"], "MEMORY", "copies are memory")
+        streams = {i["stream"] for i in hta["idle"] if i["rank"] == rank}
+        expect_eq(streams, {DEFAULT_STREAM, FIRST_STREAM}, f"rank {rank}: idle time per stream")
+
+
 @test
 def gpu_refuses_another_injection_library():
     status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", "/dev/null", "--", "true",
