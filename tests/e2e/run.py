@@ -18,6 +18,7 @@ import test_security_files  # noqa: E402,F401
 import test_security_output  # noqa: E402,F401
 import test_security_daemon  # noqa: E402,F401
 import test_cli  # noqa: E402,F401
+import test_oom_exit  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())
