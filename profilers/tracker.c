@@ -647,6 +647,7 @@ static void reap_child(struct gs_tracker *t)
 static void check_liveness(struct gs_tracker *t)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	bool drained = false;
 
 	if (now - t->last_liveness_ns < LIVENESS_CHECK_NS)
 		return;
@@ -654,10 +655,20 @@ static void check_liveness(struct gs_tracker *t)
 	for (size_t i = 0; i < t->nr_targets;) {
 		pid_t pid = t->targets[i].pid;
 
-		if (kill(pid, 0) && errno == ESRCH)
-			target_gone(t, pid, false); /* moves the last target into slot i */
-		else
+		if (!kill(pid, 0) || errno != ESRCH) {
 			i++;
+		} else if (!drained) {
+			/*
+			 * What it wrote before it died (an OOM, then its exit) is handled while it is
+			 * still known: comm and maps are gone from /proc, not from the tracker. The
+			 * records handled may drop targets (exits): look again from the start.
+			 */
+			ring_buffer__consume(t->rb);
+			drained = true;
+			i = 0;
+		} else {
+			target_gone(t, pid, false); /* moves the last target into slot i */
+		}
 	}
 }
 
