@@ -7,6 +7,11 @@ set -euo pipefail
 
 bin=$1
 out=$2
+if ! command -v help2man >/dev/null; then
+	echo "gen-man.sh: help2man is not installed (apt-get install help2man, or" \
+		"./scripts/setup.sh build)" >&2
+	exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out"
