@@ -17,6 +17,7 @@
 #include "profilers/probe_quota.h"
 #include "profilers/torch/attach.h"
 #include "profilers/torch/syms.h"
+#include "user/array.h"
 #include "user/elf_file.h"
 #include "user/links.h"
 #include "user/log.h"
@@ -96,15 +97,8 @@ static bool is_attached(struct gs_lib_attach *la, pid_t scope, const struct gs_m
 
 static int remember_attached(struct gs_lib_attach *la, pid_t scope, const struct gs_mapping *m)
 {
-	if (la->nr_files == la->cap_files) {
-		size_t cap = la->cap_files ? la->cap_files * 2 : 16;
-		struct attached_file *grown = realloc(la->files, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		la->files = grown;
-		la->cap_files = cap;
-	}
+	if (GS_ARRAY_RESERVE(la->files, la->nr_files, la->cap_files, 16))
+		return -ENOMEM;
 	la->files[la->nr_files++] =
 		(struct attached_file){ .scope = scope, .dev = m->dev, .inode = m->inode };
 	return 0;

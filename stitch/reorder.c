@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stitch/reorder.h"
+#include "user/array.h"
 
 struct held {
 	uint64_t ts_ns;
@@ -125,16 +126,9 @@ int gs_reorder__push(struct gs_reorder *r, uint64_t ts_ns, const void *rec, size
 		free(e);
 		return 0;
 	}
-	if (r->nr == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct held **heap = realloc(r->heap, cap * sizeof(*heap));
-
-		if (!heap) {
-			free(e);
-			return -ENOMEM;
-		}
-		r->heap = heap;
-		r->cap = cap;
+	if (GS_ARRAY_RESERVE(r->heap, r->nr, r->cap, 64)) {
+		free(e);
+		return -ENOMEM;
 	}
 	r->heap[r->nr] = e;
 	sift_up(r->heap, r->nr);

@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "user/bounds.h"
+#include "user/array.h"
 #include "user/demangle.h"
 #include "user/elf_file.h"
 #include "user/proc_maps.h"
+#include "user/sym_search.h"
 
 struct elf_sym {
 	uint64_t addr;
@@ -136,15 +138,8 @@ static int add_symbols(struct gs_elf *elf, Elf *e, Elf_Scn *scn, GElf_Shdr *shdr
 		name = elf_strptr(e, shdr->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		if (elf->nr_syms == *cap) {
-			struct elf_sym *grown;
-
-			*cap = *cap ? *cap * 2 : 1024;
-			grown = realloc(elf->syms, *cap * sizeof(*grown));
-			if (!grown)
-				return -ENOMEM;
-			elf->syms = grown;
-		}
+		if (GS_ARRAY_RESERVE(elf->syms, elf->nr_syms, *cap, 1024))
+			return -ENOMEM;
 		elf->syms[elf->nr_syms] = (struct elf_sym){
 			.addr = sym.st_value,
 			.size = sym.st_size,
@@ -347,17 +342,9 @@ int gs_elf__offset_to_vaddr(const struct gs_elf *elf, uint64_t offset, uint64_t 
 
 const char *gs_elf__symbolize(struct gs_elf *elf, uint64_t vaddr, uint64_t *sym_offset)
 {
-	size_t lo = 0, hi = elf->nr_syms;
+	/* the first symbol with addr > vaddr */
+	size_t lo = GS_SYM_SEARCH(elf->syms, elf->nr_syms, addr, vaddr);
 
-	/* first symbol with addr > vaddr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (elf->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t back = 0; back < MAX_NESTED_LOOKBACK && lo > back; back++) {
 		struct elf_sym *s = &elf->syms[lo - 1 - back];
 

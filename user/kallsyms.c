@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/array.h"
 #include "user/kallsyms.h"
 #include "user/proc_info.h"
+#include "user/sym_search.h"
 
 struct ksym {
 	uint64_t addr;
@@ -72,15 +74,8 @@ static int parse_line(struct gs_kallsyms *ks, const char *line, size_t len)
 		*mod++ = '\0';
 	if (!*name)
 		return 0;
-	if (ks->nr == ks->cap) {
-		size_t cap = ks->cap ? ks->cap * 2 : 4096;
-		struct ksym *grown = realloc(ks->syms, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		ks->syms = grown;
-		ks->cap = cap;
-	}
+	if (GS_ARRAY_RESERVE(ks->syms, ks->nr, ks->cap, 4096))
+		return -ENOMEM;
 	s = &ks->syms[ks->nr];
 	s->addr = addr;
 	s->module = NULL;
@@ -151,17 +146,9 @@ void gs_kallsyms__free(struct gs_kallsyms *ks)
 const char *gs_kallsyms__lookup(const struct gs_kallsyms *ks, uint64_t addr, uint64_t *offset,
 				const char **module)
 {
-	size_t lo = 0, hi = ks->nr;
-
 	/* the last symbol whose address is <= addr; among aliases, the first of them */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = GS_SYM_SEARCH(ks->syms, ks->nr, addr, addr);
 
-		if (ks->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	lo--;

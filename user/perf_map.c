@@ -11,9 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include "user/array.h"
 #include "user/log.h"
 #include "user/perf_map.h"
 #include "user/safe_open.h"
+#include "user/sym_search.h"
 
 /* bytes read per read(): the memory a perf map costs beyond its symbols */
 #define CHUNK (64 * 1024)
@@ -126,15 +128,8 @@ static int add_line(struct gs_perf_map *map, const char *s, const char *end)
 	    !parse_hex(&s, end, &sym.size) || s == end || *s++ != ' ' || s == end || !sym.size ||
 	    sym.start + sym.size < sym.start)
 		return 0;
-	if (map->nr == map->cap) {
-		size_t cap = map->cap ? map->cap * 2 : 64;
-		struct perf_sym *grown = realloc(map->syms, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		map->syms = grown;
-		map->cap = cap;
-	}
+	if (GS_ARRAY_RESERVE(map->syms, map->nr, map->cap, 64))
+		return -ENOMEM;
 	sym.name = strndup(s, (size_t)(end - s));
 	if (!sym.name)
 		return -ENOMEM;
@@ -439,22 +434,15 @@ static int cmp_sym(const void *a, const void *b)
 
 const char *gs_perf_map__lookup(struct gs_perf_map *map, uint64_t addr, uint64_t *offset)
 {
-	size_t lo = 0, hi = map->nr;
 	const struct perf_sym *s;
+	size_t lo;
 
 	if (!map->sorted && map->nr) { /* qsort(NULL, 0, ...) is undefined */
 		qsort(map->syms, map->nr, sizeof(*map->syms), cmp_sym);
 		map->sorted = true;
 	}
 	/* the last symbol starting at or below addr: of several at one start, the latest */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (map->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = GS_SYM_SEARCH(map->syms, map->nr, start, addr);
 	if (!lo)
 		return NULL;
 	s = &map->syms[lo - 1];
