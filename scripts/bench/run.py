@@ -86,9 +86,9 @@ class Lines:
 class Workload:
     """gs_bench (or the torch target) speaking sync.h's ready/done protocol, held."""
 
-    def __init__(self, argv):
+    def __init__(self, argv, env=None):
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  env=dict(os.environ))
+                                  env=env or dict(os.environ))
         self.out = Lines(self.p.stdout)
         self.pid = int(self.out.wait_for(lambda l: l.startswith("ready "), "ready").split()[1])
 
@@ -275,6 +275,45 @@ def bench_overhead(args, tmp):
             "%s %.0f" % (k, results[k][-1]) for k in order)), file=sys.stderr)
     return ({k: median(v) for k, v in results.items()},
             {k: median(v) for k, v in wall.items()})
+
+
+# --- GPU: the CUPTI injection library, dormant and traced --------------------------------------
+
+GPU_KINDS = ["gpu-unset", "gpu-dormant", "gpu-record"]
+INJECTION = os.path.join(ROOT, "libgpusnoop-cupti.so")
+
+
+def gpu_run(kind, args):
+    """gs_bench's loop with the stand-in CUPTI; the library named unless gpu-unset."""
+    env = dict(os.environ, LD_LIBRARY_PATH=LIBDIR)
+    if kind != "gpu-unset":
+        env["CUDA_INJECTION64_PATH"] = INJECTION
+    w = Workload([BENCH, "loop", str(args.iters), str(args.batch), "--hold"], env=env)
+    t = None
+    try:
+        if kind == "gpu-record":
+            t = Tool([GPUSNOOP, "record", "-e", "gpu", "-p", str(w.pid), "-o", "/dev/null"],
+                     "recording")
+        w.release()
+        line = w.line("ns_per_iter").split()
+        w.line("done")
+    except BaseException:
+        if t:
+            t.kill()
+        w.kill()
+        raise
+    finish(w, t)
+    return float(line[4])
+
+
+def bench_gpu(args):
+    results = {k: [] for k in GPU_KINDS}
+    for _ in range(args.rounds):
+        order = GPU_KINDS[:]
+        random.shuffle(order)
+        for kind in order:
+            results[kind].append(gpu_run(kind, args))
+    return {k: median(v) for k, v in results.items()}
 
 
 # --- drain throughput -------------------------------------------------------------------------
@@ -532,7 +571,7 @@ def main():
     ap.add_argument("--stitch-events", type=int, default=500000,
                     help="launch events in each of the two traces stitch merges")
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
-                    help="comma list of overhead,drain,sustain,symbolize,memory")
+                    help="comma list of overhead,gpu,drain,sustain,symbolize,memory,stitch")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (BPF)")
@@ -570,6 +609,21 @@ def main():
                          % (med["leaks"] / bm, (med["leaks"] - a) / (bm - a))))
             rows.append(("(e)/(b) bpftrace vs floor", "%.2fx" % (med["bpftrace"] / b),
                          "cost above (a): %.2fx the floor's" % ((med["bpftrace"] - a) / (b - a))))
+        if want("gpu") and os.path.exists(INJECTION):
+            print("GPU injection library, %d rounds..." % args.rounds, file=sys.stderr)
+            g = bench_gpu(args)
+            g0 = g["gpu-unset"]
+            rows.append(("CUDA_INJECTION64_PATH: CPU ns per iteration (6 calls, 4 launches) with "
+                         "the stand-in CUPTI, median of %d interleaved runs" % args.rounds,
+                         None, None))
+            rows.append(("(g0) variable unset", "%.0f ns" % g0, ""))
+            rows.append(("(g1) set, no gpusnoop: the library dormant", "%.0f ns" %
+                         g["gpu-dormant"], "%.3fx (g0), +%.0f ns per launch; the stand-in "
+                         "CUPTI's own record-making included" %
+                         (g["gpu-dormant"] / g0, (g["gpu-dormant"] - g0) / 4)))
+            rows.append(("(g2) set, gpusnoop record -e gpu -p", "%.0f ns" % g["gpu-record"],
+                         "%.3fx (g0), +%.0f ns per launch" %
+                         (g["gpu-record"] / g0, (g["gpu-record"] - g0) / 4)))
         if want("drain"):
             for kind in ("leaks", "record"):
                 print("drain, %s, %.0f s flood..." % (kind, args.flood_seconds),
