@@ -147,8 +147,6 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 	 */
 	gs_lib_attach__forget(t->attach, pid);
 	gs_symcache__forget(t->symcache, pid);
-	if (t->unwinder)
-		gs_unwinder__forget(t->unwinder, pid);
 	drop_target(t, tg);
 }
 

@@ -11,6 +11,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include "user/array.h"
 #include "user/bounds.h"
 #include "user/elf_file.h"
 #include "user/log.h"
@@ -58,16 +59,9 @@ struct cfi_file {
 	size_t nr_segs;
 };
 
-struct proc_maps {
-	pid_t pid;
-	struct gs_maps *maps;
-};
-
 struct gs_unwinder {
 	struct cfi_file *files;
 	size_t nr_files, cap_files;
-	struct proc_maps *procs;
-	size_t nr_procs, cap_procs;
 	struct gs_symcache *symcache; /* borrowed; names JIT code */
 	struct gs_unwind_stats stats;
 };
@@ -106,10 +100,7 @@ void gs_unwinder__free(struct gs_unwinder *u)
 		return;
 	for (size_t i = 0; i < u->nr_files; i++)
 		close_file(&u->files[i]);
-	for (size_t i = 0; i < u->nr_procs; i++)
-		gs_maps__free(u->procs[i].maps);
 	free(u->files);
-	free(u->procs);
 	free(u);
 }
 
@@ -121,54 +112,6 @@ void gs_unwinder__set_symcache(struct gs_unwinder *u, struct gs_symcache *cache)
 void gs_unwinder__stats(const struct gs_unwinder *u, struct gs_unwind_stats *out)
 {
 	*out = u->stats;
-}
-
-static struct proc_maps *find_proc(struct gs_unwinder *u, pid_t pid)
-{
-	for (size_t i = 0; i < u->nr_procs; i++)
-		if (u->procs[i].pid == pid)
-			return &u->procs[i];
-	return NULL;
-}
-
-void gs_unwinder__forget(struct gs_unwinder *u, pid_t pid)
-{
-	struct proc_maps *p = find_proc(u, pid);
-
-	if (!p)
-		return;
-	gs_maps__free(p->maps);
-	*p = u->procs[--u->nr_procs];
-}
-
-/* (Re-)reads the maps of pid; keeps the old snapshot when the process is gone. */
-static const struct gs_maps *refresh_maps(struct gs_unwinder *u, pid_t pid)
-{
-	struct proc_maps *p = find_proc(u, pid);
-	struct gs_maps *maps = gs_maps__read(pid);
-
-	if (!maps)
-		return p ? p->maps : NULL;
-	u->stats.maps_reads++;
-	if (!p) {
-		if (u->nr_procs == u->cap_procs) {
-			size_t cap = u->cap_procs ? u->cap_procs * 2 : 16;
-			struct proc_maps *grown = realloc(u->procs, cap * sizeof(*grown));
-
-			if (!grown) {
-				gs_maps__free(maps);
-				return NULL;
-			}
-			u->procs = grown;
-			u->cap_procs = cap;
-		}
-		p = &u->procs[u->nr_procs++];
-		p->pid = pid;
-		p->maps = NULL;
-	}
-	gs_maps__free(p->maps);
-	p->maps = maps;
-	return maps;
 }
 
 static bool has_section(Elf *elf, const char *name)
@@ -258,16 +201,9 @@ static struct cfi_file *file_for(struct gs_unwinder *u, const struct gs_maps *ma
 		gs_dbg("unwind tables of %s: %s", m->path, strerror(-fd));
 		return NULL;
 	}
-	if (u->nr_files == u->cap_files) {
-		size_t cap = u->cap_files ? u->cap_files * 2 : 32;
-		struct cfi_file *grown = realloc(u->files, cap * sizeof(*grown));
-
-		if (!grown) {
-			close(fd);
-			return NULL;
-		}
-		u->files = grown;
-		u->cap_files = cap;
+	if (GS_ARRAY_RESERVE(u->files, u->nr_files, u->cap_files, 32)) {
+		close(fd);
+		return NULL;
 	}
 	f = &u->files[u->nr_files++];
 	*f = (struct cfi_file){ .dev = m->dev, .inode = m->inode, .fd = -1 };
@@ -315,6 +251,118 @@ static void reg_set(struct regs *r, unsigned int regno, uint64_t v)
 	r->valid |= 1u << regno;
 }
 
+struct expr_stack {
+	uint64_t v[MAX_EXPR_STACK];
+	size_t sp;
+};
+
+static bool push(struct expr_stack *s, uint64_t x)
+{
+	if (s->sp == MAX_EXPR_STACK)
+		return false;
+	s->v[s->sp++] = x;
+	return true;
+}
+
+static bool pop(struct expr_stack *s, uint64_t *x)
+{
+	if (!s->sp)
+		return false;
+	*x = s->v[--s->sp];
+	return true;
+}
+
+/* *res = a OP b for the binary operations (a pushed first); false for any other. */
+static bool binary_op(uint8_t atom, uint64_t a, uint64_t b, uint64_t *res)
+{
+	switch (atom) {
+	case DW_OP_plus:
+		*res = a + b;
+		break;
+	case DW_OP_minus:
+		*res = a - b;
+		break;
+	case DW_OP_mul:
+		*res = a * b;
+		break;
+	case DW_OP_and:
+		*res = a & b;
+		break;
+	case DW_OP_or:
+		*res = a | b;
+		break;
+	case DW_OP_xor:
+		*res = a ^ b;
+		break;
+	case DW_OP_shl:
+		*res = b < 64 ? a << b : 0;
+		break;
+	case DW_OP_shr:
+		*res = b < 64 ? a >> b : 0;
+		break;
+	case DW_OP_shra:
+		*res = b < 64 ? (uint64_t)((int64_t)a >> b) : 0;
+		break;
+	case DW_OP_ge:
+		*res = (int64_t)a >= (int64_t)b;
+		break;
+	case DW_OP_gt:
+		*res = (int64_t)a > (int64_t)b;
+		break;
+	case DW_OP_le:
+		*res = (int64_t)a <= (int64_t)b;
+		break;
+	case DW_OP_lt:
+		*res = (int64_t)a < (int64_t)b;
+		break;
+	case DW_OP_eq:
+		*res = a == b;
+		break;
+	case DW_OP_ne:
+		*res = a != b;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* The operations that only work the stack (constants, arithmetic, a stack read). */
+static bool stack_op(const struct walk *w, const Dwarf_Op *op, struct expr_stack *s)
+{
+	uint64_t a, b;
+
+	switch (op->atom) {
+	case DW_OP_const1u:
+	case DW_OP_const1s:
+	case DW_OP_const2u:
+	case DW_OP_const2s:
+	case DW_OP_const4u:
+	case DW_OP_const4s:
+	case DW_OP_const8u:
+	case DW_OP_const8s:
+	case DW_OP_constu:
+	case DW_OP_consts:
+		return push(s, op->number);
+	case DW_OP_plus_uconst:
+		return pop(s, &a) && push(s, a + op->number);
+	case DW_OP_dup:
+		return pop(s, &a) && push(s, a) && push(s, a);
+	case DW_OP_drop:
+		return pop(s, &a);
+	case DW_OP_swap:
+		return pop(s, &a) && pop(s, &b) && push(s, a) && push(s, b);
+	case DW_OP_deref:
+		return pop(s, &a) && read_stack(w, a, &b) && push(s, b);
+	case DW_OP_neg:
+		return pop(s, &a) && push(s, -a);
+	case DW_OP_nop:
+		return true;
+	default:
+		return pop(s, &b) && pop(s, &a) && binary_op(op->atom, a, b, &a) && push(s, a);
+	}
+}
+
 /*
  * Evaluates a CFI DWARF expression: the operations compilers and assemblers emit for x86-64
  * CFA and register rules (PLT entries, stack realignment, signal frames). Unknown ones fail.
@@ -323,177 +371,43 @@ static void reg_set(struct regs *r, unsigned int regno, uint64_t v)
 static bool eval_expr(const struct walk *w, const Dwarf_Op *ops, size_t nops, const struct regs *r,
 		      const uint64_t *cfa, uint64_t *out, bool *is_value)
 {
-	uint64_t stack[MAX_EXPR_STACK], a, b;
-	size_t sp = 0;
+	struct expr_stack s = { .sp = 0 };
+	uint64_t a;
+	bool ok;
 
 	*is_value = false;
-#define PUSH(x)                              \
-	do {                                 \
-		if (sp == MAX_EXPR_STACK)    \
-			return false;        \
-		stack[sp++] = (uint64_t)(x); \
-	} while (0)
-#define POP(x)                        \
-	do {                          \
-		if (!sp)              \
-			return false; \
-		(x) = stack[--sp];    \
-	} while (0)
 	for (size_t i = 0; i < nops; i++) {
 		const Dwarf_Op *op = &ops[i];
 		uint8_t atom = op->atom;
 
 		if (atom >= DW_OP_lit0 && atom <= DW_OP_lit31) {
-			PUSH(atom - DW_OP_lit0);
+			ok = push(&s, atom - DW_OP_lit0);
 		} else if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31) {
-			if (!reg_get(r, atom - DW_OP_breg0, &a))
-				return false;
-			PUSH(a + (int64_t)op->number);
-		} else if (atom >= DW_OP_reg0 && atom <= DW_OP_reg31) {
+			ok = reg_get(r, atom - DW_OP_breg0, &a) &&
+			     push(&s, a + (int64_t)op->number);
+		} else if ((atom >= DW_OP_reg0 && atom <= DW_OP_reg31) || atom == DW_OP_regx) {
 			/* a register location: only as the whole expression */
-			if (nops != 1 || !reg_get(r, atom - DW_OP_reg0, out))
-				return false;
 			*is_value = true;
-			return true;
+			return nops == 1 &&
+			       reg_get(r,
+				       atom == DW_OP_regx ? (unsigned int)op->number
+							  : (unsigned int)(atom - DW_OP_reg0),
+				       out);
+		} else if (atom == DW_OP_bregx) {
+			ok = reg_get(r, (unsigned int)op->number, &a) &&
+			     push(&s, a + (int64_t)op->number2);
+		} else if (atom == DW_OP_call_frame_cfa) {
+			ok = cfa && push(&s, *cfa);
+		} else if (atom == DW_OP_stack_value) {
+			ok = i == nops - 1;
+			*is_value = true;
 		} else {
-			switch (atom) {
-			case DW_OP_regx:
-				if (nops != 1 || !reg_get(r, (unsigned int)op->number, out))
-					return false;
-				*is_value = true;
-				return true;
-			case DW_OP_bregx:
-				if (!reg_get(r, (unsigned int)op->number, &a))
-					return false;
-				PUSH(a + (int64_t)op->number2);
-				break;
-			case DW_OP_call_frame_cfa:
-				if (!cfa)
-					return false;
-				PUSH(*cfa);
-				break;
-			case DW_OP_const1u:
-			case DW_OP_const1s:
-			case DW_OP_const2u:
-			case DW_OP_const2s:
-			case DW_OP_const4u:
-			case DW_OP_const4s:
-			case DW_OP_const8u:
-			case DW_OP_const8s:
-			case DW_OP_constu:
-			case DW_OP_consts:
-				PUSH(op->number);
-				break;
-			case DW_OP_plus_uconst:
-				POP(a);
-				PUSH(a + op->number);
-				break;
-			case DW_OP_dup:
-				POP(a);
-				PUSH(a);
-				PUSH(a);
-				break;
-			case DW_OP_drop:
-				POP(a);
-				break;
-			case DW_OP_swap:
-				POP(a);
-				POP(b);
-				PUSH(a);
-				PUSH(b);
-				break;
-			case DW_OP_deref:
-				POP(a);
-				if (!read_stack(w, a, &b))
-					return false;
-				PUSH(b);
-				break;
-			case DW_OP_neg:
-				POP(a);
-				PUSH(-a);
-				break;
-			case DW_OP_nop:
-				break;
-			case DW_OP_stack_value:
-				if (i != nops - 1)
-					return false;
-				*is_value = true;
-				break;
-			case DW_OP_plus:
-			case DW_OP_minus:
-			case DW_OP_mul:
-			case DW_OP_and:
-			case DW_OP_or:
-			case DW_OP_xor:
-			case DW_OP_shl:
-			case DW_OP_shr:
-			case DW_OP_shra:
-			case DW_OP_ge:
-			case DW_OP_gt:
-			case DW_OP_le:
-			case DW_OP_lt:
-			case DW_OP_eq:
-			case DW_OP_ne:
-				POP(b);
-				POP(a);
-				switch (atom) {
-				case DW_OP_plus:
-					PUSH(a + b);
-					break;
-				case DW_OP_minus:
-					PUSH(a - b);
-					break;
-				case DW_OP_mul:
-					PUSH(a * b);
-					break;
-				case DW_OP_and:
-					PUSH(a & b);
-					break;
-				case DW_OP_or:
-					PUSH(a | b);
-					break;
-				case DW_OP_xor:
-					PUSH(a ^ b);
-					break;
-				case DW_OP_shl:
-					PUSH(b < 64 ? a << b : 0);
-					break;
-				case DW_OP_shr:
-					PUSH(b < 64 ? a >> b : 0);
-					break;
-				case DW_OP_shra:
-					PUSH(b < 64 ? (uint64_t)((int64_t)a >> b) : 0);
-					break;
-				case DW_OP_ge:
-					PUSH((int64_t)a >= (int64_t)b);
-					break;
-				case DW_OP_gt:
-					PUSH((int64_t)a > (int64_t)b);
-					break;
-				case DW_OP_le:
-					PUSH((int64_t)a <= (int64_t)b);
-					break;
-				case DW_OP_lt:
-					PUSH((int64_t)a < (int64_t)b);
-					break;
-				case DW_OP_eq:
-					PUSH(a == b);
-					break;
-				default:
-					PUSH(a != b);
-				}
-				break;
-			default:
-				return false;
-			}
+			ok = stack_op(w, op, &s);
 		}
+		if (!ok)
+			return false;
 	}
-#undef PUSH
-#undef POP
-	if (!sp)
-		return false;
-	*out = stack[sp - 1];
-	return true;
+	return pop(&s, out);
 }
 
 /* One step with CFI: the caller's registers from this frame's rules. */
@@ -583,25 +497,18 @@ static bool python_trampoline_step(struct gs_unwinder *u, const struct gs_maps *
 	return true;
 }
 
-/* The CFI frame state at pc in process pid (malloc'd, caller frees), or NULL. */
-static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_maps **maps,
-			     bool *refreshed, uint64_t pc)
+/* The CFI frame state at pc in the process maps describes (malloc'd, caller frees), or NULL. */
+static Dwarf_Frame *frame_at(struct gs_unwinder *u, const struct gs_maps *maps, uint64_t pc)
 {
-	const struct gs_mapping *m = *maps ? gs_maps__find(*maps, pc) : NULL;
+	const struct gs_mapping *m = maps ? gs_maps__find(maps, pc) : NULL;
 	Dwarf_Frame *frame = NULL;
 	struct cfi_file *f;
 	uint64_t vaddr;
 
-	if ((!m || !m->exec) && !*refreshed && pid > 0) {
-		/* a library loaded since the snapshot, or code mapped where it has data */
-		*refreshed = true;
-		*maps = refresh_maps(u, pid);
-		m = *maps ? gs_maps__find(*maps, pc) : NULL;
-	}
 	/* no file, or a stale snapshot (code runs only from executable mappings): no CFI */
 	if (!m || !m->path || !m->exec)
 		return NULL;
-	f = file_for(u, *maps, m);
+	f = file_for(u, maps, m);
 	if (!f || !file_offset_to_vaddr(f, pc - m->start + m->pgoff, &vaddr))
 		return NULL;
 	if (f->eh && dwarf_cfi_addrframe(f->eh, vaddr, &frame) == 0)
@@ -611,9 +518,8 @@ static Dwarf_Frame *frame_at(struct gs_unwinder *u, pid_t pid, const struct gs_m
 	return NULL;
 }
 
-/* pid > 0: maps is pid's snapshot here, re-read once on a miss unless just read. */
-static int unwind(struct gs_unwinder *u, pid_t pid, const struct gs_maps *maps, bool refreshed,
-		  const struct gs_ustack *st, uint64_t *ips, size_t max_ips)
+static int unwind(struct gs_unwinder *u, const struct gs_maps *maps, const struct gs_ustack *st,
+		  uint64_t *ips, size_t max_ips)
 {
 	struct walk w = { .st = st };
 	bool exact_pc = true;
@@ -639,7 +545,7 @@ static int unwind(struct gs_unwinder *u, pid_t pid, const struct gs_maps *maps, 
 		 * A return address may be one past the call's last byte, the end of the
 		 * function when the callee does not return: look up the call instruction.
 		 */
-		Dwarf_Frame *frame = frame_at(u, pid, &maps, &refreshed, exact_pc ? pc : pc - 1);
+		Dwarf_Frame *frame = frame_at(u, maps, exact_pc ? pc : pc - 1);
 		bool ok, signal = false;
 
 		if (frame) {
@@ -671,18 +577,22 @@ static int unwind(struct gs_unwinder *u, pid_t pid, const struct gs_maps *maps, 
 int gs_unwinder__unwind(struct gs_unwinder *u, pid_t pid, const struct gs_ustack *st, uint64_t *ips,
 			size_t max_ips)
 {
-	struct proc_maps *p = find_proc(u, pid);
-	const struct gs_maps *maps = p ? p->maps : NULL;
+	struct gs_maps *maps;
+	int n;
 
 	if (pid <= 0)
 		return -EINVAL;
+	/* read now and dropped: a long-lived caller keeps its own snapshot (symcache) */
+	maps = gs_maps__read(pid);
 	if (maps)
-		return unwind(u, pid, maps, false, st, ips, max_ips);
-	return unwind(u, pid, refresh_maps(u, pid), true, st, ips, max_ips);
+		u->stats.maps_reads++;
+	n = unwind(u, maps, st, ips, max_ips);
+	gs_maps__free(maps);
+	return n;
 }
 
 int gs_unwinder__unwind_maps(struct gs_unwinder *u, const struct gs_maps *maps,
 			     const struct gs_ustack *st, uint64_t *ips, size_t max_ips)
 {
-	return unwind(u, 0, maps, true, st, ips, max_ips);
+	return unwind(u, maps, st, ips, max_ips);
 }

@@ -18,7 +18,8 @@ struct gs_unwinder *gs_unwinder__new(void);
 void gs_unwinder__free(struct gs_unwinder *u);
 
 /*
- * Unwinds the stack st captured in process pid: writes at most max_ips addresses to ips,
+ * Unwinds the stack st captured in process pid, whose maps are read for this call and not
+ * kept (tools and tests; a session unwinds with its symcache's snapshot): writes at most max_ips addresses to ips,
  * innermost first, the first being st's ip (at a uretprobe, the return address in the
  * caller; at a uprobe, the probed function's first instruction); the others are return
  * addresses. Each step uses the .eh_frame (else .debug_frame) CFI of the file mapped at the
@@ -43,8 +44,6 @@ int gs_unwinder__unwind_maps(struct gs_unwinder *u, const struct gs_maps *maps,
  * pointers. When unwinding with gs_unwinder__unwind_maps(), maps must be cache's snapshot.
  */
 void gs_unwinder__set_symcache(struct gs_unwinder *u, struct gs_symcache *cache);
-/* Drops the memory-map snapshot of pid (after it exited or exec'd); the file cache stays. */
-void gs_unwinder__forget(struct gs_unwinder *u, pid_t pid);
 
 /* Counters since gs_unwinder__new(), for diagnostics and tests. */
 struct gs_unwind_stats {
@@ -53,7 +52,7 @@ struct gs_unwind_stats {
 	uint64_t fp_steps;   /* frames found through the frame-pointer fallback */
 	uint64_t py_steps;   /* frames found through CPython's perf trampoline layout */
 	uint64_t files;	     /* distinct files whose CFI was loaded */
-	uint64_t maps_reads; /* /proc/PID/maps snapshots read */
+	uint64_t maps_reads; /* /proc/PID/maps read by gs_unwinder__unwind() */
 };
 void gs_unwinder__stats(const struct gs_unwinder *u, struct gs_unwind_stats *out);
 

@@ -243,7 +243,6 @@ GS_TEST(cfi_is_cached_per_file_across_processes)
 		goto out;
 	n1 = gs_unwinder__unwind(u, pid, st, ips, MAX_IPS);
 	end_child(pid);
-	gs_unwinder__forget(u, pid);
 	gs_unwinder__stats(u, &first);
 	GS_EXPECT(first.files >= 3); /* libc, libgs_nofp.so, gs_nofp */
 	GS_EXPECT_EQ(first.maps_reads, 1);
@@ -257,6 +256,33 @@ GS_TEST(cfi_is_cached_per_file_across_processes)
 	GS_EXPECT_EQ(second.files, first.files);
 	GS_EXPECT_EQ(second.maps_reads, 2);
 	end_child(pid);
+out:
+	gs_unwinder__free(u);
+	free(st);
+}
+
+/* No snapshot outlives a call: a pid unwound twice has its maps read twice (no stale cache). */
+GS_TEST(maps_are_read_for_each_unwind)
+{
+	struct gs_ustack *st = malloc(sizeof(*st));
+	struct gs_unwinder *u = gs_unwinder__new();
+	struct gs_unwind_stats stats;
+	uint64_t ips[MAX_IPS];
+	int n1, n2;
+	pid_t pid;
+
+	if (!GS_EXPECT(st && u))
+		goto out;
+	pid = capture_nofp(st);
+	if (!GS_EXPECT(pid > 0))
+		goto out;
+	n1 = gs_unwinder__unwind(u, pid, st, ips, MAX_IPS);
+	n2 = gs_unwinder__unwind(u, pid, st, ips, MAX_IPS);
+	end_child(pid);
+	GS_EXPECT(n1 > 1);
+	GS_EXPECT_EQ(n2, n1);
+	gs_unwinder__stats(u, &stats);
+	GS_EXPECT_EQ(stats.maps_reads, 2);
 out:
 	gs_unwinder__free(u);
 	free(st);
@@ -317,4 +343,4 @@ out:
 
 GS_TEST_MAIN(unwinds_real_process_without_frame_pointers, unwinds_with_debug_frame,
 	     frame_pointers_lose_the_chain, cfi_is_cached_per_file_across_processes,
-	     reads_only_the_captured_slice, rejects_bad_input)
+	     maps_are_read_for_each_unwind, reads_only_the_captured_slice, rejects_bad_input)
