@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_tree.h>
-#include "stitch/chrome_trace.h"
 #include "stitch/merge.h"
-#include "stitch/reorder.h"
+#include "stitch/trace_writer.h"
 #include "stitch/trace_parse.h"
+#include "user/array.h"
 #include "user/text_escape.h"
 
 #define CHUNK	      65536
@@ -92,10 +92,9 @@ struct stitch {
 	size_t nr_doms;
 	bool multi; /* more than one domain: name hosts */
 	int64_t base;
-	struct src *cur; /* the input being parsed */
-	struct gs_chrome_trace trace;
-	struct gs_reorder *reorder;
-	struct text ev; /* the event being built */
+	struct src *cur;		/* the input being parsed */
+	struct gs_trace_writer *writer; /* the output, in timestamp order */
+	struct text ev;			/* the event being built */
 	struct gs_stitch_stats *stats;
 	char *err;
 	size_t errlen;
@@ -203,15 +202,8 @@ static int pid_mark(struct pid_set *s, int64_t pid, unsigned int flags)
 		e->flags |= flags;
 		return 0;
 	}
-	if (s->nr == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct pid_entry *v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (GS_ARRAY_RESERVE(s->v, s->nr, s->cap, 64))
+		return -ENOMEM;
 	memmove(s->v + pos + 1, s->v + pos, (s->nr - pos) * sizeof(*s->v));
 	s->v[pos] = (struct pid_entry){ .pid = pid, .flags = flags };
 	s->nr++;
@@ -593,14 +585,6 @@ static int build_event(struct stitch *st, const struct gs_trace_event *ev, int64
 	return 0;
 }
 
-static void emit(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
-{
-	struct stitch *st = ctx;
-
-	gs_chrome_trace__raw_event(&st->trace, rec, len);
-	st->stats->events++;
-}
-
 static int p2_event(void *ctx, const struct gs_trace_event *ev)
 {
 	struct stitch *st = ctx;
@@ -615,22 +599,15 @@ static int p2_event(void *ctx, const struct gs_trace_event *ev)
 	s->written++;
 	if (meta) {
 		/* timeless: written at once */
-		gs_chrome_trace__raw_event(&st->trace, st->ev.p, st->ev.len);
-		st->stats->events++;
+		gs_chrome_trace__raw_event(gs_trace_writer__trace(st->writer), st->ev.p,
+					   st->ev.len);
 		return 0;
 	}
 	if (s->fmt == FMT_KINETO) {
 		struct krec *r;
 
-		if (s->nr_recs == s->cap_recs) {
-			size_t cap = s->cap_recs ? s->cap_recs * 2 : 1024;
-			struct krec **v = realloc(s->recs, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			s->recs = v;
-			s->cap_recs = cap;
-		}
+		if (GS_ARRAY_RESERVE(s->recs, s->nr_recs, s->cap_recs, 1024))
+			return -ENOMEM;
 		r = malloc(sizeof(*r) + st->ev.len);
 		if (!r)
 			return -ENOMEM;
@@ -643,7 +620,7 @@ static int p2_event(void *ctx, const struct gs_trace_event *ev)
 	}
 	if (ts > s->watermark)
 		s->watermark = ts;
-	return gs_reorder__push(st->reorder, ORDER_KEY(ts), st->ev.p, st->ev.len);
+	return gs_trace_writer__push(st->writer, ORDER_KEY(ts), st->ev.p, st->ev.len);
 }
 
 static int krec_cmp(const void *a, const void *b)
@@ -668,8 +645,8 @@ static void name_unnamed(struct stitch *st)
 			if (e->flags & PID_NAMED)
 				continue;
 			snprintf(name, sizeof(name), "pid %" PRId64 " on %s", e->pid, dom->label);
-			gs_chrome_trace__process_name(&st->trace, e->pid + dom->pid_base, name);
-			st->stats->events++;
+			gs_chrome_trace__process_name(gs_trace_writer__trace(st->writer),
+						      e->pid + dom->pid_base, name);
 		}
 	}
 }
@@ -716,7 +693,7 @@ static int step(struct stitch *st, struct src *s, char *buf)
 		for (; s->next_rec < end; s->next_rec++) {
 			struct krec *r = s->recs[s->next_rec];
 
-			err = gs_reorder__push(st->reorder, ORDER_KEY(r->ts), r->text, r->len);
+			err = gs_trace_writer__push(st->writer, ORDER_KEY(r->ts), r->text, r->len);
 			if (err)
 				return failf(st, err, "out of memory");
 			s->watermark = r->ts;
@@ -775,9 +752,9 @@ static int pass2(struct stitch *st)
 				now = s->watermark;
 		}
 		if (now != INT64_MAX && now != INT64_MIN)
-			gs_reorder__advance(st->reorder, ORDER_KEY(now));
+			gs_trace_writer__advance(st->writer, ORDER_KEY(now));
 	}
-	gs_reorder__flush(st->reorder);
+	gs_trace_writer__flush(st->writer);
 out:
 	free(buf);
 	return err;
@@ -787,7 +764,7 @@ out:
 
 static void write_metadata(struct stitch *st)
 {
-	struct gs_json *j = gs_chrome_trace__metadata(&st->trace);
+	struct gs_json *j = gs_trace_writer__metadata(st->writer);
 
 	gs_json__string(j, "tool", "gpusnoop");
 #ifdef GS_VERSION
@@ -806,6 +783,8 @@ static void write_metadata(struct stitch *st)
 			gs_json__string(j, NULL, st->opts->argv[i]);
 		gs_json__end_array(j);
 	}
+	/* every event is in the document by now (the metadata comes last) */
+	st->stats->events = gs_trace_writer__events(st->writer);
 	gs_json__u64(j, "events", st->stats->events);
 	gs_json__u64(j, "dropped_events", st->stats->dropped);
 	gs_json__u64(j, "late_events", st->stats->late);
@@ -849,7 +828,7 @@ static void write_metadata(struct stitch *st)
 		gs_json__end_object(j);
 	}
 	gs_json__end_array(j);
-	gs_chrome_trace__finish(&st->trace);
+	gs_trace_writer__finish(st->writer);
 }
 
 static void check_kineto_clock(struct stitch *st)
@@ -903,17 +882,16 @@ int gs_stitch(const struct gs_stitch_input *in, size_t nr, const struct gs_stitc
 	for (size_t i = 0; i < nr; i++)
 		stats->dropped += st.srcs[i].dropped;
 	stats->domains = st.nr_doms;
-	st.reorder = gs_reorder__new(opts->window_ns, emit, &st);
-	if (!st.reorder) {
+	st.writer = gs_trace_writer__new(out, opts->window_ns);
+	if (!st.writer) {
 		ret = failf(&st, -ENOMEM, "out of memory");
 		goto out;
 	}
-	gs_chrome_trace__begin(&st.trace, out);
 	ret = pass2(&st);
 	if (ret)
 		goto out;
-	stats->late = gs_reorder__late(st.reorder);
-	stats->max_held = gs_reorder__max_held(st.reorder);
+	stats->late = gs_trace_writer__late(st.writer);
+	stats->max_held = gs_trace_writer__max_held(st.writer);
 	write_metadata(&st);
 	check_kineto_clock(&st);
 out:
@@ -931,7 +909,7 @@ out:
 		free(st.doms[i].pids.v);
 	free(st.doms);
 	text_free(&st.ev);
-	gs_reorder__free(st.reorder);
+	gs_trace_writer__free(st.writer);
 	free(st.srcs);
 	return ret;
 }

@@ -21,7 +21,7 @@
 #include "profilers/torch/accounting.h"
 #include "profilers/tracker.h"
 #include "stitch/chrome_trace.h"
-#include "stitch/reorder.h"
+#include "stitch/trace_writer.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"
@@ -67,14 +67,9 @@ struct record {
 	struct gs_torch_acct torch;
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
-	struct gs_chrome_trace trace; /* the output file */
-	/* each event is rendered alone into render_buf, then ordered by the reorder window */
-	struct gs_chrome_trace render;
-	FILE *render_f;
-	char *render_buf;
-	size_t render_len;
-	uint64_t render_ts_ns;
-	struct gs_reorder *reorder;
+	/* the output file: each event rendered alone, then written in timestamp order */
+	struct gs_trace_writer *writer;
+	struct gs_chrome_trace *render; /* the event being rendered */
 	struct gs_cpu_sampler *sampler;
 	struct gs_kallsyms *kallsyms;
 	unsigned int hz;
@@ -97,34 +92,15 @@ static void fatal(struct record *r, int err)
 /* Starts rendering one event, which goes to the file in order of ts_ns. */
 static struct gs_chrome_trace *render_begin(struct record *r, uint64_t ts_ns)
 {
-	rewind(r->render_f);
-	gs_json__init(&r->render.json, r->render_f);
-	r->render_ts_ns = ts_ns;
-	return &r->render;
+	r->render = gs_trace_writer__begin(r->writer, ts_ns);
+	return r->render;
 }
 
-/* The rendered event ("\n{...}") into the reorder window, NUL included. */
+/* The rendered event into the writer's reorder window. */
 static void render_end(struct record *r)
 {
-	long len;
-
-	fputc('\0', r->render_f);
-	len = ftell(r->render_f);
-	if (fflush(r->render_f) || len <= 0) {
+	if (gs_trace_writer__end(r->writer))
 		fatal(r, -ENOMEM);
-		return;
-	}
-	if (gs_reorder__push(r->reorder, r->render_ts_ns, r->render_buf, (size_t)len))
-		fatal(r, -ENOMEM);
-}
-
-/* Writes one event leaving the window; the comma separates it from the previous one. */
-static void emit_event(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
-{
-	struct record *r = ctx;
-
-	if (len && ((const char *)rec)[len - 1] == '\0')
-		gs_json__raw(&r->trace.json, NULL, rec);
 }
 
 /* Names the process and the thread track the first time either appears. */
@@ -253,7 +229,7 @@ static void stack_arg(struct record *r, struct gs_json *j, pid_t pid, const __u6
 static void end_slice(struct record *r, struct gs_json *j)
 {
 	gs_json__end_object(j); /* args */
-	gs_chrome_trace__end_event(&r->render);
+	gs_chrome_trace__end_event(r->render);
 	render_end(r);
 	r->events++;
 }
@@ -609,7 +585,7 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 
 static void write_metadata(struct record *r)
 {
-	struct gs_json *j = gs_chrome_trace__metadata(&r->trace);
+	struct gs_json *j = gs_trace_writer__metadata(r->writer);
 	uint64_t stats[GS_STAT__MAX];
 	char stamp[64];
 	struct utsname u;
@@ -644,7 +620,7 @@ static void write_metadata(struct record *r)
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");
 	gs_json__u64(j, "window_ns", REORDER_WINDOW_NS);
-	gs_json__u64(j, "late_events", gs_reorder__late(r->reorder));
+	gs_json__u64(j, "late_events", gs_trace_writer__late(r->writer));
 	gs_json__end_object(j);
 	if (r->sampler) {
 		gs_json__begin_object(j, "cpu_sampling");
@@ -654,7 +630,7 @@ static void write_metadata(struct record *r)
 		gs_json__u64(j, "samples", r->cpu_samples);
 		gs_json__end_object(j);
 	}
-	gs_chrome_trace__finish(&r->trace);
+	gs_trace_writer__finish(r->writer);
 }
 
 /* A live status line, only for a person watching a terminal. */
@@ -691,12 +667,12 @@ static int run_loop(struct record *r)
 		now = gs_clock_ns(CLOCK_MONOTONIC);
 		if (duration_ns && now - r->start_mono_ns >= duration_ns)
 			break;
-		gs_reorder__advance(r->reorder, now);
+		gs_trace_writer__advance(r->writer, now);
 		show_status(r, now, &last_status, &last_events);
 	}
 	gs_status_line__clear();
 	gs_tracker__poll(r->tracker, 0); /* what arrived before the stop */
-	gs_reorder__flush(r->reorder);
+	gs_trace_writer__flush(r->writer);
 	return err ? err : r->error;
 }
 
@@ -796,6 +772,61 @@ static const struct argp record_argp = {
 	NULL,
 };
 
+/* -F only with -e cpu; one output. Returns 0 or -EINVAL (logged). */
+static int check_opts(const struct record_opts *o, unsigned int *hz)
+{
+	*hz = GS_CPU_DEFAULT_HZ;
+	if (o->freq && (!o->cpu || gs_cpu_parse_hz(o->freq, hz))) {
+		if (!o->cpu)
+			gs_err("-F is the CPU sampling frequency: it needs -e cpu");
+		return -EINVAL;
+	}
+	if (o->output_fd >= 0 && o->common.output) {
+		gs_err("--output-fd and -o: give one");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The output file and its parts, and the CPU sampler with -e cpu. 0 or -errno (logged). */
+static int open_parts(struct record *r)
+{
+	struct gs_cpu_sampler_opts sopts;
+	int err;
+
+	if (r->opts.output_fd >= 0)
+		err = gs_out__open_fd(&r->out, r->opts.output_fd, "the output descriptor",
+				      r->opts.output_fd_gz ? GS_OUT_GZIP : GS_OUT_PLAIN);
+	else
+		err = gs_out__open(&r->out, r->opts.common.output, 0);
+	if (err)
+		return err;
+	r->stacks = gs_stack_table__new(gs_tracker__symcache(r->tracker));
+	r->names = gs_kernel_names__new(gs_tracker__symcache(r->tracker));
+	r->named = gs_addr_map__new();
+	r->summary = gs_record_summary__new();
+	/* the document begins here; a failure before the end removes its temporary file */
+	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
+	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer) {
+		gs_err("out of memory");
+		return -ENOMEM;
+	}
+	if (r->opts.cpu) {
+		sopts = (struct gs_cpu_sampler_opts){
+			.freq_hz = r->hz,
+			.records = true,
+			.all = r->opts.common.all,
+		};
+		err = gs_cpu_sampler__open(&r->sampler, r->tracker, &sopts);
+		if (err)
+			return err;
+		r->kallsyms = gs_kallsyms__read("/proc/kallsyms");
+		if (!r->kallsyms)
+			gs_warn("/proc/kallsyms: %s: kernel frames stay unnamed", strerror(errno));
+	}
+	return 0;
+}
+
 int gs_cmd_record(int argc, char **argv)
 {
 	struct record r = { .opts = { .output_fd = -1 }, .argc = argc, .argv = argv };
@@ -811,7 +842,6 @@ int gs_cmd_record(int argc, char **argv)
 		.proc_gone = on_proc_gone,
 	};
 	struct gs_tracker_opts topts;
-	struct gs_cpu_sampler_opts sopts;
 	int err, status = 1;
 
 	if (parse_events(DEFAULT_EVENTS, &r.opts) ||
@@ -819,16 +849,8 @@ int gs_cmd_record(int argc, char **argv)
 		return 1;
 	if (gs_common_opts__finish(&r.opts.common))
 		return 1;
-	r.hz = GS_CPU_DEFAULT_HZ;
-	if (r.opts.freq && (!r.opts.cpu || gs_cpu_parse_hz(r.opts.freq, &r.hz))) {
-		if (!r.opts.cpu)
-			gs_err("-F is the CPU sampling frequency: it needs -e cpu");
+	if (check_opts(&r.opts, &r.hz))
 		return 1;
-	}
-	if (r.opts.output_fd >= 0 && r.opts.common.output) {
-		gs_err("--output-fd and -o: give one");
-		return 1;
-	}
 	/* PyTorch's reserved memory is the caching allocator's cudaMalloc/cudaFree */
 	topts = gs_common_opts__tracker(
 		&r.opts.common,
@@ -839,41 +861,13 @@ int gs_cmd_record(int argc, char **argv)
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */
-	if (r.opts.output_fd >= 0)
-		err = gs_out__open_fd(&r.out, r.opts.output_fd, "the output descriptor",
-				      r.opts.output_fd_gz ? GS_OUT_GZIP : GS_OUT_PLAIN);
-	else
-		err = gs_out__open(&r.out, r.opts.common.output, 0);
-	if (err)
+	if (open_parts(&r))
 		goto out_free;
-	r.stacks = gs_stack_table__new(gs_tracker__symcache(r.tracker));
-	r.names = gs_kernel_names__new(gs_tracker__symcache(r.tracker));
-	r.named = gs_addr_map__new();
-	r.summary = gs_record_summary__new();
-	r.reorder = gs_reorder__new(REORDER_WINDOW_NS, emit_event, &r);
-	r.render_f = open_memstream(&r.render_buf, &r.render_len);
-	if (!r.stacks || !r.names || !r.named || !r.summary || !r.reorder || !r.render_f) {
-		gs_err("out of memory");
-		goto out_free;
-	}
-	if (r.opts.cpu) {
-		sopts = (struct gs_cpu_sampler_opts){
-			.freq_hz = r.hz,
-			.records = true,
-			.all = r.opts.common.all,
-		};
-		if (gs_cpu_sampler__open(&r.sampler, r.tracker, &sopts))
-			goto out_free;
-		r.kallsyms = gs_kallsyms__read("/proc/kallsyms");
-		if (!r.kallsyms)
-			gs_warn("/proc/kallsyms: %s: kernel frames stay unnamed", strerror(errno));
-	}
 	gs_mem_accounting__init(&r.mem, r.stacks);
 	gs_torch_acct__init(&r.torch, r.stacks, gs_tracker__symcache(r.tracker));
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	/* from here on the file is always finished, whatever stops the recording */
-	gs_chrome_trace__begin(&r.trace, gs_out__file(r.out));
 	err = gs_tracker__start(r.tracker);
 	if (!err) {
 		gs_info("recording%s; Ctrl-C to stop", r.opts.common.all ? " every process" : "");
@@ -898,10 +892,7 @@ int gs_cmd_record(int argc, char **argv)
 out_free:
 	gs_cpu_sampler__free(r.sampler);
 	gs_kallsyms__free(r.kallsyms);
-	gs_reorder__free(r.reorder);
-	if (r.render_f)
-		fclose(r.render_f);
-	free(r.render_buf);
+	gs_trace_writer__free(r.writer);
 	for (size_t i = 0; i < r.nr_stack_json; i++)
 		free(r.stack_json[i]);
 	free(r.stack_json);

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* trace_writer.c: a memstream renders each event, gs_reorder orders them, chrome_trace writes. */
+#include <errno.h>
+#include <stdlib.h>
+#include "stitch/reorder.h"
+#include "stitch/trace_writer.h"
+
+struct gs_trace_writer {
+	struct gs_chrome_trace trace;  /* the document */
+	struct gs_chrome_trace render; /* one event at a time, into render_buf */
+	FILE *render_f;
+	char *render_buf;
+	size_t render_len;
+	uint64_t render_ts_ns;
+	struct gs_reorder *reorder;
+};
+
+/* An event leaving the window: appended to the document. */
+static void emit(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
+{
+	struct gs_trace_writer *w = ctx;
+
+	(void)ts_ns;
+	gs_chrome_trace__raw_event(&w->trace, rec, len);
+}
+
+struct gs_trace_writer *gs_trace_writer__new(FILE *out, uint64_t window_ns)
+{
+	struct gs_trace_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->reorder = gs_reorder__new(window_ns, emit, w);
+	w->render_f = open_memstream(&w->render_buf, &w->render_len);
+	if (!w->reorder || !w->render_f) {
+		gs_trace_writer__free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	gs_chrome_trace__begin(&w->trace, out);
+	return w;
+}
+
+void gs_trace_writer__free(struct gs_trace_writer *w)
+{
+	if (!w)
+		return;
+	gs_reorder__free(w->reorder);
+	if (w->render_f)
+		fclose(w->render_f);
+	free(w->render_buf);
+	free(w);
+}
+
+struct gs_chrome_trace *gs_trace_writer__begin(struct gs_trace_writer *w, uint64_t ts_ns)
+{
+	rewind(w->render_f);
+	gs_json__init(&w->render.json, w->render_f);
+	w->render_ts_ns = ts_ns;
+	return &w->render;
+}
+
+int gs_trace_writer__end(struct gs_trace_writer *w)
+{
+	long len = ftell(w->render_f);
+	size_t skip;
+
+	if (fflush(w->render_f) || len <= 0)
+		return -ENOMEM;
+	/* the event's own line break: the document writes one before each event */
+	skip = w->render_buf[0] == '\n';
+	return gs_trace_writer__push(w, w->render_ts_ns, w->render_buf + skip, (size_t)len - skip);
+}
+
+int gs_trace_writer__push(struct gs_trace_writer *w, uint64_t ts_ns, const char *json, size_t len)
+{
+	return gs_reorder__push(w->reorder, ts_ns, json, len);
+}
+
+struct gs_chrome_trace *gs_trace_writer__trace(struct gs_trace_writer *w)
+{
+	return &w->trace;
+}
+
+void gs_trace_writer__advance(struct gs_trace_writer *w, uint64_t now_ns)
+{
+	gs_reorder__advance(w->reorder, now_ns);
+}
+
+void gs_trace_writer__flush(struct gs_trace_writer *w)
+{
+	gs_reorder__flush(w->reorder);
+}
+
+struct gs_json *gs_trace_writer__metadata(struct gs_trace_writer *w)
+{
+	gs_reorder__flush(w->reorder);
+	return gs_chrome_trace__metadata(&w->trace);
+}
+
+void gs_trace_writer__finish(struct gs_trace_writer *w)
+{
+	gs_reorder__flush(w->reorder);
+	gs_chrome_trace__finish(&w->trace);
+}
+
+uint64_t gs_trace_writer__events(const struct gs_trace_writer *w)
+{
+	return w->trace.nr_events;
+}
+
+uint64_t gs_trace_writer__late(const struct gs_trace_writer *w)
+{
+	return gs_reorder__late(w->reorder);
+}
+
+size_t gs_trace_writer__max_held(const struct gs_trace_writer *w)
+{
+	return gs_reorder__max_held(w->reorder);
+}
