@@ -8,6 +8,7 @@
 #include <time.h>
 #include "profilers/cpu_sampler.h"
 #include "profilers/options.h"
+#include "profilers/run_loop.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
@@ -43,6 +44,7 @@ struct profile {
 	struct gs_profile *profile;
 	struct gs_profile_mappings *mappings; /* pprof's Mappings of the user frames */
 	uint64_t lost_stacks;		      /* user stacks the stack map had no room for */
+	uint64_t last_drain_ns;		      /* when the counts last left the kernel */
 	int error;
 };
 
@@ -132,32 +134,34 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	drain(ctx);
 }
 
+/* Counts are moved out of the kernel's map once a second: it stays small. */
+static int tick(void *ctx, uint64_t now_ns)
+{
+	struct profile *p = ctx;
+
+	if (now_ns - p->last_drain_ns >= DRAIN_EVERY_NS) {
+		drain(p);
+		p->last_drain_ns = now_ns;
+	}
+	return 0;
+}
+
 static int run_loop(struct profile *p)
 {
-	uint64_t start = gs_clock_ns(CLOCK_MONOTONIC), last_drain = start;
-	uint64_t duration_ns = (uint64_t)(p->opts.common.duration_s * 1e9);
+	struct gs_run_loop loop = {
+		.tracker = p->tracker,
+		.duration_s = p->opts.common.duration_s,
+		.poll_ms = POLL_MS,
+		.error = &p->error,
+		.ctx = p,
+		.tick = tick,
+	};
+	int err;
 
-	while (!gs_stop_requested && !p->error) {
-		uint64_t now;
-		int n = gs_tracker__poll(p->tracker, POLL_MS);
-
-		if (n < 0) {
-			gs_err("reading events: %s", strerror(-n));
-			return n;
-		}
-		if (gs_tracker__done(p->tracker))
-			break;
-		now = gs_clock_ns(CLOCK_MONOTONIC);
-		if (duration_ns && now - start >= duration_ns)
-			break;
-		if (now - last_drain >= DRAIN_EVERY_NS) {
-			drain(p);
-			last_drain = now;
-		}
-	}
-	gs_tracker__poll(p->tracker, 0);
+	p->last_drain_ns = gs_clock_ns(CLOCK_MONOTONIC);
+	err = gs_run_loop(&loop, NULL);
 	drain(p);
-	return p->error;
+	return err ?: p->error;
 }
 
 static const struct argp_option profile_options[] = {

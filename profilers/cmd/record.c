@@ -16,6 +16,7 @@
 #include "profilers/cuda/kernel_names.h"
 #include "profilers/mem_accounting.h"
 #include "profilers/options.h"
+#include "profilers/run_loop.h"
 #include "profilers/cmd/record_summary.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/torch/accounting.h"
@@ -647,33 +648,38 @@ static void show_status(struct record *r, uint64_t now, uint64_t *last_ns, uint6
 	*last_events = r->events;
 }
 
+/* What the loop carries between ticks: the status line's last figures. */
+struct loop_state {
+	struct record *r;
+	uint64_t last_status, last_events;
+};
+
+static int tick(void *ctx, uint64_t now_ns)
+{
+	struct loop_state *st = ctx;
+
+	gs_trace_writer__advance(st->r->writer, now_ns);
+	show_status(st->r, now_ns, &st->last_status, &st->last_events);
+	return 0;
+}
+
 static int run_loop(struct record *r)
 {
-	uint64_t duration_ns = (uint64_t)(r->opts.common.duration_s * 1e9);
-	uint64_t last_status = r->start_mono_ns, last_events = 0;
-	int err = 0;
+	struct loop_state st = { .r = r, .last_status = r->start_mono_ns };
+	struct gs_run_loop loop = {
+		.tracker = r->tracker,
+		.start_ns = r->start_mono_ns,
+		.duration_s = r->opts.common.duration_s,
+		.poll_ms = POLL_MS,
+		.error = &r->error,
+		.ctx = &st,
+		.tick = tick,
+	};
+	int err = gs_run_loop(&loop, NULL);
 
-	while (!gs_stop_requested && !r->error) {
-		uint64_t now;
-		int n = gs_tracker__poll(r->tracker, POLL_MS);
-
-		if (n < 0) {
-			gs_err("reading events: %s", strerror(-n));
-			err = n;
-			break;
-		}
-		if (gs_tracker__done(r->tracker))
-			break;
-		now = gs_clock_ns(CLOCK_MONOTONIC);
-		if (duration_ns && now - r->start_mono_ns >= duration_ns)
-			break;
-		gs_trace_writer__advance(r->writer, now);
-		show_status(r, now, &last_status, &last_events);
-	}
 	gs_status_line__clear();
-	gs_tracker__poll(r->tracker, 0); /* what arrived before the stop */
 	gs_trace_writer__flush(r->writer);
-	return err ? err : r->error;
+	return err ?: r->error;
 }
 
 static const struct argp_option record_options[] = {
