@@ -163,6 +163,14 @@ $(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_abi.h
 	$(Q)$(CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
 		-fvisibility=hidden -I. -isystem $(CUPTI_INC) -shared -Wl,-z,defs -o $@ $< \
 		-L$(CUPTI_LIBDIR) -lcupti -Wl,--enable-new-dtags,-rpath,$(CUPTI_LIBDIR)
+# where `record -e gpu` looks for it: beside the binary, or in ../lib/gpusnoop/
+.PHONY: install-cupti uninstall-cupti
+install: install-cupti
+uninstall: uninstall-cupti
+install-cupti: $(CUPTI_SO)
+	$(Q)install -D -m 0644 $(CUPTI_SO) $(DESTDIR)$(PREFIX)/lib/gpusnoop/$(CUPTI_SO)
+uninstall-cupti:
+	$(Q)rm -f $(DESTDIR)$(PREFIX)/lib/gpusnoop/$(CUPTI_SO)
 else
 $(info note: no CUPTI headers (CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cupti): \
 	$(CUPTI_SO) and record -e gpu are not built)

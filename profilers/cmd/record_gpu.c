@@ -79,10 +79,11 @@ void gs_record_gpu__free(struct gs_record_gpu *g)
 	free(g);
 }
 
-int gs_record_gpu_setenv(void)
+/* Where the library is: beside the executable (the build tree), or in ../lib/gpusnoop/. */
+static int find_library(char *lib, size_t len)
 {
-	char exe[PATH_MAX], lib[PATH_MAX + sizeof(GS_CUPTI_LIB_NAME)], *slash;
-	const char *set = getenv("CUDA_INJECTION64_PATH");
+	static const char *const dirs[] = { "", "/../lib/gpusnoop" };
+	char exe[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (n <= 0)
@@ -91,16 +92,29 @@ int gs_record_gpu_setenv(void)
 	slash = strrchr(exe, '/');
 	if (slash)
 		*slash = '\0';
-	snprintf(lib, sizeof(lib), "%s/%s", slash ? exe : ".", GS_CUPTI_LIB_NAME);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(lib, len, "%s%s/%s", slash ? exe : ".", dirs[i], GS_CUPTI_LIB_NAME);
+		if (!access(lib, R_OK))
+			return 0;
+	}
+	gs_err("-e gpu: no %s beside %s or in %s/../lib/gpusnoop (built by make where CUPTI's "
+	       "headers are)",
+	       GS_CUPTI_LIB_NAME, exe, exe);
+	return -ENOENT;
+}
+
+int gs_record_gpu_setenv(void)
+{
+	const char *set = getenv("CUDA_INJECTION64_PATH");
+	char lib[PATH_MAX + 64];
+	int err = find_library(lib, sizeof(lib));
+
+	if (err)
+		return err;
 	if (set && *set && strcmp(set, "none") && strcmp(set, lib)) {
 		gs_err("-e gpu: CUDA_INJECTION64_PATH already names %s; unset it to use %s", set,
 		       lib);
 		return -EEXIST;
-	}
-	if (access(lib, R_OK)) {
-		gs_err("-e gpu: %s: %s (built by make where CUPTI's headers are)", lib,
-		       strerror(errno));
-		return -ENOENT;
 	}
 	return setenv("CUDA_INJECTION64_PATH", lib, 1) ? -errno : 0;
 }

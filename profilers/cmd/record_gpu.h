@@ -29,8 +29,8 @@ struct gs_record_gpu_emit {
 struct gs_record_gpu;
 
 /*
- * For `record -e gpu -- CMD`: names the CUPTI injection library installed next to the
- * gpusnoop executable in CUDA_INJECTION64_PATH, which the command inherits. Returns 0, or
+ * For `record -e gpu -- CMD`: names the CUPTI injection library installed beside the gpusnoop
+ * executable or in ../lib/gpusnoop/ in CUDA_INJECTION64_PATH, which the command inherits. 0, or
  * -EEXIST when the variable names another library already, -ENOENT when the library is not
  * installed (logged, one line each).
  */
