@@ -410,51 +410,33 @@ static struct domain *add_domain(struct stitch *st, const char *host, bool has_o
 	return d;
 }
 
-static int pass1(struct stitch *st)
+/* A gpusnoop trace (with its clock metadata) or a Kineto trace; else -EINVAL (in st->err). */
+static int classify_input(struct stitch *st, struct src *s)
 {
-	const struct gs_trace_parse_ops ops = { .ctx = st, .event = p1_event, .top_level = p1_top };
+	if (s->gpusnoop_tool || (s->has_offset && s->host[0])) {
+		s->fmt = FMT_GPUSNOOP;
+		if (!s->has_offset || !s->host[0])
+			return failf(st, -EINVAL,
+				     "%s: offset %" PRIu64 ": gpusnoop metadata without %s",
+				     s->in->name, s->size,
+				     s->host[0] ? "monotonic_to_realtime_ns" : "host");
+		return 0;
+	}
+	if (s->kineto_keys) {
+		s->fmt = FMT_KINETO;
+		return 0;
+	}
+	return failf(st, -EINVAL,
+		     "%s: offset 0: neither a gpusnoop trace (no metadata.tool) nor a "
+		     "Kineto trace (no schemaVersion or baseTimeNanoseconds)",
+		     s->in->name);
+}
+
+/* Clock domains: gpusnoop inputs first, in order, then the Kineto ones join a host. */
+static int assign_domains(struct stitch *st)
+{
 	const char *kineto_host = NULL;
-	struct pid_set *sets;
-	bool have_base = false;
-	int64_t min_real = 0;
-	int err = 0;
 
-	sets = calloc(st->nr, sizeof(*sets));
-	st->doms = calloc(st->nr + 1, sizeof(*st->doms));
-	if (!sets || !st->doms) {
-		free(sets);
-		return failf(st, -ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < st->nr; i++) {
-		struct src *s = &st->srcs[i];
-
-		st->cur = s;
-		s->p1_pids = &sets[i];
-		err = parse_all(st, s, &ops);
-		s->p1_pids = NULL;
-		if (err)
-			goto out;
-		if (s->gpusnoop_tool || (s->has_offset && s->host[0])) {
-			s->fmt = FMT_GPUSNOOP;
-			if (!s->has_offset || !s->host[0]) {
-				err = failf(st, -EINVAL,
-					    "%s: offset %" PRIu64 ": gpusnoop metadata without %s",
-					    s->in->name, s->size,
-					    s->host[0] ? "monotonic_to_realtime_ns" : "host");
-				goto out;
-			}
-		} else if (s->kineto_keys) {
-			s->fmt = FMT_KINETO;
-		} else {
-			err = failf(
-				st, -EINVAL,
-				"%s: offset 0: neither a gpusnoop trace (no metadata.tool) nor a "
-				"Kineto trace (no schemaVersion or baseTimeNanoseconds)",
-				s->in->name);
-			goto out;
-		}
-	}
-	/* clock domains: gpusnoop inputs first, in order, then the Kineto ones join a host */
 	for (size_t i = 0; i < st->nr; i++) {
 		struct src *s = &st->srcs[i];
 
@@ -466,11 +448,9 @@ static int pass1(struct stitch *st)
 		if (!kineto_host)
 			kineto_host = s->dom->host;
 	}
-	if (!st->nr_doms) {
-		err = failf(st, -EINVAL, "%s: a Kineto trace needs a gpusnoop trace to stitch to",
-			    st->srcs[0].in->name);
-		goto out;
-	}
+	if (!st->nr_doms)
+		return failf(st, -EINVAL, "%s: a Kineto trace needs a gpusnoop trace to stitch to",
+			     st->srcs[0].in->name);
 	for (size_t i = 0; i < st->nr; i++) {
 		struct src *s = &st->srcs[i];
 		const char *host = s->in->kineto_host ? s->in->kineto_host : kineto_host;
@@ -483,8 +463,15 @@ static int pass1(struct stitch *st)
 		snprintf(s->host, sizeof(s->host), "%s", host);
 	}
 	st->multi = st->nr_doms > 1;
+	return 0;
+}
 
-	/* output clock: the first domain's CLOCK_MONOTONIC, moved back if anything is earlier */
+/* Output clock: the first domain's CLOCK_MONOTONIC, moved back if anything is earlier. */
+static void set_clock_base(struct stitch *st)
+{
+	bool have_base = false;
+	int64_t min_real = 0;
+
 	st->base = st->doms[0].offset;
 	for (size_t i = 0; i < st->nr; i++) {
 		struct src *s = &st->srcs[i];
@@ -502,20 +489,47 @@ static int pass1(struct stitch *st)
 		st->base = min_real;
 	for (size_t i = 0; i < st->nr; i++)
 		st->srcs[i].shift -= st->base;
+}
 
-	/* the pids of each domain, and which have a name */
+/* The pids of each domain, and which have a name. */
+static int mark_pids(struct stitch *st, const struct pid_set *sets)
+{
 	for (size_t i = 0; i < st->nr; i++) {
 		struct pid_set *d = &st->srcs[i].dom->pids;
 
-		for (size_t k = 0; k < sets[i].nr; k++) {
-			err = pid_mark(d, sets[i].v[k].pid, sets[i].v[k].flags);
-			if (err) {
-				err = failf(st, err, "out of memory");
-				goto out;
-			}
-		}
+		for (size_t k = 0; k < sets[i].nr; k++)
+			if (pid_mark(d, sets[i].v[k].pid, sets[i].v[k].flags))
+				return failf(st, -ENOMEM, "out of memory");
 	}
-out:
+	return 0;
+}
+
+static int pass1(struct stitch *st)
+{
+	const struct gs_trace_parse_ops ops = { .ctx = st, .event = p1_event, .top_level = p1_top };
+	struct pid_set *sets;
+	int err = 0;
+
+	sets = calloc(st->nr, sizeof(*sets));
+	st->doms = calloc(st->nr + 1, sizeof(*st->doms));
+	if (!sets || !st->doms) {
+		free(sets);
+		return failf(st, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < st->nr && !err; i++) {
+		struct src *s = &st->srcs[i];
+
+		st->cur = s;
+		s->p1_pids = &sets[i];
+		err = parse_all(st, s, &ops);
+		s->p1_pids = NULL;
+		err = err ?: classify_input(st, s);
+	}
+	err = err ?: assign_domains(st);
+	if (!err) {
+		set_clock_base(st);
+		err = mark_pids(st, sets);
+	}
 	for (size_t i = 0; i < st->nr; i++)
 		free(sets[i].v);
 	free(sets);
