@@ -18,6 +18,7 @@ enum gs_event_type {
 	GS_EV_PROC_EXIT = 2,
 	GS_EV_LIBS_CHANGED = 3,	 /* the dynamic loader changed the link map */
 	GS_EV_PROC_OOM_KILL = 4, /* the kernel OOM killer chose this process (hdr.pid) */
+	GS_EV_PROC_FORK = 5,	 /* a target's child became one (struct gs_proc_fork) */
 	/* CUDA memory, from bpf/mem.bpf.c: 16..31 */
 	GS_EV_MEM_ALLOC = 16,	 /* an allocation call returned, successfully or not */
 	GS_EV_MEM_FREE = 17,	 /* a free call was entered */
@@ -53,14 +54,25 @@ struct gs_event_hdr {
 
 /* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
 #define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
+/* its new processes become targets too (flags inherited, plus STOP_ON_LOAD); SIGSTOP at exec */
+#define GS_TARGET_CHILDREN 0x4
 
 struct gs_proc_event {
 	struct gs_event_hdr hdr;
+/* ... of GS_EV_PROC_EXEC too: a GS_TARGET_CHILDREN target stops before its new image runs */
+#define GS_EXEC_F_STOPPED 0x1
 };
 
 /* bpf_cookie of every memory probe: which API it is attached to (see profilers/cuda/api.c) */
 struct gs_mem_alloc {
 	struct gs_event_hdr hdr;
+/* GS_EV_PROC_FORK: hdr.pid is the new process, reported before it first runs */
+struct gs_proc_fork {
+	struct gs_event_hdr hdr;
+	__u32 ppid; /* the target that forked it (thread group id) */
+	__u32 pad;
+};
+
 	__u64 ptr; /* 0 when the call failed */
 	__u64 size;
 	__u64 entry_ts_ns;
@@ -135,6 +147,7 @@ enum gs_stat {
 };
 
 #define GS_CPU_KERNEL_STACK 32 /* kernel frames captured per CPU sample */
+	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
 
 /* One CPU sample (`record -e cpu`): where the thread was, user and kernel side. */
 struct gs_cpu_sample {

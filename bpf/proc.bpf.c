@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* proc.bpf.c: process lifecycle (exec, exit) and dynamic-loader link-map changes. */
+/* proc.bpf.c: process lifecycle (fork, exec, exit) and dynamic-loader link-map changes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -46,15 +46,56 @@ int dl_debug_state_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-/* BTF raw tracepoints: no tracefs needed, and the task arrives typed */
+/*
+ * A target that follows its children may exec a program with a static cudart, or with
+ * another loader: it stops before the new image's first instruction (the signal is taken on
+ * the way back to user space), so that userspace probes the new image first.
+ */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *task)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32;
+	__u32 *flags = bpf_map_lookup_elem(&targets, &pid);
+	__u16 ev_flags = 0;
 
-	if (cfg_report_all_execs || bpf_map_lookup_elem(&targets, &pid))
-		emit(GS_EV_PROC_EXEC, 0, pid_tgid);
+	if (!flags && !cfg_report_all_execs)
+		return 0;
+	if (flags && (*flags & GS_TARGET_CHILDREN) && !bpf_send_signal(SIGSTOP))
+		ev_flags = GS_EXEC_F_STOPPED;
+	emit(GS_EV_PROC_EXEC, ev_flags, pid_tgid);
+	return 0;
+}
+
+/*
+ * A new process of a target that follows its children is a target from here on: the
+ * tracepoint runs in the parent before the child is first woken, so the child's first
+ * instruction, and a CUDA call it makes at once on the libraries it inherited, are traced.
+ * Threads are not processes: they share their process's entry.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid), pid = BPF_CORE_READ(child, tgid);
+	__u32 *flags = bpf_map_lookup_elem(&targets, &ppid), child_flags;
+	struct gs_proc_fork *e;
+
+	if (!flags || !(*flags & GS_TARGET_CHILDREN) || pid == ppid)
+		return 0;
+	/* it may exec a program whose libraries userspace has to probe before they run */
+	child_flags = *flags | GS_TARGET_STOP_ON_LOAD;
+	if (bpf_map_update_elem(&targets, &pid, &child_flags, BPF_ANY)) {
+		gs_count(GS_STAT_TARGETS_FULL);
+		return 0;
+	}
+	e = gs_reserve(sizeof(*e));
+	if (!e)
+		return 0; /* counted; userspace adopts it from the targets map */
+	gs_fill_hdr(&e->hdr, GS_EV_PROC_FORK, sizeof(*e),
+		    (__u64)pid << 32 | (__u32)BPF_CORE_READ(child, pid));
+	e->ppid = ppid;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 /* The layouts are ABI between bpf/ and user space: a change must be deliberate. */
 _Static_assert(sizeof(struct gs_event_hdr) == 24, "gs_event_hdr layout");
 _Static_assert(sizeof(struct gs_proc_event) == 24, "gs_proc_event layout");
+_Static_assert(sizeof(struct gs_proc_fork) == 32, "gs_proc_fork layout");
 _Static_assert(sizeof(struct gs_mem_alloc) == 24 + 32 + 8 * GS_MAX_STACK, "gs_mem_alloc layout");
 _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames offset");
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
@@ -49,6 +50,9 @@ int gs_event_decode(const void *data, size_t size)
 		if (hdr->size < need || alloc->nr_frames > GS_MAX_STACK)
 			return -EINVAL;
 		need += alloc->nr_frames * sizeof(alloc->frames[0]);
+	case GS_EV_PROC_FORK:
+		need = sizeof(struct gs_proc_fork);
+		break;
 		break;
 	case GS_EV_MEM_FREE:
 		need = sizeof(struct gs_mem_free);
@@ -120,3 +124,4 @@ const char *gs_stat_name(int stat)
 
 	return stat >= 0 && stat < GS_STAT__MAX ? names[stat] : NULL;
 }
+		[GS_STAT_TARGETS_FULL] = "targets_full",
