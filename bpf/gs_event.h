@@ -51,21 +51,18 @@ struct gs_event_hdr {
 /* values of the targets map */
 #define GS_TARGET_TRACED       0x1
 #define GS_TARGET_STOP_ON_LOAD 0x2 /* SIGSTOP at each link-map change (spawned child) */
-
-/* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
-#define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
 /* its new processes become targets too (flags inherited, plus STOP_ON_LOAD); SIGSTOP at exec */
 #define GS_TARGET_CHILDREN 0x4
 
-struct gs_proc_event {
-	struct gs_event_hdr hdr;
+/* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
+#define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
 /* ... of GS_EV_PROC_EXEC too: a GS_TARGET_CHILDREN target stops before its new image runs */
 #define GS_EXEC_F_STOPPED 0x1
+
+struct gs_proc_event {
+	struct gs_event_hdr hdr;
 };
 
-/* bpf_cookie of every memory probe: which API it is attached to (see profilers/cuda/api.c) */
-struct gs_mem_alloc {
-	struct gs_event_hdr hdr;
 /* GS_EV_PROC_FORK: hdr.pid is the new process, reported before it first runs */
 struct gs_proc_fork {
 	struct gs_event_hdr hdr;
@@ -73,6 +70,9 @@ struct gs_proc_fork {
 	__u32 pad;
 };
 
+/* bpf_cookie of every memory probe: which API it is attached to (see profilers/cuda/api.c) */
+struct gs_mem_alloc {
+	struct gs_event_hdr hdr;
 	__u64 ptr; /* 0 when the call failed */
 	__u64 size;
 	__u64 entry_ts_ns;
@@ -143,11 +143,11 @@ enum gs_stat {
 	GS_STAT_CPU_COUNTS_FULL,  /* CPU samples lost: the in-kernel counts map was full */
 	GS_STAT_USTACK_FAILED,	  /* --stacks dwarf: no byte of the user stack was readable */
 	GS_STAT_GPU_TOO_BIG,	  /* CUPTI records larger than GS_GPU_RECORD_BYTES: not copied */
+	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
 	GS_STAT__MAX,
 };
 
 #define GS_CPU_KERNEL_STACK 32 /* kernel frames captured per CPU sample */
-	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
 
 /* One CPU sample (`record -e cpu`): where the thread was, user and kernel side. */
 struct gs_cpu_sample {

@@ -45,14 +45,14 @@ int gs_event_decode(const void *data, size_t size)
 	case GS_EV_LIBS_CHANGED:
 		need = sizeof(struct gs_proc_event);
 		break;
+	case GS_EV_PROC_FORK:
+		need = sizeof(struct gs_proc_fork);
+		break;
 	case GS_EV_MEM_ALLOC:
 		need = offsetof(struct gs_mem_alloc, frames);
 		if (hdr->size < need || alloc->nr_frames > GS_MAX_STACK)
 			return -EINVAL;
 		need += alloc->nr_frames * sizeof(alloc->frames[0]);
-	case GS_EV_PROC_FORK:
-		need = sizeof(struct gs_proc_fork);
-		break;
 		break;
 	case GS_EV_MEM_FREE:
 		need = sizeof(struct gs_mem_free);
@@ -120,8 +120,8 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
 		[GS_STAT_USTACK_FAILED] = "ustack_failed",
 		[GS_STAT_GPU_TOO_BIG] = "gpu_record_too_big",
+		[GS_STAT_TARGETS_FULL] = "targets_full",
 	};
 
 	return stat >= 0 && stat < GS_STAT__MAX ? names[stat] : NULL;
 }
-		[GS_STAT_TARGETS_FULL] = "targets_full",
