@@ -45,6 +45,7 @@ struct gs_lib_attach {
 	struct attached_file *files;
 	size_t nr_files, cap_files;
 	bool all;
+	bool by_file; /* a followed tree: every file probed for all processes, BPF filters */
 	uint32_t families;
 	bool saw_cuda;
 };
@@ -67,6 +68,11 @@ struct gs_lib_attach *gs_lib_attach__new(struct gs_bpf_objects *objs, struct gs_
 		return NULL;
 	}
 	return la;
+}
+
+void gs_lib_attach__probe_by_file(struct gs_lib_attach *la)
+{
+	la->by_file = true;
 }
 
 void gs_lib_attach__free(struct gs_lib_attach *la)
@@ -216,7 +222,7 @@ static int scope_for_file(struct gs_lib_attach *la, const struct gs_maps *maps,
 			  const struct gs_mapping *m, const struct stat *st, pid_t *scope)
 {
 	/* its owner chooses what code it holds: never probe it in every process */
-	if (*scope >= 0 || gs_is_trusted_file(st))
+	if (*scope >= 0 || !la->all || gs_is_trusted_file(st))
 		return 0;
 	gs_info("pid %d: %s is not root's or is writable by others: probed in this process only",
 		(int)maps->pid, m->path);
@@ -334,7 +340,7 @@ static bool scan_torch(struct gs_lib_attach *la, const struct gs_maps *maps, pid
 
 bool gs_lib_attach__scan(struct gs_lib_attach *la, pid_t pid)
 {
-	pid_t scope = la->all ? -1 : pid;
+	pid_t scope = la->all || la->by_file ? -1 : pid;
 	char exe[PATH_MAX] = "";
 	const struct gs_maps *maps;
 	bool cuda = false;
@@ -371,6 +377,9 @@ void gs_lib_attach__command(struct gs_lib_attach *la, pid_t pid, const char *exe
 			    struct gs_elf *elf)
 {
 	const char *interp = gs_elf__interp(elf);
+
+	if (la->by_file)
+		return; /* it stops at exec, and its new image is probed then (bpf/proc.bpf.c) */
 
 	if (interp) {
 		struct gs_elf *ld = gs_elf__open(interp);

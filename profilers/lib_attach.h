@@ -25,6 +25,12 @@ struct gs_lib_attach;
 struct gs_lib_attach *gs_lib_attach__new(struct gs_bpf_objects *objs, struct gs_links *links,
 					 struct gs_symcache *symcache, bool all, uint32_t families);
 void gs_lib_attach__free(struct gs_lib_attach *la);
+/*
+ * Probes every file for all the processes that map it, the targets map filtering in BPF: a
+ * followed tree's new processes are traced from their first instruction, with no attach of
+ * their own (the cost to other processes mapping the same files: README, Process trees).
+ */
+void gs_lib_attach__probe_by_file(struct gs_lib_attach *la);
 
 /*
  * Probes what pid maps now and is not probed yet: its loader (to hear of later libraries),

@@ -7,7 +7,7 @@
 #include "profilers/options.h"
 #include "user/log.h"
 
-enum { OPT_RINGBUF = 0x1000, OPT_STACKS };
+enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_CHILDREN, OPT_NO_CHILDREN };
 
 /*
  * --stacks dwarf sends a 16 KiB stack slice with each record: 8 MiB would hold only ~500
@@ -16,7 +16,12 @@ enum { OPT_RINGBUF = 0x1000, OPT_STACKS };
 #define DWARF_RINGBUF_BYTES (32UL << 20)
 
 static const struct argp_option options[] = {
-	{ "pid", 'p', "PID", 0, "Trace this process (repeatable)", 0 },
+	{ "pid", 'p', "PID", 0,
+	  "Trace this process (repeatable); only the processes listed, unless --children", 0 },
+	{ "children", OPT_CHILDREN, NULL, 0,
+	  "With -p: also the processes' descendants, those running and those started later", 0 },
+	{ "no-children", OPT_NO_CHILDREN, NULL, 0,
+	  "With -- CMD: the command only, not the processes it starts (followed by default)", 0 },
 	{ "all", 'a', NULL, 0, "Trace every process, including ones started later", 0 },
 	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds (default 0: no limit)", 0 },
 	{ "output", 'o', "FILE", 0, "Write output to FILE instead of stdout", 0 },
@@ -57,6 +62,10 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'a':
 		o->all = true;
+		break;
+	case OPT_CHILDREN:
+	case OPT_NO_CHILDREN:
+		o->children = key == OPT_CHILDREN ? GS_CHILDREN_ON : GS_CHILDREN_OFF;
 		break;
 	case 'd':
 		if (gs_parse_seconds(arg, &o->duration_s))
@@ -148,6 +157,10 @@ int gs_common_opts__finish(const struct gs_common_opts *opts)
 		       opts->other_target ? opts->other_target : "");
 		return -EINVAL;
 	}
+	if (opts->children != GS_CHILDREN_DEFAULT && !opts->nr_pids && !opts->argv) {
+		gs_err("--children and --no-children go with -p PID or -- CMD ARGS");
+		return -EINVAL;
+	}
 	/* before any output is created: a wrong pid must leave an existing -o file alone */
 	for (size_t i = 0; i < opts->nr_pids; i++) {
 		if (kill(opts->pids[i], 0) && errno == ESRCH) {
@@ -168,6 +181,9 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 		.pids = opts->pids,
 		.nr_pids = opts->nr_pids,
 		.all = opts->all,
+		/* as perf: -- CMD covers what it starts, -p only the processes named */
+		.children = opts->children == GS_CHILDREN_ON ||
+			    (opts->argv && opts->children == GS_CHILDREN_DEFAULT),
 		.argv = opts->argv,
 		.ringbuf_bytes = opts->ringbuf_bytes		   ? opts->ringbuf_bytes
 				 : opts->stacks == GS_STACKS_DWARF ? DWARF_RINGBUF_BYTES

@@ -13,10 +13,14 @@
 
 #define GS_MAX_PIDS 256
 
+/* --children / --no-children; the default depends on the target mode */
+enum gs_children { GS_CHILDREN_DEFAULT = 0, GS_CHILDREN_ON, GS_CHILDREN_OFF };
+
 struct gs_common_opts {
 	pid_t pids[GS_MAX_PIDS];
 	size_t nr_pids;
 	bool all;
+	enum gs_children children;
 	char **argv;	    /* -- CMD ARGS, NULL-terminated */
 	double duration_s;  /* 0: until interrupted or the targets exit */
 	const char *output; /* NULL: stdout */

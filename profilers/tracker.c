@@ -16,6 +16,7 @@
 #include "proc.skel.h"
 #include "profilers/bpf_objects.h"
 #include "profilers/lib_attach.h"
+#include "profilers/proc_tree.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
 #include "user/elf_file.h"
@@ -57,6 +58,7 @@ struct gs_tracker {
 	struct gs_lib_attach *attach; /* library discovery and probes */
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
+	struct gs_proc_tree *tree;    /* parents and ranks of the -p/-- targets and their children */
 	struct ustack_slot ustacks[USTACK_SLOTS];
 	size_t next_ustack;
 	struct target *targets;
@@ -64,6 +66,7 @@ struct gs_tracker {
 	struct gs_child child;
 	int child_status;
 	bool child_reaped;
+	bool child_execed; /* its exec was handled: its image is probed */
 	uint64_t last_liveness_ns;
 };
 
@@ -140,6 +143,7 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 		return;
 	}
 	bpf_map_delete_elem(bpf_map__fd(t->objs.proc->maps.targets), &key);
+	gs_proc_tree__exit(t->tree, pid);
 	/*
 	 * The probes that watch pid alone (every probe of a -p target; those of a user's own
 	 * files under -a) went useless with it: detached in the background, and its files
@@ -273,12 +277,33 @@ static void on_libs_changed(struct gs_tracker *t, const struct gs_event_hdr *hdr
 		kill(pid, SIGCONT);
 }
 
-static void on_exec(struct gs_tracker *t, pid_t pid)
+/* The flags of a followed tree's processes, as bpf/proc.bpf.c gives them at fork. */
+#define CHILD_FLAGS (GS_TARGET_TRACED | GS_TARGET_CHILDREN | GS_TARGET_STOP_ON_LOAD)
+
+/* A target's new process, before it first ran; it maps what its parent did. */
+static void on_fork(struct gs_tracker *t, const struct gs_proc_fork *e)
 {
-	if (find_target(t, pid))
-		target_gone(t, pid, true);
-	else if (t->opts.all)
+	pid_t pid = (pid_t)e->hdr.pid;
+
+	if (!add_target(t, pid, CHILD_FLAGS) || gs_proc_tree__add(t->tree, pid, (pid_t)e->ppid))
+		gs_warn("pid %d: out of memory: its parent is not shown", (int)pid);
+	scan_process(t, pid);
+}
+
+static void on_exec(struct gs_tracker *t, const struct gs_event_hdr *hdr)
+{
+	pid_t pid = (pid_t)hdr->pid;
+
+	t->child_execed |= pid == t->child.pid;
+	if (find_target(t, pid)) {
+		gs_proc_tree__exec(t->tree, pid);
+		target_gone(t, pid, true); /* probes the new image */
+	} else if (t->opts.all) {
 		scan_process(t, pid);
+	}
+	/* a followed tree's process waits for them before its new image runs */
+	if (hdr->flags & GS_EXEC_F_STOPPED)
+		kill(pid, SIGCONT);
 }
 
 static void on_oom_kill(struct gs_tracker *t, pid_t pid)
@@ -372,7 +397,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 		on_libs_changed(t, hdr);
 		break;
 	case GS_EV_PROC_EXEC:
-		on_exec(t, (pid_t)hdr->pid);
+		on_exec(t, hdr);
+		break;
+	case GS_EV_PROC_FORK:
+		on_fork(t, data);
 		break;
 	case GS_EV_PROC_EXIT:
 		target_gone(t, (pid_t)hdr->pid, false);
@@ -508,11 +536,15 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->links = gs_links__new();
 	t->symcache = gs_symcache__new();
 	t->attach = gs_lib_attach__new(&t->objs, t->links, t->symcache, opts->all, opts->families);
-	if (!t->links || !t->symcache || !t->attach) {
+	t->tree = gs_proc_tree__new();
+	if (!t->links || !t->symcache || !t->attach || !t->tree) {
 		err = -ENOMEM;
 		gs_err("opening the session: %s", strerror(-err));
 		goto out_free;
 	}
+	/* a tree's new processes use their parent's probes from their first instruction on */
+	if (opts->children)
+		gs_lib_attach__probe_by_file(t->attach);
 	err = opts->stacks == GS_STACKS_DWARF ? open_unwinder(t) : 0;
 	err = err ?: open_objects(t);
 	if (err)
@@ -522,6 +554,37 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 
 out_free:
 	gs_tracker__free(t);
+	return err;
+}
+
+/*
+ * -p PID --children: the targets' descendants living now. The targets' new processes are
+ * followed in BPF from here on; one more pass finds those forked by a descendant before it
+ * was added.
+ */
+static int adopt_descendants(struct gs_tracker *t)
+{
+	size_t nr = 0, before;
+	pid_t *pids, *ppids;
+	int err;
+
+	do {
+		before = t->nr_targets;
+		err = gs_proc_tree_descendants(t->opts.pids, t->opts.nr_pids, &pids, &ppids, &nr);
+		for (size_t i = 0; i < nr && !err; i++) {
+			if (find_target(t, pids[i]))
+				continue;
+			if (!add_target(t, pids[i], CHILD_FLAGS) ||
+			    gs_proc_tree__add(t->tree, pids[i], ppids[i]))
+				err = -ENOMEM;
+			else
+				scan_process(t, pids[i]);
+		}
+		free(pids);
+		free(ppids);
+	} while (!err && t->nr_targets != before);
+	if (err)
+		gs_err("following the targets' children: %s", strerror(-err));
 	return err;
 }
 
@@ -542,13 +605,14 @@ static int start_pids(struct gs_tracker *t)
 			       (int)pid, comm);
 			return -EINVAL;
 		}
-		if (!add_target(t, pid, GS_TARGET_TRACED))
+		if (!add_target(t, pid, t->opts.children ? CHILD_FLAGS : GS_TARGET_TRACED) ||
+		    gs_proc_tree__add(t->tree, pid, 0))
 			return -ENOMEM;
-		if (!scan_process(t, pid) && t->opts.families)
+		if (!scan_process(t, pid) && t->opts.families && !t->opts.children)
 			gs_warn("pid %d (%s): no CUDA library loaded yet; waiting for one",
 				(int)pid, find_target(t, pid)->comm);
 	}
-	return 0;
+	return t->opts.children ? adopt_descendants(t) : 0;
 }
 
 static int start_all(struct gs_tracker *t)
@@ -603,7 +667,10 @@ static int start_command(struct gs_tracker *t)
 		return err;
 	}
 	pid = t->child.pid;
-	if (!add_target(t, pid, GS_TARGET_TRACED | GS_TARGET_STOP_ON_LOAD)) {
+	if (!add_target(t, pid,
+			GS_TARGET_TRACED | GS_TARGET_STOP_ON_LOAD |
+				(t->opts.children ? GS_TARGET_CHILDREN : 0)) ||
+	    gs_proc_tree__add(t->tree, pid, 0)) {
 		gs_err("out of memory");
 		gs_elf__free(elf);
 		return -ENOMEM;
@@ -617,7 +684,10 @@ static int start_command(struct gs_tracker *t)
 		drop_target(t, find_target(t, pid));
 		return err;
 	}
-	return 0;
+	/* a followed tree's command stops at exec and is probed then: ready means that done */
+	while (t->opts.children && !t->child_execed && !t->child_reaped && err >= 0)
+		err = gs_tracker__poll(t, 100);
+	return err < 0 ? err : 0;
 }
 
 int gs_tracker__start(struct gs_tracker *t)
@@ -694,6 +764,11 @@ int gs_tracker__fd(const struct gs_tracker *t)
 	return ring_buffer__epoll_fd(t->rb);
 }
 
+bool gs_tracker__children(const struct gs_tracker *t)
+{
+	return t->opts.children;
+}
+
 bool gs_tracker__done(const struct gs_tracker *t)
 {
 	/* only live targets are kept */
@@ -751,8 +826,14 @@ int gs_tracker__child_status(const struct gs_tracker *t)
 const char *gs_tracker__comm(struct gs_tracker *t, pid_t pid)
 {
 	struct target *tg = find_target(t, pid);
+	const struct gs_proc_tree_entry *e = tg ? NULL : gs_proc_tree__find(t->tree, pid);
 
-	return tg ? tg->comm : "?";
+	return tg ? tg->comm : e ? e->comm : "?";
+}
+
+const struct gs_proc_tree_entry *gs_tracker__proc(const struct gs_tracker *t, pid_t pid)
+{
+	return gs_proc_tree__find(t->tree, pid);
 }
 
 void gs_tracker__free(struct gs_tracker *t)
@@ -775,6 +856,7 @@ void gs_tracker__free(struct gs_tracker *t)
 	gs_lib_attach__free(t->attach);
 	gs_bpf_objects__close(&t->objs);
 	gs_symcache__free(t->symcache);
+	gs_proc_tree__free(t->tree);
 	gs_unwinder__free(t->unwinder);
 	for (size_t i = 0; i < USTACK_SLOTS; i++)
 		free(t->ustacks[i].e);

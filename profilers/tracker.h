@@ -13,6 +13,7 @@
 struct bpf_map;
 struct gs_symcache;
 struct gs_tracker;
+struct gs_proc_tree_entry;
 
 /* --stacks: how user stacks are unwound */
 enum gs_stack_mode {
@@ -24,6 +25,7 @@ struct gs_tracker_opts {
 	const pid_t *pids; /* -p */
 	size_t nr_pids;
 	bool all;	   /* -a */
+	bool children;	   /* the targets' new processes too, at any depth (-- CMD; -p --children) */
 	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
@@ -69,6 +71,8 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
  * caller that polls it with descriptors of its own, then drains with gs_tracker__poll(t, 0).
  */
 int gs_tracker__fd(const struct gs_tracker *t);
+/* True when the targets' new processes are followed too (-- CMD, -p --children). */
+bool gs_tracker__children(const struct gs_tracker *t);
 /* True once every -p/-- target is gone (never in -a mode). */
 bool gs_tracker__done(const struct gs_tracker *t);
 /* True once some target had CUDA (or PyTorch) probes attached. */
@@ -89,6 +93,8 @@ int gs_tracker__child_status(const struct gs_tracker *t);
  */
 size_t gs_tracker__unwind(struct gs_tracker *t, const struct gs_event_hdr *hdr, __u64 *frames,
 			  size_t max_frames);
+/* pid's parent and ranks (borrowed until the next poll); NULL when pid was no -p/-- target. */
+const struct gs_proc_tree_entry *gs_tracker__proc(const struct gs_tracker *t, pid_t pid);
 /* Comm of pid as last read (borrowed), "?" when unknown. */
 const char *gs_tracker__comm(struct gs_tracker *t, pid_t pid);
 void gs_tracker__free(struct gs_tracker *t);
