@@ -11,6 +11,7 @@
 #include "profilers/cmd/record_gpu_summary.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/cuda/gpu_correlate.h"
+#include "profilers/cuda/gpu_inject.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
@@ -79,8 +80,7 @@ void gs_record_gpu__free(struct gs_record_gpu *g)
 	free(g);
 }
 
-/* Where the library is: beside the executable (the build tree), or in ../lib/gpusnoop/. */
-static int find_library(char *lib, size_t len)
+int gs_record_gpu_library(char *lib, size_t len)
 {
 	static const char *const dirs[] = { "", "/../lib/gpusnoop" };
 	char exe[PATH_MAX], *slash;
@@ -107,7 +107,7 @@ int gs_record_gpu_setenv(void)
 {
 	const char *set = getenv("CUDA_INJECTION64_PATH");
 	char lib[PATH_MAX + 64];
-	int err = find_library(lib, sizeof(lib));
+	int err = gs_record_gpu_library(lib, sizeof(lib));
 
 	if (err)
 		return err;
@@ -117,6 +117,19 @@ int gs_record_gpu_setenv(void)
 		return -EEXIST;
 	}
 	return setenv("CUDA_INJECTION64_PATH", lib, 1) ? -errno : 0;
+}
+
+int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids)
+{
+	char lib[PATH_MAX + 64];
+	int err = gs_record_gpu_library(lib, sizeof(lib));
+
+	for (size_t i = 0; i < nr_pids && !err; i++) {
+		err = gs_gpu_inject(pids[i], lib);
+		if (err == -EBUSY)
+			err = 0; /* said; the recording goes on without its GPU activity */
+	}
+	return err;
 }
 
 /* A non-negative decimal below a million, the whole string; -1 otherwise. */
@@ -496,6 +509,8 @@ void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j)
 
 void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f)
 {
+	if (!g)
+		return;
 	gs_gpu_summary__print(g->summary, f);
 	if (g->n.records || g->n.api_calls)
 		fprintf(f,

@@ -35,6 +35,16 @@ struct gs_record_gpu;
  * installed (logged, one line each).
  */
 int gs_record_gpu_setenv(void);
+/*
+ * The CUPTI injection library's path: beside the gpusnoop executable (the build tree) or in
+ * ../lib/gpusnoop/. Returns 0, or -ENOENT (logged).
+ */
+int gs_record_gpu_library(char *lib, size_t len);
+/*
+ * --inject: loads the library into each of pids (started without the variable) by ptrace.
+ * A process whose CUPTI refuses is said and skipped. Returns 0 or -errno (logged).
+ */
+int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids);
 
 /* NULL with errno set. */
 struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit);
@@ -60,6 +70,7 @@ void gs_record_gpu__default_rank(struct gs_record_gpu *g);
 void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j);
 /* A "gpu" object in the trace's metadata: counts, losses, the clock mapping and its error. */
 void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j);
+/* The GPU part of record's summary; nothing for g NULL. */
 void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f);
 
 #endif /* GS_RECORD_GPU_H */

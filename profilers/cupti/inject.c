@@ -67,7 +67,7 @@ _Static_assert(CUPTI_CB_DOMAIN_RUNTIME_API == GS_CUPTI_DOMAIN_RUNTIME_API, "doma
 _Static_assert(CUPTI_CB_DOMAIN_DRIVER_API == GS_CUPTI_DOMAIN_DRIVER_API, "domain");
 
 /* gpusnoop's uprobes raise these while attached (the kernel's uprobe ref_ctr_offset) */
-#define SEMAPHORE(name)                                                            \
+#define SEMAPHORE(name)                                                                  \
 	__extension__ unsigned short gpusnoop_##name##_semaphore __attribute__((unused)) \
 	__attribute__((section(".probes"))) __attribute__((visibility("hidden")))
 SEMAPHORE(activity);
@@ -165,8 +165,8 @@ static void check_clock(void)
 	STAP_PROBE3(gpusnoop, clock, before, cupti, after);
 }
 
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
-				     size_t size, size_t valid)
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+				      size_t valid)
 {
 	if (buffer && valid)
 		deliver(buffer, valid);
@@ -204,23 +204,29 @@ static bool check(CUptiResult res, const char *what)
 	return false;
 }
 
-/* Correlation is optional: another subscriber (PyTorch's profiler) may hold the callbacks. */
-static void subscribe(void)
+/* CUPTI takes one subscriber per process: one already there (PyTorch's profiler) wins. */
+static bool subscribe(void)
 {
 	CUpti_SubscriberHandle subscriber;
 	CUptiResult res = cuptiSubscribe(&subscriber, api_called, NULL);
 
 	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-		fprintf(stderr, "gpusnoop-cupti: CUPTI has another subscriber: GPU records will "
-				"not be linked to their launches\n");
-		return;
+		fprintf(stderr,
+			"gpusnoop-cupti: CUPTI has another subscriber (PyTorch's profiler?): "
+			"no GPU activity for gpusnoop\n");
+		return false;
 	}
 	if (!check(res, "cuptiSubscribe"))
-		return;
+		return false;
 	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	return true;
 }
 
+/*
+ * Returns 1 when GPU activity is set up, 0 when not (said on stderr): the driver ignores it,
+ * gpusnoop's --inject reports it.
+ */
 EXPORT int InitializeInjection(void)
 {
 	/* before any kind is enabled, or CUPTI keeps its default clock (CLOCK_REALTIME) */
@@ -228,7 +234,8 @@ EXPORT int InitializeInjection(void)
 	    !check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
 		   "buffer callbacks"))
 		return 0;
-	subscribe();
+	if (!subscribe())
+		return 0;
 	if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "kernel records") ||
 	    !check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "memcpy records") ||
 	    !check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "memset records"))

@@ -171,6 +171,28 @@ def gpu_attach_by_pid_to_a_process_started_with_the_library():
 
 
 @test
+def gpu_inject_into_a_process_started_without_the_library():
+    w = Workload("gs_gpu", env=gpu_env())  # CUDA is up, no CUDA_INJECTION64_PATH
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    g = Gpusnoop("record", "-e", "gpu", "--inject", "-p", str(w.pid), "-o", out)
+    try:
+        g.wait_stderr("loaded and initialised", LOAD_TIMEOUT)
+        g.wait_stderr("Ctrl-C to stop", LOAD_TIMEOUT)
+        with open(f"/proc/{w.pid}/maps") as f:
+            assert INJECTION in f.read(), "library not mapped after --inject"
+        w.release()  # the process goes on where ptrace stopped it
+        w.wait_line("done")
+        expect_eq(w.finish(), 0, "workload status")
+        expect_eq(g.wait(), 0, f"record status; stderr:\n{g.stderr_text()}")
+    finally:
+        w.kill()
+        g.kill()
+    trace, _ = load(out)
+    expect_gpu_rows(trace)
+    expect_linked(trace, w.pid)
+
+
+@test
 def gpu_cupti_dropped_records_counted():
     out = os.path.join(tempfile.mkdtemp(), "gpu.json")
     # the stand-in drops records 5, 10, ... 35 of the 38, as CUPTI does when it overflows
