@@ -10,8 +10,8 @@
  * through them with size checks, and the tests' stand-in CUPTI writes records with them.
  * Includes nothing, like bpf/gs_event.h.
  */
-#define GS_CUPTI_KIND_MEMCPY		 1  /* CUPTI_ACTIVITY_KIND_MEMCPY */
-#define GS_CUPTI_KIND_MEMSET		 2  /* CUPTI_ACTIVITY_KIND_MEMSET */
+#define GS_CUPTI_KIND_MEMCPY		1  /* CUPTI_ACTIVITY_KIND_MEMCPY */
+#define GS_CUPTI_KIND_MEMSET		2  /* CUPTI_ACTIVITY_KIND_MEMSET */
 #define GS_CUPTI_KIND_CONCURRENT_KERNEL 10 /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
 
 #define GS_CUPTI_DOMAIN_DRIVER_API  1 /* CUPTI_CB_DOMAIN_DRIVER_API */
