@@ -156,8 +156,8 @@ static void print_kernels(struct gs_gpu_summary *s, FILE *f)
 	for (size_t i = 0; i < s->nr_kernels && i < TOP_KERNELS; i++) {
 		const struct gs_histogram *h = &s->kernels[i].h;
 
-		fprintf(f, "    %8" PRIu64 " %11.3f %11.3f %11.3f  ", h->count, (double)h->sum / 1e6,
-			(double)h->sum / (double)h->count / 1e3,
+		fprintf(f, "    %8" PRIu64 " %11.3f %11.3f %11.3f  ", h->count,
+			(double)h->sum / 1e6, (double)h->sum / (double)h->count / 1e3,
 			(double)gs_histogram__quantile(h, 0.99) / 1e3);
 		/* kernel names come from the traced process: no raw escapes to the terminal */
 		gs_text_write(f, s->kernels[i].name);
