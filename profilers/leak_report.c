@@ -10,6 +10,7 @@
 #include "profilers/torch/syms.h"
 #include "user/event_decode.h"
 #include "user/json.h"
+#include "user/losses.h"
 #include "user/stack_table.h"
 #include "user/text_escape.h"
 
@@ -106,8 +107,14 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 	char total[32], b[32], comm[GS_TEXT_SAFE_LEN(16)];
 
 	gs_format_bytes(p->outstanding_bytes, total, sizeof(total));
-	fprintf(f, "pid %d (%s)%s: %s outstanding in %" PRIu64 " allocation%s", (int)p->pid,
-		gs_text_safe(p->comm, comm, sizeof(comm)),
+	fprintf(f, "pid %d (%s", (int)p->pid, gs_text_safe(p->comm, comm, sizeof(comm)));
+	if (p->ppid > 0)
+		fprintf(f, ", parent %d", (int)p->ppid);
+	if (p->rank >= 0)
+		fprintf(f, ", rank %d", (int)p->rank);
+	if (p->local_rank >= 0)
+		fprintf(f, ", local rank %d", (int)p->local_rank);
+	fprintf(f, ")%s: %s outstanding in %" PRIu64 " allocation%s",
 		p->exec	    ? " replaced by exec, held"
 		: p->exited ? " exited holding"
 			    : "",
@@ -187,7 +194,7 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	char stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
-	uint64_t dropped = r->stats[GS_STAT_RINGBUF_FULL] + r->stats[GS_STAT_INFLIGHT_FULL];
+	uint64_t dropped = gs_losses_dropped(r->stats);
 
 	strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime_r(&now, &tm));
 	fprintf(f, "[%s] gpusnoop leaks (%s report)", stamp, r->reason);
@@ -286,6 +293,9 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 	gs_json__begin_object(j, NULL);
 	gs_json__i64(j, "pid", p->pid);
 	gs_json__string(j, "comm", p->comm);
+	gs_json__i64(j, "ppid", p->ppid);
+	gs_json__i64(j, "rank", p->rank);
+	gs_json__i64(j, "local_rank", p->local_rank);
 	gs_json__bool(j, "exited", p->exited);
 	gs_json__bool(j, "exec", p->exec);
 	gs_json__u64(j, "outstanding_bytes", p->outstanding_bytes);
@@ -387,13 +397,7 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	for (size_t i = 0; i < r->nr_procs; i++)
 		json_proc(&j, r, &r->procs[i], stacks);
 	gs_json__end_array(&j);
-	gs_json__u64(&j, "dropped_events",
-		     r->stats[GS_STAT_RINGBUF_FULL] + r->stats[GS_STAT_INFLIGHT_FULL]);
-	gs_json__begin_object(&j, "lost");
-	for (int i = 0; i < GS_STAT__MAX; i++)
-		if (gs_stat_name(i))
-			gs_json__u64(&j, gs_stat_name(i), r->stats[i]);
-	gs_json__end_object(&j);
+	gs_losses_write_json(&j, r->stats);
 	gs_json__end_object(&j);
 	fputc('\n', f);
 }
@@ -513,32 +517,46 @@ int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t m
 	return 0;
 }
 
-int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
-			       const char *comm, uint64_t now, uint64_t min_age_ns,
-			       struct gs_torch_proc *tp)
+int gs_leak_proc_report__build(struct gs_leak_proc_report *out, const struct gs_mem_model *m,
+			       struct gs_mem_proc *p, const char *comm, uint64_t now,
+			       uint64_t min_age_ns)
 {
+	struct gs_torch_proc *tp = gs_mem_model__torch_proc(m, p->pid);
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = p->pid;
 	out->comm = comm;
+	out->rank = out->local_rank = -1; /* the caller knows the process tree */
 	out->failed_allocations = p->failed_allocations;
 	out->failed_frees = p->failed_frees;
 	out->unknown_frees = p->unknown_frees;
 	err = gs_leak_group_table(p->allocs, now, min_age_ns, &out->groups, &out->nr_groups,
 				  &out->outstanding_bytes, &out->outstanding_allocations);
-	if (err)
+	if (!err && tp) {
+		gs_torch_proc__update(tp);
+		out->torch = tp;
+		err = gs_leak_group_table(tp->blocks, now, min_age_ns, &out->tensor_groups,
+					  &out->nr_tensor_groups, &out->tensor_bytes,
+					  &out->tensor_allocations);
+	}
+	if (err) {
+		/* nothing to free for a caller that counts only the reports it got */
+		gs_leak_proc_report__release(out);
 		return err;
+	}
 	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
 	out->fails = p->fails;
 	out->nr_fails = p->nr_fails;
-	if (!tp)
-		return 0;
-	gs_torch_proc__update(tp);
-	out->torch = tp;
-	return gs_leak_group_table(tp->blocks, now, min_age_ns, &out->tensor_groups,
-				   &out->nr_tensor_groups, &out->tensor_bytes,
-				   &out->tensor_allocations);
+	return 0;
+}
+
+void gs_leak_proc_report__release(struct gs_leak_proc_report *out)
+{
+	free(out->groups);
+	free(out->tensor_groups);
+	out->groups = out->tensor_groups = NULL;
+	out->nr_groups = out->nr_tensor_groups = 0;
 }
 
 struct gs_leak_trigger gs_leak_trigger_cuda_oom(const struct gs_mem_alloc *e, uint32_t stack_id)

@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 #include "profilers/mem_accounting.h"
+#include "profilers/mem_model.h"
 #include "profilers/torch/accounting.h"
 
 struct gs_stack_table;
@@ -27,6 +28,8 @@ struct gs_leak_group {
 struct gs_leak_proc_report {
 	pid_t pid;
 	const char *comm;
+	pid_t ppid;		     /* the target that started it; 0: a root, or unknown */
+	int32_t rank, local_rank;    /* from its environment (profilers/proc_tree.h); -1: none */
 	bool exited; /* what it held when it exited (or replaced itself by exec) */
 	bool exec;
 	uint64_t outstanding_bytes, outstanding_allocations;
@@ -54,7 +57,7 @@ struct gs_leak_trigger {
 	const struct gs_torch_oom_info *torch; /* "torch-oom": what PyTorch's allocator said */
 };
 
-/* The trigger of a CUDA allocation call that failed (error 2: out of memory). */
+/* The trigger of a CUDA allocation call that failed with GS_CUDA_ERROR_OUT_OF_MEMORY. */
 struct gs_leak_trigger gs_leak_trigger_cuda_oom(const struct gs_mem_alloc *e, uint32_t stack_id);
 /* The trigger of a PyTorch out-of-memory in process pid (o is borrowed by the result). */
 struct gs_leak_trigger gs_leak_trigger_torch_oom(pid_t pid, const struct gs_torch_oom_info *o);
@@ -78,14 +81,16 @@ int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t m
 			struct gs_leak_group **groups, size_t *nr, uint64_t *bytes,
 			uint64_t *count);
 /*
- * Fills out with the allocations p holds that are at least min_age_ns old at now
- * (CLOCK_MONOTONIC), grouped by (stack, API) and sorted by bytes, and, with tp, the
- * process's PyTorch tensors the same way; sorts p's failures by count. Returns 0 or -ENOMEM;
- * the caller frees out->groups and out->tensor_groups.
+ * Fills out with the allocations p (a process of m) holds that are at least min_age_ns old
+ * at now (CLOCK_MONOTONIC), grouped by (stack, API) and sorted by bytes, and the process's
+ * PyTorch tensors the same way when it has any; sorts p's failures by count. Returns 0, the
+ * caller then frees with gs_leak_proc_report__release(); or -ENOMEM, out holding nothing.
  */
-int gs_leak_proc_report__build(struct gs_leak_proc_report *out, struct gs_mem_proc *p,
-			       const char *comm, uint64_t now, uint64_t min_age_ns,
-			       struct gs_torch_proc *tp);
+int gs_leak_proc_report__build(struct gs_leak_proc_report *out, const struct gs_mem_model *m,
+			       struct gs_mem_proc *p, const char *comm, uint64_t now,
+			       uint64_t min_age_ns);
+/* Frees what __build allocated (fails and torch are borrowed from the model). */
+void gs_leak_proc_report__release(struct gs_leak_proc_report *out);
 
 void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 				const struct gs_stack_table *stacks);

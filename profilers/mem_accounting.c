@@ -13,27 +13,43 @@ void gs_mem_accounting__init(struct gs_mem_accounting *a, struct gs_stack_table 
 	a->stacks = stacks;
 }
 
-static void release_proc(struct gs_mem_proc *p)
+static void free_proc(struct gs_mem_proc *p)
 {
 	gs_alloc_table__free(p->allocs);
 	free(p->fails);
+	free(p);
 }
 
 void gs_mem_accounting__release(struct gs_mem_accounting *a)
 {
 	for (size_t i = 0; i < a->nr_procs; i++)
-		release_proc(&a->procs[i]);
+		free_proc(a->procs[i]);
 	free(a->procs);
+	gs_pid_index__release(&a->index);
 	a->procs = NULL;
 	a->nr_procs = a->cap_procs = 0;
 }
 
-struct gs_mem_proc *gs_mem_accounting__find(struct gs_mem_accounting *a, pid_t pid)
+struct gs_mem_proc *gs_mem_accounting__find(const struct gs_mem_accounting *a, pid_t pid)
 {
-	for (size_t i = 0; i < a->nr_procs; i++)
-		if (a->procs[i].pid == pid)
-			return &a->procs[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&a->index, pid, &pos) ? a->procs[pos] : NULL;
+}
+
+static int reserve_slot(struct gs_mem_accounting *a)
+{
+	size_t cap = a->cap_procs ? a->cap_procs * 2 : 8;
+	struct gs_mem_proc **grown;
+
+	if (a->nr_procs < a->cap_procs)
+		return 0;
+	grown = realloc(a->procs, cap * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	a->procs = grown;
+	a->cap_procs = cap;
+	return 0;
 }
 
 struct gs_mem_proc *gs_mem_accounting__get(struct gs_mem_accounting *a, pid_t pid)
@@ -42,29 +58,33 @@ struct gs_mem_proc *gs_mem_accounting__get(struct gs_mem_accounting *a, pid_t pi
 
 	if (p)
 		return p;
-	if (a->nr_procs == a->cap_procs) {
-		size_t cap = a->cap_procs ? a->cap_procs * 2 : 8;
-		struct gs_mem_proc *grown = realloc(a->procs, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		a->procs = grown;
-		a->cap_procs = cap;
-	}
-	p = &a->procs[a->nr_procs];
-	memset(p, 0, sizeof(*p));
+	if (reserve_slot(a))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
 	p->pid = pid;
 	p->allocs = gs_alloc_table__new();
-	if (!p->allocs)
+	if (!p->allocs || gs_pid_index__set(&a->index, pid, a->nr_procs)) {
+		free_proc(p);
 		return NULL;
-	a->nr_procs++;
+	}
+	a->procs[a->nr_procs++] = p;
 	return p;
 }
 
 void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *p)
 {
-	release_proc(p);
-	*p = a->procs[--a->nr_procs];
+	size_t pos;
+
+	if (!gs_pid_index__get(&a->index, p->pid, &pos) || a->procs[pos] != p)
+		return;
+	gs_pid_index__remove(&a->index, p->pid);
+	free_proc(p);
+	/* the last entry fills the hole; its index entry follows (it exists: no allocation) */
+	a->procs[pos] = a->procs[--a->nr_procs];
+	if (pos < a->nr_procs)
+		gs_pid_index__set(&a->index, a->procs[pos]->pid, pos);
 }
 
 static int note_failure(struct gs_mem_proc *p, const struct gs_mem_alloc *e, uint32_t stack_id)
@@ -113,6 +133,7 @@ int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_al
 		*stack_id = (uint32_t)id;
 	if (e->ret != 0)
 		return note_failure(p, e, (uint32_t)id);
+	p->allocations++;
 	if (!e->ptr) /* a zero-byte request succeeds with NULL and holds nothing */
 		return 0;
 	entry = (struct gs_alloc){
@@ -130,40 +151,48 @@ int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_al
 	return 0;
 }
 
-void gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_free *e)
+bool gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_free *e,
+			     struct gs_alloc *freed)
 {
 	struct gs_mem_proc *p = gs_mem_accounting__get(a, (pid_t)e->hdr.pid);
 	struct gs_pending_free *slot;
 	struct gs_alloc removed;
 
-	if (!p || !e->ptr) /* cudaFree(NULL) is a documented no-op */
-		return;
+	if (!p)
+		return false;
+	p->frees++;
+	if (!e->ptr) /* cudaFree(NULL) is a documented no-op */
+		return false;
 	if (!gs_alloc_table__remove(p->allocs, e->ptr, &removed)) {
 		p->unknown_frees++;
-		return;
+		return false;
 	}
 	/* kept until the call returns: a failed free leaves the allocation in place */
 	slot = &p->pending[p->next_pending++ % GS_PENDING_FREES];
 	slot->tid = e->hdr.tid;
 	slot->alloc = removed;
+	if (freed)
+		*freed = removed;
+	return true;
 }
 
-void gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_mem_free_ret *e)
+bool gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_mem_free_ret *e)
 {
 	struct gs_mem_proc *p = gs_mem_accounting__find(a, (pid_t)e->hdr.pid);
 	bool replaced;
 
 	if (!p || e->ret == 0)
-		return;
+		return false;
 	p->failed_frees++;
 	for (size_t i = 0; i < GS_PENDING_FREES; i++) {
 		struct gs_pending_free *pf = &p->pending[i];
 
 		if (pf->tid != e->hdr.tid || pf->alloc.ptr != e->ptr || !pf->alloc.in_use)
 			continue;
-		if (!gs_alloc_table__contains(p->allocs, e->ptr))
-			gs_alloc_table__insert(p->allocs, &pf->alloc, &replaced);
 		pf->alloc.in_use = 0;
-		return;
+		if (gs_alloc_table__contains(p->allocs, e->ptr))
+			return false; /* allocated again meanwhile: that one stands */
+		return !gs_alloc_table__insert(p->allocs, &pf->alloc, &replaced);
 	}
+	return false;
 }

@@ -3,11 +3,13 @@
 #ifndef GS_MEM_ACCOUNTING_H
 #define GS_MEM_ACCOUNTING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
+#include "profilers/pid_index.h"
 #include "user/alloc_table.h"
 
 struct gs_stack_table;
@@ -31,6 +33,7 @@ struct gs_pending_free {
 struct gs_mem_proc {
 	pid_t pid;
 	struct gs_alloc_table *allocs;
+	uint64_t allocations, frees; /* successful allocation calls; free calls (NULL too) */
 	uint64_t failed_allocations, failed_frees, unknown_frees;
 	struct gs_fail_group *fails;
 	size_t nr_fails;
@@ -40,15 +43,20 @@ struct gs_mem_proc {
 
 struct gs_mem_accounting {
 	struct gs_stack_table *stacks; /* borrowed: stack ids index it */
-	struct gs_mem_proc *procs;
+	struct gs_mem_proc **procs;    /* each allocated alone: its address never moves */
 	size_t nr_procs, cap_procs;
+	struct gs_pid_index index; /* pid -> position in procs */
 };
 
 void gs_mem_accounting__init(struct gs_mem_accounting *a, struct gs_stack_table *stacks);
 void gs_mem_accounting__release(struct gs_mem_accounting *a);
 
-struct gs_mem_proc *gs_mem_accounting__find(struct gs_mem_accounting *a, pid_t pid);
-/* Finds or creates; NULL on allocation failure. Pointers stay valid until a removal. */
+/*
+ * A process's entry, borrowed: it stays at its address until that process is removed (or
+ * the accounting released), whatever other processes come and go.
+ */
+struct gs_mem_proc *gs_mem_accounting__find(const struct gs_mem_accounting *a, pid_t pid);
+/* Finds or creates; NULL on allocation failure. Same lifetime as __find's. */
 struct gs_mem_proc *gs_mem_accounting__get(struct gs_mem_accounting *a, pid_t pid);
 void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *p);
 
@@ -58,8 +66,13 @@ void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *
  */
 int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_alloc *e,
 			     uint32_t *stack_id);
-void gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_free *e);
-/* A failed free leaves the allocation in place: it is restored. */
-void gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_mem_free_ret *e);
+/*
+ * A free at its entry: the allocation is taken out (a copy goes to *freed when given, and
+ * true is returned); false for NULL and for a pointer not held (counted as unknown).
+ */
+bool gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_free *e,
+			     struct gs_alloc *freed);
+/* A failed free leaves the allocation in place: it is restored (true when it was). */
+bool gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_mem_free_ret *e);
 
 #endif /* GS_MEM_ACCOUNTING_H */

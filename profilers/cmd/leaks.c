@@ -8,11 +8,11 @@
 #include <time.h>
 #include "profilers/cuda/api.h"
 #include "profilers/leak_report.h"
-#include "profilers/mem_accounting.h"
+#include "profilers/mem_model.h"
 #include "profilers/options.h"
+#include "profilers/proc_tree.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
-#include "user/alloc_table.h"
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_file.h"
@@ -36,8 +36,7 @@ struct leaks {
 	struct leaks_opts opts;
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
-	struct gs_mem_accounting mem;
-	struct gs_torch_acct torch;
+	struct gs_mem_model mem; /* what every memory event did; the reports render it */
 	/*
 	 * -o FILE replaces FILE at the first report (temporary + rename); each later report is
 	 * appended and synced whole, and a failed one cut off, so FILE only holds whole reports.
@@ -61,54 +60,50 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct leaks *l = ctx;
 	struct gs_leak_trigger t;
-	uint32_t stack_id;
-	int err;
+	struct gs_mem_effect fx;
+	int err = gs_mem_model__alloc(&l->mem, e, &fx);
 
-	/* the caching allocator's segments are PyTorch's reserved memory, not raw allocations */
-	if (!l->opts.no_torch && gs_torch_acct__segment_alloc(&l->torch, e))
-		return;
-	err = gs_mem_accounting__alloc(&l->mem, e, &stack_id);
 	if (err) {
 		fatal(l, err);
-	} else if (l->opts.on_oom &&
-		   e->ret == 2) { /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
-		t = gs_leak_trigger_cuda_oom(e, stack_id);
-		write_report(l, "trigger", gs_mem_accounting__find(&l->mem, (pid_t)e->hdr.pid), &t);
+	} else if (l->opts.on_oom && fx.cuda_oom) {
+		t = gs_leak_trigger_cuda_oom(e, fx.stack_id);
+		write_report(l, "trigger", gs_mem_model__proc(&l->mem, (pid_t)e->hdr.pid, false),
+			     &t);
 	}
 }
 
 static void on_free(void *ctx, const struct gs_mem_free *e)
 {
 	struct leaks *l = ctx;
+	struct gs_mem_effect fx;
+	int err = gs_mem_model__free(&l->mem, e, &fx);
 
-	if (!l->opts.no_torch && gs_torch_acct__segment_free(&l->torch, e))
-		return;
-	gs_mem_accounting__free(&l->mem, e);
+	if (err)
+		fatal(l, err);
 }
 
-/* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
+{
+	struct leaks *l = ctx;
+	struct gs_mem_effect fx;
+
+	gs_mem_model__free_ret(&l->mem, e, &fx);
+}
+
 static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 {
 	struct leaks *l = ctx;
-	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
+	struct gs_mem_effect fx;
 
-	if (l->opts.no_torch || !api || e->ret)
-		return;
-	if (api->shape == GS_SHAPE_MAP)
-		gs_torch_acct__segment_map(&l->torch, &e->hdr, e->args[0], e->args[1], e->frames,
-					   e->nr_frames);
-	else if (api->shape == GS_SHAPE_UNMAP)
-		gs_torch_acct__segment_unmap(&l->torch, &e->hdr, e->args[0]);
+	gs_mem_model__cuda_call(&l->mem, e, &fx);
 }
 
 static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 {
 	struct leaks *l = ctx;
-	int err = gs_torch_acct__tensor(&l->torch, e);
+	struct gs_mem_effect fx;
+	int err = gs_mem_model__tensor(&l->mem, e, &fx);
 
-	/* every PyTorch process gets a report, CPU-only ones too */
-	if (!err && !gs_mem_accounting__get(&l->mem, (pid_t)e->hdr.pid))
-		err = -ENOMEM;
 	if (err)
 		fatal(l, err);
 }
@@ -116,30 +111,29 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 {
 	struct leaks *l = ctx;
-	struct gs_torch_oom_info info;
+	struct gs_mem_effect fx;
 	struct gs_leak_trigger t;
-	struct gs_mem_proc *p = gs_mem_accounting__get(&l->mem, (pid_t)e->hdr.pid);
-	int ret = gs_torch_acct__oom(&l->torch, e, &info);
+	int err = gs_mem_model__torch_oom(&l->mem, e, &fx);
 
-	if (ret < 0 || !p)
-		fatal(l, ret < 0 ? ret : -ENOMEM);
-	else if (ret == 1 && l->opts.on_oom) {
-		t = gs_leak_trigger_torch_oom(p->pid, &info);
-		write_report(l, "trigger", p, &t);
+	if (err) {
+		fatal(l, err);
+	} else if (fx.torch_oom && l->opts.on_oom) {
+		t = gs_leak_trigger_torch_oom((pid_t)e->hdr.pid, &fx.oom);
+		write_report(l, "trigger", gs_mem_model__proc(&l->mem, (pid_t)e->hdr.pid, false),
+			     &t);
 	}
 }
 
-static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
+/* Where out's process sits in the followed tree: its parent and ranks. */
+static void tree_facts(struct leaks *l, struct gs_leak_proc_report *out)
 {
-	struct leaks *l = ctx;
+	const struct gs_proc_tree_entry *e = gs_tracker__proc(l->tracker, out->pid);
 
-	gs_mem_accounting__free_ret(&l->mem, e);
-}
-
-static bool has_anything(struct leaks *l, const struct gs_mem_proc *p)
-{
-	return gs_alloc_table__count(p->allocs) || p->failed_allocations || p->failed_frees ||
-	       gs_torch_acct__find(&l->torch, p->pid);
+	if (e) {
+		out->ppid = e->ppid;
+		out->rank = e->rank;
+		out->local_rank = e->local_rank;
+	}
 }
 
 /* Writes one report over the given processes (all of them when only is NULL). */
@@ -155,19 +149,19 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 	};
 	int err = 0;
 
-	r.procs = calloc(l->mem.nr_procs + 1, sizeof(*r.procs));
+	r.procs = calloc(l->mem.raw.nr_procs + 1, sizeof(*r.procs));
 	if (!r.procs)
 		return -ENOMEM;
-	for (size_t i = 0; i < l->mem.nr_procs && !err; i++) {
-		struct gs_mem_proc *p = &l->mem.procs[i];
+	for (size_t i = 0; i < l->mem.raw.nr_procs && !err; i++) {
+		struct gs_mem_proc *p = l->mem.raw.procs[i];
 
-		if ((only && p != only) || (!only && !has_anything(l, p)))
+		if ((only && p != only) || (!only && !gs_mem_model__has_anything(&l->mem, p)))
 			continue;
-		err = gs_leak_proc_report__build(&r.procs[r.nr_procs], p,
+		err = gs_leak_proc_report__build(&r.procs[r.nr_procs], &l->mem, p,
 						 gs_tracker__comm(l->tracker, p->pid), r.now_ns,
-						 (uint64_t)(l->opts.min_age_s * 1e9),
-						 gs_torch_acct__find(&l->torch, p->pid));
+						 (uint64_t)(l->opts.min_age_s * 1e9));
 		if (!err) {
+			tree_facts(l, &r.procs[r.nr_procs]);
 			r.procs[r.nr_procs].exited =
 				!strcmp(reason, "exit") || !strcmp(reason, "exec");
 			r.procs[r.nr_procs].exec = !strcmp(reason, "exec");
@@ -184,10 +178,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		if (err && !l->error)
 			l->error = err;
 	}
-	for (size_t i = 0; i < r.nr_procs; i++) {
-		free(r.procs[i].groups);
-		free(r.procs[i].tensor_groups);
-	}
+	for (size_t i = 0; i < r.nr_procs; i++)
+		gs_leak_proc_report__release(&r.procs[i]);
 	free(r.procs);
 	return err;
 }
@@ -195,21 +187,12 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct leaks *l = ctx;
-	struct gs_mem_proc *p = gs_mem_accounting__find(&l->mem, pid);
-	struct gs_torch_proc *tp = gs_torch_acct__find(&l->torch, pid);
-
 	/* a target that never allocated still gets its (empty) exit report */
-	if (!p && (exec || !(p = gs_mem_accounting__get(&l->mem, pid))))
-		return;
-	write_report(l, exec ? "exec" : "exit", p, NULL);
-	if (exec)
-		gs_alloc_table__clear(p->allocs);
-	else
-		gs_mem_accounting__remove(&l->mem, p);
-	if (tp && exec)
-		gs_torch_acct__clear(tp);
-	else if (tp)
-		gs_torch_acct__remove(&l->torch, tp);
+	struct gs_mem_proc *p = gs_mem_model__proc(&l->mem, pid, !exec);
+
+	if (p)
+		write_report(l, exec ? "exec" : "exit", p, NULL);
+	gs_mem_model__proc_gone(&l->mem, pid, exec);
 }
 
 static const struct argp_option leaks_options[] = {
@@ -354,8 +337,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		gs_err("out of memory");
 		goto out_free;
 	}
-	gs_mem_accounting__init(&l.mem, l.stacks);
-	gs_torch_acct__init(&l.torch, l.stacks, gs_tracker__symcache(l.tracker));
+	gs_mem_model__init(&l.mem, l.stacks, gs_tracker__symcache(l.tracker), !l.opts.no_torch);
 	if (gs_tracker__start(l.tracker))
 		goto out_free;
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
@@ -374,8 +356,7 @@ int gs_cmd_leaks(int argc, char **argv)
 	}
 
 out_free:
-	gs_mem_accounting__release(&l.mem);
-	gs_torch_acct__release(&l.torch);
+	gs_mem_model__release(&l.mem);
 	gs_stack_table__free(l.stacks);
 	gs_tracker__free(l.tracker);
 	gs_out__abort(l.out); /* a failure: whole reports stay, a file never reported is not made */

@@ -14,8 +14,9 @@
 #include "profilers/cuda/api.h"
 #include "profilers/cuda/call.h"
 #include "profilers/cuda/kernel_names.h"
-#include "profilers/mem_accounting.h"
+#include "profilers/mem_model.h"
 #include "profilers/options.h"
+#include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
 #include "profilers/cmd/record_summary.h"
 #include "profilers/cmd/subcommands.h"
@@ -28,6 +29,7 @@
 #include "user/kallsyms.h"
 #include "user/event_decode.h"
 #include "user/log.h"
+#include "user/losses.h"
 #include "user/out_file.h"
 #include "user/proc_info.h"
 #include "user/stack_table.h"
@@ -64,8 +66,7 @@ struct record {
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
 	struct gs_kernel_names *names;
-	struct gs_mem_accounting mem;
-	struct gs_torch_acct torch;
+	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
 	/* the output file: each event rendered alone, then written in timestamp order */
@@ -108,11 +109,13 @@ static void render_end(struct record *r)
 static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
 	uint64_t seen;
-	char comm[32];
+	char comm[32], label[64];
 
 	if (!gs_addr_map__get(r->named, pid, 0, &seen)) {
-		gs_chrome_trace__process_name(render_begin(r, ts_ns), pid,
-					      gs_tracker__comm(r->tracker, pid));
+		/* the processes of a tree (ranks of a launcher) apart at a glance */
+		gs_proc_tree_label(gs_tracker__proc(r->tracker, pid),
+				   gs_tracker__comm(r->tracker, pid), label, sizeof(label));
+		gs_chrome_trace__process_name(render_begin(r, ts_ns), pid, label);
 		render_end(r);
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}
@@ -237,11 +240,9 @@ static void end_slice(struct record *r, struct gs_json *j)
 
 static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 {
-	struct gs_mem_proc *p = gs_mem_accounting__find(&r->mem, pid);
-
-	if (p) {
+	if (gs_mem_model__proc(&r->mem, pid, false)) {
 		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, MEMORY_COUNTER, ts_ns,
-					 "bytes", gs_alloc_table__bytes(p->allocs));
+					 "bytes", gs_mem_model__cuda_bytes(&r->mem, pid));
 		render_end(r);
 	}
 }
@@ -249,7 +250,7 @@ static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 /* Two counter tracks per device of a PyTorch process: allocated and reserved bytes. */
 static void torch_counters(struct record *r, pid_t pid, uint64_t ts_ns)
 {
-	struct gs_torch_proc *p = gs_torch_acct__find(&r->torch, pid);
+	struct gs_torch_proc *p = gs_mem_model__torch_proc(&r->mem, pid);
 	char dev[16], name[64];
 
 	if (!p)
@@ -277,7 +278,8 @@ static void torch_counters(struct record *r, pid_t pid, uint64_t ts_ns)
 static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 {
 	struct record *r = ctx;
-	int err = gs_torch_acct__tensor(&r->torch, e);
+	struct gs_mem_effect fx;
+	int err = gs_mem_model__tensor(&r->mem, e, &fx);
 
 	if (err) {
 		fatal(r, err);
@@ -291,22 +293,22 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 {
 	struct record *r = ctx;
-	struct gs_torch_oom_info info;
+	struct gs_mem_effect fx;
 	struct gs_json *j;
 	char dev[16];
-	int ret = gs_torch_acct__oom(&r->torch, e, &info);
+	int err = gs_mem_model__torch_oom(&r->mem, e, &fx);
 
-	if (ret < 0)
-		fatal(r, ret);
-	if (ret != 1)
+	if (err)
+		fatal(r, err);
+	if (!fx.torch_oom)
 		return;
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	j = gs_chrome_trace__event(render_begin(r, e->hdr.ts_ns), "i", "PyTorch out of memory",
 				   "torch_oom", e->hdr.pid, e->hdr.tid, e->hdr.ts_ns);
 	gs_json__string(j, "s", "t");
 	gs_json__begin_object(j, "args");
-	gs_torch_device_name(info.device, dev, sizeof(dev));
-	gs_json__u64(j, "requested", info.requested);
+	gs_torch_device_name(fx.oom.device, dev, sizeof(dev));
+	gs_json__u64(j, "requested", fx.oom.requested);
 	gs_json__string(j, "device", dev);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
@@ -315,15 +317,15 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct record *r = ctx;
+	struct gs_mem_effect fx;
 	struct gs_json *j;
-	int err = gs_mem_accounting__alloc(&r->mem, e, NULL);
+	int err = gs_mem_model__alloc(&r->mem, e, &fx);
 
 	if (err) {
 		fatal(r, err);
 		return;
 	}
-	if (r->opts.families & GS_FAM_BIT(GS_FAM_TORCH) &&
-	    gs_torch_acct__segment_alloc(&r->torch, e))
+	if (fx.route == GS_ROUTE_SEGMENT)
 		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 	if (!(r->opts.families & GS_FAM_BIT(GS_FAM_MEM)))
 		return; /* probed for torch-mem's segments only */
@@ -334,7 +336,7 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 	error_args(j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
-	if (!e->ret)
+	if (!e->ret && fx.route == GS_ROUTE_RAW)
 		memory_counter(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
 
@@ -342,21 +344,24 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 static void on_free(void *ctx, const struct gs_mem_free *e)
 {
 	struct record *r = ctx;
+	struct gs_mem_effect fx;
+	int err = gs_mem_model__free(&r->mem, e, &fx);
 
-	gs_mem_accounting__free(&r->mem, e);
-	if (r->opts.families & GS_FAM_BIT(GS_FAM_TORCH) &&
-	    gs_torch_acct__segment_free(&r->torch, e))
+	if (err)
+		fatal(r, err);
+	else if (fx.route == GS_ROUTE_SEGMENT)
 		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
-	if (e->ptr && r->opts.families & GS_FAM_BIT(GS_FAM_MEM))
+	else if (e->ptr && r->opts.families & GS_FAM_BIT(GS_FAM_MEM))
 		memory_counter(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 {
 	struct record *r = ctx;
+	struct gs_mem_effect fx;
 	struct gs_json *j;
 
-	gs_mem_accounting__free_ret(&r->mem, e);
+	gs_mem_model__free_ret(&r->mem, e, &fx);
 	if (!(r->opts.families & GS_FAM_BIT(GS_FAM_MEM)))
 		return;
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
@@ -459,6 +464,15 @@ static void learn_name(struct record *r, const struct gs_cuda_api *api,
 	}
 }
 
+static void record_segment_call(struct record *r, const struct gs_cuda_call *e)
+{
+	struct gs_mem_effect fx;
+
+	gs_mem_model__cuda_call(&r->mem, e, &fx);
+	if (fx.route == GS_ROUTE_SEGMENT)
+		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+}
+
 static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 {
 	struct record *r = ctx;
@@ -480,14 +494,7 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 		learn_name(r, api, e);
 		break;
 	case GS_FAM_MEM: /* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
-		if (!(r->opts.families & GS_FAM_BIT(GS_FAM_TORCH)) || e->ret)
-			break;
-		if (api->shape == GS_SHAPE_MAP)
-			gs_torch_acct__segment_map(&r->torch, &e->hdr, e->args[0], e->args[1],
-						   e->frames, e->nr_frames);
-		else if (api->shape == GS_SHAPE_UNMAP)
-			gs_torch_acct__segment_unmap(&r->torch, &e->hdr, e->args[0]);
-		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+		record_segment_call(r, e);
 		break;
 	default:
 		break;
@@ -566,20 +573,12 @@ static void on_cpu_sample(void *ctx, const struct gs_cpu_sample *e)
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
-	struct gs_mem_proc *p = gs_mem_accounting__find(&r->mem, pid);
-	struct gs_torch_proc *tp = gs_torch_acct__find(&r->torch, pid);
 
 	gs_kernel_names__forget(r->names, pid);
-	if (tp && exec)
-		gs_torch_acct__clear(tp);
-	else if (tp)
-		gs_torch_acct__remove(&r->torch, tp);
-	if (p && exec) {
-		gs_alloc_table__clear(p->allocs);
+	gs_mem_model__proc_gone(&r->mem, pid, exec);
+	/* what the old image held is gone with it */
+	if (exec)
 		memory_counter(r, pid, gs_clock_ns(CLOCK_MONOTONIC));
-	} else if (p) {
-		gs_mem_accounting__remove(&r->mem, p);
-	}
 	/* a new image may name its threads anew */
 	gs_addr_map__forget_pid(r->named, pid, NULL);
 }
@@ -611,13 +610,7 @@ static void write_metadata(struct record *r)
 		gs_json__string(j, NULL, r->argv[i]);
 	gs_json__end_array(j);
 	gs_json__u64(j, "events", r->events);
-	gs_json__u64(j, "dropped_events",
-		     stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL]);
-	gs_json__begin_object(j, "lost");
-	for (int i = 0; i < GS_STAT__MAX; i++)
-		if (gs_stat_name(i))
-			gs_json__u64(j, gs_stat_name(i), stats[i]);
-	gs_json__end_object(j);
+	gs_losses_write_json(j, stats);
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");
 	gs_json__u64(j, "window_ns", REORDER_WINDOW_NS);
@@ -869,8 +862,8 @@ int gs_cmd_record(int argc, char **argv)
 	/* after the targets were checked: a bad -p leaves an existing file as it was */
 	if (open_parts(&r))
 		goto out_free;
-	gs_mem_accounting__init(&r.mem, r.stacks);
-	gs_torch_acct__init(&r.torch, r.stacks, gs_tracker__symcache(r.tracker));
+	gs_mem_model__init(&r.mem, r.stacks, gs_tracker__symcache(r.tracker),
+			   r.opts.families & GS_FAM_BIT(GS_FAM_TORCH));
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	/* from here on the file is always finished, whatever stops the recording */
@@ -902,8 +895,7 @@ out_free:
 	for (size_t i = 0; i < r.nr_stack_json; i++)
 		free(r.stack_json[i]);
 	free(r.stack_json);
-	gs_mem_accounting__release(&r.mem);
-	gs_torch_acct__release(&r.torch);
+	gs_mem_model__release(&r.mem);
 	gs_record_summary__free(r.summary);
 	gs_addr_map__free(r.named);
 	gs_kernel_names__free(r.names);

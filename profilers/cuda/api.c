@@ -272,7 +272,8 @@ const char *gs_cuda_error_name(enum gs_cuda_lib lib, int code)
 	} names[] = {
 		{ 0, "cudaSuccess", "CUDA_SUCCESS" },
 		{ 1, "cudaErrorInvalidValue", "CUDA_ERROR_INVALID_VALUE" },
-		{ 2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY" },
+		{ GS_CUDA_ERROR_OUT_OF_MEMORY, "cudaErrorMemoryAllocation",
+		  "CUDA_ERROR_OUT_OF_MEMORY" },
 		{ 3, "cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED" },
 		{ 4, "cudaErrorCudartUnloading", "CUDA_ERROR_DEINITIALIZED" },
 		{ 34, "cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY" },

@@ -9,6 +9,9 @@
 
 enum gs_cuda_lib { GS_LIB_RUNTIME, GS_LIB_DRIVER };
 
+/* out of memory: cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY share the value */
+#define GS_CUDA_ERROR_OUT_OF_MEMORY 2
+
 /* what a call is about; -e selects families (kernel naming follows launches) */
 enum gs_api_family {
 	GS_FAM_MEM,

@@ -17,10 +17,9 @@
 #include "profilers/daemon/flight_recorder.h"
 #include "profilers/daemon/flight_trace.h"
 #include "profilers/leak_report.h"
-#include "profilers/mem_accounting.h"
+#include "profilers/mem_model.h"
 #include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
-#include "profilers/torch/accounting.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
 #include "user/ctl_socket.h"
@@ -30,10 +29,9 @@
 #include "user/out_file.h"
 #include "user/stack_table.h"
 
-#define POLL_MS		   100
-#define METRICS_EVERY_NS   1000000000ULL
-#define CUDA_OUT_OF_MEMORY 2	 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY */
-#define FLIGHT_MAX_EVENTS  16384 /* per process: ~0.8 MiB at most */
+#define POLL_MS		  100
+#define METRICS_EVERY_NS  1000000000ULL
+#define FLIGHT_MAX_EVENTS 16384 /* per process: ~0.8 MiB at most */
 
 static volatile sig_atomic_t reload_requested;
 
@@ -44,9 +42,10 @@ static void on_sighup(int sig)
 
 static struct gs_daemon_proc *proc_stats(struct gs_daemon *d, pid_t pid, bool create)
 {
-	for (size_t i = 0; i < d->nr_procs; i++)
-		if (d->procs[i].pid == pid)
-			return &d->procs[i];
+	size_t pos;
+
+	if (gs_pid_index__get(&d->proc_index, pid, &pos))
+		return &d->procs[pos];
 	if (!create)
 		return NULL;
 	if (d->nr_procs == d->cap_procs) {
@@ -58,8 +57,23 @@ static struct gs_daemon_proc *proc_stats(struct gs_daemon *d, pid_t pid, bool cr
 		d->procs = grown;
 		d->cap_procs = cap;
 	}
+	if (gs_pid_index__set(&d->proc_index, pid, d->nr_procs))
+		return NULL;
 	d->procs[d->nr_procs] = (struct gs_daemon_proc){ .pid = pid };
 	return &d->procs[d->nr_procs++];
+}
+
+static void forget_proc_stats(struct gs_daemon *d, pid_t pid)
+{
+	size_t pos;
+
+	if (!gs_pid_index__get(&d->proc_index, pid, &pos))
+		return;
+	gs_pid_index__remove(&d->proc_index, pid);
+	/* the last entry fills the hole; its index entry exists, so moving it allocates nothing */
+	d->procs[pos] = d->procs[--d->nr_procs];
+	if (pos < d->nr_procs)
+		gs_pid_index__set(&d->proc_index, d->procs[pos].pid, pos);
 }
 
 /* One report over one process (reason "trigger" with t, or "snapshot"), text or JSON. */
@@ -77,8 +91,8 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 	};
 	int err;
 
-	err = gs_leak_proc_report__build(&proc, p, gs_tracker__comm(d->tracker, p->pid), r.now_ns,
-					 0, gs_torch_acct__find(&d->torch, p->pid));
+	err = gs_leak_proc_report__build(&proc, &d->mem, p, gs_tracker__comm(d->tracker, p->pid),
+					 r.now_ns, 0);
 	if (err)
 		return err;
 	gs_tracker__stats(d->tracker, r.stats);
@@ -86,8 +100,7 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 		gs_leak_report__write_json(f, &r, d->stacks);
 	else
 		gs_leak_report__write_text(f, &r, d->stacks);
-	free(proc.groups);
-	free(proc.tensor_groups);
+	gs_leak_proc_report__release(&proc);
 	return 0;
 }
 
@@ -123,7 +136,7 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 		if (i == REPORT_TRACE)
 			err = gs_flight_trace__write(
 				f, d->flight, p->pid, gs_tracker__comm(d->tracker, p->pid), now,
-				gs_alloc_table__bytes(p->allocs), d->stacks, t);
+				gs_mem_model__cuda_bytes(&d->mem, p->pid), d->stacks, t);
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
 						i == REPORT_JSON, f);
@@ -174,7 +187,7 @@ static bool rate_limited(struct gs_daemon *d, pid_t pid, uint64_t ts_ns)
 static void cuda_oom(struct gs_daemon *d, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
 	struct gs_leak_trigger t = gs_leak_trigger_cuda_oom(e, stack_id);
-	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
+	struct gs_mem_proc *p = gs_mem_model__proc(&d->mem, (pid_t)e->hdr.pid, false);
 
 	d->oom_events++;
 	if (d->cfg.oom_reports && p && !rate_limited(d, p->pid, e->hdr.ts_ns))
@@ -185,19 +198,19 @@ static void cuda_oom(struct gs_daemon *d, const struct gs_mem_alloc *e, uint32_t
 static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 {
 	struct gs_daemon *d = ctx;
-	struct gs_mem_proc *p = gs_mem_accounting__get(&d->mem, (pid_t)e->hdr.pid);
-	struct gs_torch_oom_info info;
+	struct gs_mem_effect fx;
 	struct gs_leak_trigger t;
-	int ret = gs_torch_acct__oom(&d->torch, e, &info);
+	struct gs_mem_proc *p;
 
-	if (ret < 0 || !p) {
+	if (gs_mem_model__torch_oom(&d->mem, e, &fx)) {
 		gs_warn("PyTorch OOM of pid %d: out of memory", (int)e->hdr.pid);
 		return;
 	}
-	if (ret != 1) /* the throw after the profiler hook: the same OOM */
+	if (!fx.torch_oom) /* the throw after the profiler hook: the same OOM */
 		return;
 	d->torch_ooms++;
-	t = gs_leak_trigger_torch_oom(p->pid, &info);
+	p = gs_mem_model__proc(&d->mem, (pid_t)e->hdr.pid, false);
+	t = gs_leak_trigger_torch_oom(p->pid, &fx.oom);
 	if (d->cfg.oom_reports && !rate_limited(d, p->pid, e->hdr.ts_ns))
 		triggered(d, p, &t, true);
 }
@@ -205,10 +218,9 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 {
 	struct gs_daemon *d = ctx;
+	struct gs_mem_effect fx;
 
-	/* every PyTorch process gets reports and metrics, CPU-only ones too */
-	if (gs_torch_acct__tensor(&d->torch, e) ||
-	    !gs_mem_accounting__get(&d->mem, (pid_t)e->hdr.pid))
+	if (gs_mem_model__tensor(&d->mem, e, &fx))
 		gs_warn("PyTorch tensors of pid %d: out of memory", (int)e->hdr.pid);
 }
 
@@ -216,7 +228,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 static void on_oom_kill(void *ctx, pid_t pid)
 {
 	struct gs_daemon *d = ctx;
-	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
+	struct gs_mem_proc *p = gs_mem_model__proc(&d->mem, pid, false);
 	struct gs_leak_trigger t = { .kind = "oom-kill", .pid = pid };
 
 	d->oom_kills++;
@@ -234,59 +246,50 @@ static void remember(struct gs_daemon *d, pid_t pid, const struct gs_flight_even
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 {
 	struct gs_daemon *d = ctx;
-	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
-	uint32_t stack_id = 0;
+	struct gs_mem_effect fx;
 	int err;
 
-	/* the caching allocator's segments are PyTorch's reserved memory: its OOM says more */
-	if (d->cfg.torch && gs_torch_acct__segment_alloc(&d->torch, e))
-		return;
-	err = gs_mem_accounting__alloc(&d->mem, e, &stack_id);
-
+	proc_stats(d, (pid_t)e->hdr.pid, true);
+	err = gs_mem_model__alloc(&d->mem, e, &fx);
 	if (err) {
 		gs_err("tracking allocations: %s", strerror(-err));
 		d->error = err;
 		return;
 	}
-	if (st && !e->ret)
-		st->allocations++;
+	/* segments are PyTorch's reserved memory: its OOM says more than their calls */
+	if (fx.route != GS_ROUTE_RAW)
+		return;
 	remember(d, (pid_t)e->hdr.pid,
 		 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
 					    .entry_ts_ns = e->entry_ts_ns,
 					    .ptr = e->ptr,
 					    .size = e->size,
 					    .tid = e->hdr.tid,
-					    .stack_id = stack_id,
+					    .stack_id = fx.stack_id,
 					    .ret = e->ret,
 					    .api = e->api,
 					    .kind = e->ret ? GS_FLIGHT_FAILED : GS_FLIGHT_ALLOC });
-	if (e->ret == CUDA_OUT_OF_MEMORY)
-		cuda_oom(d, e, stack_id);
+	if (fx.cuda_oom)
+		cuda_oom(d, e, fx.stack_id);
 }
 
 static void on_free(void *ctx, const struct gs_mem_free *e)
 {
 	struct gs_daemon *d = ctx;
-	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
-	struct gs_mem_proc *p;
-	const struct gs_alloc *a;
+	struct gs_mem_effect fx;
 
-	if (d->cfg.torch && gs_torch_acct__segment_free(&d->torch, e))
-		return;
-	/* the size it gives back, for the flight recorder: looked up before it is removed */
-	p = gs_mem_accounting__find(&d->mem, (pid_t)e->hdr.pid);
-	a = p ? gs_alloc_table__find(p->allocs, e->ptr) : NULL;
-	if (st)
-		st->frees++;
-	remember(d, (pid_t)e->hdr.pid,
-		 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
-					    .entry_ts_ns = e->hdr.ts_ns,
-					    .ptr = e->ptr,
-					    .size = a ? a->size : 0,
-					    .tid = e->hdr.tid,
-					    .api = e->api,
-					    .kind = GS_FLIGHT_FREE });
-	gs_mem_accounting__free(&d->mem, e);
+	proc_stats(d, (pid_t)e->hdr.pid, true);
+	if (gs_mem_model__free(&d->mem, e, &fx))
+		gs_warn("CUDA frees of pid %d: out of memory", (int)e->hdr.pid);
+	else if (fx.route == GS_ROUTE_RAW)
+		remember(d, (pid_t)e->hdr.pid,
+			 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
+						    .entry_ts_ns = e->hdr.ts_ns,
+						    .ptr = e->ptr,
+						    .size = fx.freed_size,
+						    .tid = e->hdr.tid,
+						    .api = e->api,
+						    .kind = GS_FLIGHT_FREE });
 }
 
 /* Launches and synchronizations, only probed with cuda-call-metrics on. */
@@ -295,16 +298,12 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	struct gs_daemon *d = ctx;
 	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
 	struct gs_daemon_proc *st = proc_stats(d, (pid_t)e->hdr.pid, true);
+	struct gs_mem_effect fx;
 
 	if (!api || !st)
 		return;
-	/* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
-	if (api->shape == GS_SHAPE_MAP && !e->ret && d->cfg.torch)
-		gs_torch_acct__segment_map(&d->torch, &e->hdr, e->args[0], e->args[1], e->frames,
-					   e->nr_frames);
-	else if (api->shape == GS_SHAPE_UNMAP && !e->ret && d->cfg.torch)
-		gs_torch_acct__segment_unmap(&d->torch, &e->hdr, e->args[0]);
-	else if (api->family == GS_FAM_LAUNCH) {
+	gs_mem_model__cuda_call(&d->mem, e, &fx);
+	if (api->family == GS_FAM_LAUNCH) {
 		st->launches++;
 	} else if (api->family == GS_FAM_SYNC) {
 		st->syncs++;
@@ -315,33 +314,23 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 {
 	struct gs_daemon *d = ctx;
+	struct gs_mem_effect fx;
 
-	gs_mem_accounting__free_ret(&d->mem, e);
+	gs_mem_model__free_ret(&d->mem, e, &fx);
 }
 
 /* A process that exits or execs takes its CUDA memory with it: forget it. */
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct gs_daemon *d = ctx;
-	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, pid);
-	struct gs_daemon_proc *st = proc_stats(d, pid, false);
-	struct gs_torch_proc *tp = gs_torch_acct__find(&d->torch, pid);
 
-	if (tp && exec)
-		gs_torch_acct__clear(tp);
-	else if (tp)
-		gs_torch_acct__remove(&d->torch, tp);
-	if (p && exec)
-		gs_alloc_table__clear(p->allocs);
-	else if (p)
-		gs_mem_accounting__remove(&d->mem, p);
-	if (st && !exec)
-		*st = d->procs[--d->nr_procs];
-	/* after exec, its failures keep their stacks; after exit nothing refers to them */
-	if (!exec)
-		gs_stack_table__forget(d->stacks, pid);
+	gs_mem_model__proc_gone(&d->mem, pid, exec);
 	if (d->flight)
 		gs_flight_recorder__forget(d->flight, pid);
+	if (exec)
+		return; /* its counters, and its failures' stacks, go on with the process */
+	forget_proc_stats(d, pid);
+	gs_stack_table__forget(d->stacks, pid); /* after exit nothing refers to them */
 }
 
 static void publish_metrics(struct gs_daemon *d)
@@ -381,10 +370,10 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 	fprintf(out,
 		"gpusnoop daemon %s: up %.0f s, %zu CUDA processes, %" PRIu64
 		" OOM events, %" PRIu64 " reports in %s, %" PRIu64 " events lost\n",
-		GS_VERSION, (double)(now - d->start_ns) / 1e9, d->mem.nr_procs, d->oom_events,
+		GS_VERSION, (double)(now - d->start_ns) / 1e9, d->mem.raw.nr_procs, d->oom_events,
 		d->reports_written, d->cfg.output_dir, gs_tracker__dropped(d->tracker));
-	for (size_t i = 0; i < d->mem.nr_procs; i++) {
-		struct gs_mem_proc *p = &d->mem.procs[i];
+	for (size_t i = 0; i < d->mem.raw.nr_procs; i++) {
+		struct gs_mem_proc *p = d->mem.raw.procs[i];
 
 		if (!may_see(peer, p->pid))
 			continue;
@@ -405,7 +394,7 @@ static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_p
 		fprintf(out, "error: pid %d: permission denied (not your process)\n", pid);
 		return NULL;
 	}
-	p = gs_mem_accounting__find(&d->mem, (pid_t)pid);
+	p = gs_mem_model__proc(&d->mem, (pid_t)pid, false);
 	if (!p)
 		fprintf(out, "error: pid %d: not a CUDA process the daemon follows\n", pid);
 	return p;
@@ -802,8 +791,7 @@ int gs_cmd_daemon(int argc, char **argv)
 		gs_err("out of memory");
 		goto out_free;
 	}
-	gs_mem_accounting__init(&d.mem, d.stacks);
-	gs_torch_acct__init(&d.torch, d.stacks, gs_tracker__symcache(d.tracker));
+	gs_mem_model__init(&d.mem, d.stacks, gs_tracker__symcache(d.tracker), d.cfg.torch);
 	if (d.cfg.flight_recorder_s > 0) {
 		d.flight = gs_flight_recorder__new((uint64_t)(d.cfg.flight_recorder_s * 1e9),
 						   FLIGHT_MAX_EVENTS);
@@ -822,11 +810,11 @@ int gs_cmd_daemon(int argc, char **argv)
 	gs_daemon__stop_recordings(&d);
 out_free:
 	close_endpoints(&d);
-	gs_mem_accounting__release(&d.mem);
-	gs_torch_acct__release(&d.torch);
+	gs_mem_model__release(&d.mem);
 	gs_flight_recorder__free(d.flight);
 	gs_stack_table__free(d.stacks);
 	gs_tracker__free(d.tracker);
 	free(d.procs);
 	return status;
 }
+	gs_pid_index__release(&d.proc_index);

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "profilers/daemon/config.h"
-#include "profilers/mem_accounting.h"
-#include "profilers/torch/accounting.h"
+#include "profilers/mem_model.h"
+#include "profilers/pid_index.h"
 
 #define MAX_FLAG_OVERRIDES 8
 #define MAX_RECORDINGS	   GS_DAEMON_MAX_RECORDINGS
@@ -36,10 +36,9 @@ struct gs_daemon_opts {
 	int verbosity;
 };
 
-/* What the daemon counts per process beyond what the accounting holds. */
+/* What the daemon counts per process beyond what the memory model holds. */
 struct gs_daemon_proc {
 	pid_t pid;
-	uint64_t allocations, frees;
 	uint64_t launches, syncs, sync_ns; /* with cuda-call-metrics */
 	uint64_t last_trigger_ns;
 };
@@ -58,14 +57,14 @@ struct gs_daemon {
 	struct gs_daemon_config cfg;
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
-	struct gs_mem_accounting mem;
-	struct gs_torch_acct torch; /* PyTorch tensors and segments, with cfg.torch */
+	struct gs_mem_model mem; /* PyTorch's part only with cfg.torch, as it was at start */
 	struct gs_metrics_server *metrics;
 	struct gs_ctl_server *ctl;
 	struct gs_out_dir *out_dir;
 	struct gs_flight_recorder *flight; /* NULL when off */
 	struct gs_daemon_proc *procs;
 	size_t nr_procs, cap_procs;
+	struct gs_pid_index proc_index; /* pid -> position in procs */
 	uint64_t start_ns;
 	uint64_t next_schedule_ns[GS_DAEMON_MAX_SCHEDULES];
 	struct gs_daemon_recording recordings[MAX_RECORDINGS];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon/flight_recorder.h"
+#include "profilers/pid_index.h"
 
 struct ring {
 	pid_t pid;
@@ -16,6 +17,7 @@ struct gs_flight_recorder {
 	size_t max_events;
 	struct ring *rings;
 	size_t nr_rings, cap_rings;
+	struct gs_pid_index index; /* pid -> position in rings: one look-up per event */
 };
 
 struct gs_flight_recorder *gs_flight_recorder__new(uint64_t window_ns, size_t max_events)
@@ -36,10 +38,29 @@ struct gs_flight_recorder *gs_flight_recorder__new(uint64_t window_ns, size_t ma
 
 static struct ring *find_ring(const struct gs_flight_recorder *fr, pid_t pid)
 {
-	for (size_t i = 0; i < fr->nr_rings; i++)
-		if (fr->rings[i].pid == pid)
-			return &fr->rings[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&fr->index, pid, &pos) ? &fr->rings[pos] : NULL;
+}
+
+static struct ring *new_ring(struct gs_flight_recorder *fr, pid_t pid)
+{
+	struct ring *r;
+
+	if (fr->nr_rings == fr->cap_rings) {
+		size_t cap = fr->cap_rings ? fr->cap_rings * 2 : 16;
+		struct ring *grown = realloc(fr->rings, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		fr->rings = grown;
+		fr->cap_rings = cap;
+	}
+	if (gs_pid_index__set(&fr->index, pid, fr->nr_rings))
+		return NULL;
+	r = &fr->rings[fr->nr_rings++];
+	*r = (struct ring){ .pid = pid };
+	return r;
 }
 
 static const struct gs_flight_event *at(const struct ring *r, size_t i)
@@ -78,19 +99,8 @@ int gs_flight_recorder__add(struct gs_flight_recorder *fr, pid_t pid,
 {
 	struct ring *r = find_ring(fr, pid);
 
-	if (!r) {
-		if (fr->nr_rings == fr->cap_rings) {
-			size_t cap = fr->cap_rings ? fr->cap_rings * 2 : 16;
-			struct ring *grown = realloc(fr->rings, cap * sizeof(*grown));
-
-			if (!grown)
-				return -ENOMEM;
-			fr->rings = grown;
-			fr->cap_rings = cap;
-		}
-		r = &fr->rings[fr->nr_rings++];
-		*r = (struct ring){ .pid = pid };
-	}
+	if (!r && !(r = new_ring(fr, pid)))
+		return -ENOMEM;
 	while (r->count && at(r, 0)->ts_ns + fr->window_ns < e->ts_ns)
 		drop_oldest(r);
 	if (r->count == r->cap) {
@@ -124,11 +134,17 @@ void gs_flight_recorder__each(const struct gs_flight_recorder *fr, pid_t pid, ui
 void gs_flight_recorder__forget(struct gs_flight_recorder *fr, pid_t pid)
 {
 	struct ring *r = find_ring(fr, pid);
+	size_t pos;
 
 	if (!r)
 		return;
 	free(r->events);
+	pos = (size_t)(r - fr->rings);
+	gs_pid_index__remove(&fr->index, pid);
+	/* the last ring fills the hole; its index entry exists, so moving it allocates nothing */
 	*r = fr->rings[--fr->nr_rings];
+	if (pos < fr->nr_rings)
+		gs_pid_index__set(&fr->index, r->pid, pos);
 }
 
 void gs_flight_recorder__free(struct gs_flight_recorder *fr)
@@ -138,5 +154,6 @@ void gs_flight_recorder__free(struct gs_flight_recorder *fr)
 	for (size_t i = 0; i < fr->nr_rings; i++)
 		free(fr->rings[i].events);
 	free(fr->rings);
+	gs_pid_index__release(&fr->index);
 	free(fr);
 }

@@ -26,7 +26,7 @@ enum proc_value {
 static double proc_value(struct gs_daemon *d, const struct gs_daemon_proc *st,
 			 enum proc_value which)
 {
-	struct gs_mem_proc *p = gs_mem_accounting__find(&d->mem, st->pid);
+	struct gs_mem_proc *p = gs_mem_model__proc(&d->mem, st->pid, false);
 
 	switch (which) {
 	case OUTSTANDING_BYTES:
@@ -34,9 +34,9 @@ static double proc_value(struct gs_daemon *d, const struct gs_daemon_proc *st,
 	case OUTSTANDING_ALLOCATIONS:
 		return p ? (double)gs_alloc_table__count(p->allocs) : 0;
 	case ALLOCATIONS:
-		return (double)st->allocations;
+		return p ? (double)p->allocations : 0;
 	case FREES:
-		return (double)st->frees;
+		return p ? (double)p->frees : 0;
 	case FAILED_ALLOCATIONS:
 		return p ? (double)p->failed_allocations : 0;
 	case LAUNCHES:
@@ -76,8 +76,8 @@ static void torch_families(FILE *f, struct gs_daemon *d)
 
 	for (int which = 0; which < 2; which++) {
 		metric_header(f, names[which], "gauge", helps[which]);
-		for (size_t i = 0; i < d->torch.nr_procs; i++) {
-			struct gs_torch_proc *tp = &d->torch.procs[i];
+		for (size_t i = 0; i < d->mem.torch.nr_procs; i++) {
+			struct gs_torch_proc *tp = d->mem.torch.procs[i];
 
 			gs_torch_proc__update(tp);
 			for (size_t k = 0; k < tp->nr_devs; k++) {

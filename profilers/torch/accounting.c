@@ -40,26 +40,27 @@ void gs_torch_acct__init(struct gs_torch_acct *m, struct gs_stack_table *stacks,
 	m->symcache = symcache;
 }
 
-static void release_proc(struct gs_torch_proc *p)
+static void free_proc(struct gs_torch_proc *p)
 {
 	gs_alloc_table__free(p->blocks);
 	gs_alloc_table__free(p->segments);
+	free(p);
 }
 
 void gs_torch_acct__release(struct gs_torch_acct *m)
 {
 	for (size_t i = 0; i < m->nr_procs; i++)
-		release_proc(&m->procs[i]);
+		free_proc(m->procs[i]);
 	free(m->procs);
+	gs_pid_index__release(&m->index);
 	memset(m, 0, sizeof(*m));
 }
 
-struct gs_torch_proc *gs_torch_acct__find(struct gs_torch_acct *m, pid_t pid)
+struct gs_torch_proc *gs_torch_acct__find(const struct gs_torch_acct *m, pid_t pid)
 {
-	for (size_t i = 0; i < m->nr_procs; i++)
-		if (m->procs[i].pid == pid)
-			return &m->procs[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&m->index, pid, &pos) ? m->procs[pos] : NULL;
 }
 
 /* the install's version, from the libc10 the process maps (read once) */
@@ -79,39 +80,56 @@ static void read_version(struct gs_torch_acct *m, struct gs_torch_proc *p)
 	}
 }
 
+static int reserve_slot(struct gs_torch_acct *m)
+{
+	size_t cap = m->cap_procs ? m->cap_procs * 2 : 8;
+	struct gs_torch_proc **grown;
+
+	if (m->nr_procs < m->cap_procs)
+		return 0;
+	grown = realloc(m->procs, cap * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	m->procs = grown;
+	m->cap_procs = cap;
+	return 0;
+}
+
 static struct gs_torch_proc *get_proc(struct gs_torch_acct *m, pid_t pid)
 {
 	struct gs_torch_proc *p = gs_torch_acct__find(m, pid);
 
 	if (p)
 		return p;
-	if (m->nr_procs == m->cap_procs) {
-		size_t cap = m->cap_procs ? m->cap_procs * 2 : 8;
-		struct gs_torch_proc *grown = realloc(m->procs, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		m->procs = grown;
-		m->cap_procs = cap;
-	}
-	p = &m->procs[m->nr_procs];
-	memset(p, 0, sizeof(*p));
+	if (reserve_slot(m))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
 	p->pid = pid;
 	p->blocks = gs_alloc_table__new();
 	p->segments = gs_alloc_table__new();
-	if (!p->blocks || !p->segments) {
-		release_proc(p);
+	if (!p->blocks || !p->segments || gs_pid_index__set(&m->index, pid, m->nr_procs)) {
+		free_proc(p);
 		return NULL;
 	}
-	m->nr_procs++;
+	m->procs[m->nr_procs++] = p;
 	read_version(m, p);
 	return p;
 }
 
 void gs_torch_acct__remove(struct gs_torch_acct *m, struct gs_torch_proc *p)
 {
-	release_proc(p);
-	*p = m->procs[--m->nr_procs];
+	size_t pos;
+
+	if (!gs_pid_index__get(&m->index, p->pid, &pos) || m->procs[pos] != p)
+		return;
+	gs_pid_index__remove(&m->index, p->pid);
+	free_proc(p);
+	/* the last entry fills the hole; its index entry follows (it exists: no allocation) */
+	m->procs[pos] = m->procs[--m->nr_procs];
+	if (pos < m->nr_procs)
+		gs_pid_index__set(&m->index, m->procs[pos]->pid, pos);
 }
 
 void gs_torch_acct__clear(struct gs_torch_proc *p)
@@ -311,25 +329,25 @@ bool gs_torch_acct__segment_free(struct gs_torch_acct *m, const struct gs_mem_fr
 	return p && remove_segment(p, e->ptr);
 }
 
-void gs_torch_acct__segment_map(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+bool gs_torch_acct__segment_map(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
 				uint64_t ptr, uint64_t size, const __u64 *frames, uint16_t nr)
 {
 	struct gs_torch_proc *p;
 
 	if (!ptr || !from_caching_allocator(m, (pid_t)hdr->pid, frames, nr))
-		return;
+		return false;
 	p = get_proc(m, (pid_t)hdr->pid);
 	if (p)
 		add_segment(p, ptr, size, hdr->ts_ns);
+	return true;
 }
 
-void gs_torch_acct__segment_unmap(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+bool gs_torch_acct__segment_unmap(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
 				  uint64_t ptr)
 {
 	struct gs_torch_proc *p = gs_torch_acct__find(m, (pid_t)hdr->pid);
 
-	if (p)
-		remove_segment(p, ptr);
+	return p && remove_segment(p, ptr);
 }
 
 int gs_torch_acct__oom(struct gs_torch_acct *m, const struct gs_torch_oom *e,

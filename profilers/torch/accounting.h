@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
+#include "profilers/pid_index.h"
 #include "user/alloc_table.h"
 
 struct gs_stack_table;
@@ -55,8 +56,9 @@ struct gs_torch_proc {
 struct gs_torch_acct {
 	struct gs_stack_table *stacks; /* borrowed */
 	struct gs_symcache *symcache;  /* borrowed */
-	struct gs_torch_proc *procs;
+	struct gs_torch_proc **procs;  /* each allocated alone: its address never moves */
 	size_t nr_procs, cap_procs;
+	struct gs_pid_index index; /* pid -> position in procs */
 };
 
 /* what an OOM was, when it is one (gs_torch_acct__oom) */
@@ -73,7 +75,8 @@ struct gs_torch_oom_info {
 void gs_torch_acct__init(struct gs_torch_acct *m, struct gs_stack_table *stacks,
 			 struct gs_symcache *symcache);
 void gs_torch_acct__release(struct gs_torch_acct *m);
-struct gs_torch_proc *gs_torch_acct__find(struct gs_torch_acct *m, pid_t pid);
+/* Borrowed: stays at its address until the process is removed or m released. */
+struct gs_torch_proc *gs_torch_acct__find(const struct gs_torch_acct *m, pid_t pid);
 void gs_torch_acct__remove(struct gs_torch_acct *m, struct gs_torch_proc *p);
 /* Forgets what an image held (after exec), keeping the process. */
 void gs_torch_acct__clear(struct gs_torch_proc *p);
@@ -89,10 +92,11 @@ bool gs_torch_acct__segment_free(struct gs_torch_acct *m, const struct gs_mem_fr
 /*
  * cuMemMap/cuMemUnmap (decoded from the generic call record by the caller): expandable
  * segments map their pages one call each; a page the caching allocator mapped is a segment.
+ * Each returns whether the call was about a segment.
  */
-void gs_torch_acct__segment_map(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+bool gs_torch_acct__segment_map(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
 				uint64_t ptr, uint64_t size, const __u64 *frames, uint16_t nr);
-void gs_torch_acct__segment_unmap(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
+bool gs_torch_acct__segment_unmap(struct gs_torch_acct *m, const struct gs_event_hdr *hdr,
 				  uint64_t ptr);
 /*
  * An OOM record. Returns 1 and fills *out when it is a new out-of-memory (a throw right

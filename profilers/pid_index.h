@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* pid_index.h: where a process's entry sits in an array, found by pid in constant time. */
+#ifndef GS_PID_INDEX_H
+#define GS_PID_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * The per-process tables (memory accounting, PyTorch accounting, the daemon's counters and
+ * flight recorder) keep their entries in an array, for iteration in a stable order, and
+ * find them through this hash: a fleet host's thousands of processes cost no linear search
+ * per event. Zero-initialised it is empty; an open-addressing table, linear probing,
+ * deletion by backward shift (no tombstones to rehash away).
+ */
+struct gs_pid_slot {
+	pid_t pid;
+	uint32_t pos_plus1; /* 0: an empty slot */
+};
+
+struct gs_pid_index {
+	struct gs_pid_slot *slots;
+	size_t nr, cap; /* cap: 0 or a power of two */
+};
+
+/* The array position recorded for pid; false when there is none. */
+bool gs_pid_index__get(const struct gs_pid_index *x, pid_t pid, size_t *pos);
+/* Records pid at pos (inserts, or moves it). Returns 0 or -ENOMEM (x unchanged). */
+int gs_pid_index__set(struct gs_pid_index *x, pid_t pid, size_t pos);
+/* Forgets pid; nothing when it is absent. */
+void gs_pid_index__remove(struct gs_pid_index *x, pid_t pid);
+void gs_pid_index__release(struct gs_pid_index *x);
+
+#endif /* GS_PID_INDEX_H */
