@@ -815,6 +815,6 @@ out_free:
 	gs_stack_table__free(d.stacks);
 	gs_tracker__free(d.tracker);
 	free(d.procs);
+	gs_pid_index__release(&d.proc_index);
 	return status;
 }
-	gs_pid_index__release(&d.proc_index);
