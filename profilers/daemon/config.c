@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon/config.h"
@@ -34,8 +35,14 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 	};
 }
 
-static int copy_path(char *dst, size_t len, const char *value, char *msg, size_t msg_len)
+/* Each setting's parser: writes the field at dst (or, for "whole", the config) or says why. */
+typedef int parse_fn(void *dst, const char *value, char *msg, size_t msg_len);
+
+/* output-dir, socket: an absolute path (both fields are GS_DAEMON_PATH_MAX long) */
+static int parse_path(void *dst, const char *value, char *msg, size_t msg_len)
 {
+	size_t len = GS_DAEMON_PATH_MAX;
+
 	if (value[0] != '/') {
 		snprintf(msg, msg_len, "'%s' is not an absolute path", value);
 		return -EINVAL;
@@ -49,8 +56,9 @@ static int copy_path(char *dst, size_t len, const char *value, char *msg, size_t
 }
 
 /* "127.0.0.1:9464", "[::1]:9464", or "off". */
-static int parse_addr(struct gs_daemon_config *c, const char *value, char *msg, size_t msg_len)
+static int parse_addr(void *whole, const char *value, char *msg, size_t msg_len)
 {
+	struct gs_daemon_config *c = whole;
 	const char *colon = strrchr(value, ':');
 	const char *host = value;
 	size_t host_len;
@@ -119,8 +127,9 @@ static int parse_prefix(const char *word, struct gs_net_prefix *p)
 }
 
 /* "127.0.0.1,::1", "10.0.0.0/8", or "any" */
-static int parse_allow(struct gs_daemon_config *c, const char *value, char *msg, size_t msg_len)
+static int parse_allow(void *whole, const char *value, char *msg, size_t msg_len)
 {
+	struct gs_daemon_config *c = whole;
 	struct gs_net_prefix allow[GS_METRICS_ALLOW_MAX];
 	char copy[LINE_MAX_LEN], *save = NULL;
 	size_t n = 0;
@@ -262,8 +271,9 @@ static int parse_events(const char *word, char *events, char *msg, size_t msg_le
 }
 
 /* "every 15m record 30s [events=LIST] [keep=N] [keep-bytes=SIZE]" */
-static int parse_schedule(struct gs_daemon_config *c, const char *value, char *msg, size_t msg_len)
+static int parse_schedule(void *whole, const char *value, char *msg, size_t msg_len)
 {
+	struct gs_daemon_config *c = whole;
 	struct gs_daemon_schedule s = { .events = GS_DAEMON_DEFAULT_EVENTS };
 	char copy[LINE_MAX_LEN], *save = NULL, *w[8];
 	size_t n = 0;
@@ -322,9 +332,9 @@ usage:
 }
 
 /* "10s [events=LIST]" */
-static int parse_oom_record(struct gs_daemon_config *c, const char *value, char *msg,
-			    size_t msg_len)
+static int parse_oom_record(void *whole, const char *value, char *msg, size_t msg_len)
 {
+	struct gs_daemon_config *c = whole;
 	char copy[LINE_MAX_LEN], *save = NULL;
 	char *dur, *events, *extra;
 	double secs = 0;
@@ -362,98 +372,157 @@ static int parse_bool(const char *value, bool *out)
 	return 0;
 }
 
+static int parse_switch(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	if (!parse_bool(value, dst))
+		return 0;
+	snprintf(msg, msg_len, "'%s' is not on or off", value);
+	return -EINVAL;
+}
+
+static int parse_user_max_recordings(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (!errno && !*end && isdigit((unsigned char)value[0]) && v <= GS_DAEMON_MAX_RECORDINGS) {
+		*(unsigned int *)dst = (unsigned int)v;
+		return 0;
+	}
+	snprintf(msg, msg_len, "'%s' is not a number of recordings (0 to %d)", value,
+		 GS_DAEMON_MAX_RECORDINGS);
+	return -EINVAL;
+}
+
+/* a size of at least one byte: 0 would mean no limit at all */
+static int parse_cap(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	uint64_t v;
+
+	if (!parse_size(value, &v) && v) {
+		*(uint64_t *)dst = v;
+		return 0;
+	}
+	snprintf(msg, msg_len, "'%s' is not a size (e.g. 64M)", value);
+	return -EINVAL;
+}
+
+static int parse_trigger_interval(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	int err = parse_duration(value, &trigger_range, dst, msg, msg_len);
+
+	if (err == -EINVAL)
+		snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
+	return err ? -EINVAL : 0;
+}
+
+static int parse_top(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (!errno && !*end && value[0] != '-' && *value && v <= 100000) {
+		*(size_t *)dst = v;
+		return 0;
+	}
+	snprintf(msg, msg_len, "'%s' is not a stack count", value);
+	return -EINVAL;
+}
+
+static int parse_flight_recorder(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	int err;
+
+	if (!strcmp(value, "off")) {
+		*(double *)dst = 0;
+		return 0;
+	}
+	err = parse_duration(value, &flight_range, dst, msg, msg_len);
+	if (err == -EINVAL)
+		snprintf(msg, msg_len, "'%s' is not a duration (e.g. 30s) or off", value);
+	return err ? -EINVAL : 0;
+}
+
+/*
+ * Every setting: its name (config key, and flag name), its parser, where it goes, and
+ * whether a SIGHUP applies it. Start-only ones decide which probes are loaded at start:
+ * changing them in a running daemon would account half its events one way, half another.
+ */
+struct setting {
+	const char *name;
+	parse_fn *parse;
+	size_t offset, size; /* the field; size 0: the parser takes the whole config */
+	bool start_only;
+};
+
+#define FIELD(f) offsetof(struct gs_daemon_config, f), sizeof(((struct gs_daemon_config *)0)->f)
+#define WHOLE	 0, 0
+
+static const struct setting settings[] = {
+	{ "output-dir", parse_path, FIELD(output_dir), false },
+	{ "socket", parse_path, FIELD(socket_path), false },
+	{ "metrics-addr", parse_addr, WHOLE, false },
+	{ "metrics-allow", parse_allow, WHOLE, false },
+	{ "user-max-recordings", parse_user_max_recordings, FIELD(user_max_recordings), false },
+	{ "user-max-bytes", parse_cap, FIELD(user_max_bytes), false },
+	{ "output-max-bytes", parse_cap, FIELD(output_max_bytes), false },
+	{ "oom-reports", parse_switch, FIELD(oom_reports), false },
+	{ "trigger-interval", parse_trigger_interval, FIELD(trigger_interval_s), false },
+	{ "torch", parse_switch, FIELD(torch), true },
+	{ "cuda-call-metrics", parse_switch, FIELD(call_metrics), true },
+	{ "top", parse_top, FIELD(top), false },
+	{ "schedule", parse_schedule, WHOLE, false },
+	{ "flight-recorder", parse_flight_recorder, FIELD(flight_recorder_s), false },
+	{ "oom-record", parse_oom_record, WHOLE, false },
+};
+
+_Static_assert(sizeof(((struct gs_daemon_config *)0)->output_dir) == GS_DAEMON_PATH_MAX &&
+		       sizeof(((struct gs_daemon_config *)0)->socket_path) == GS_DAEMON_PATH_MAX,
+	       "parse_path writes GS_DAEMON_PATH_MAX bytes at most");
+
 int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const char *value, char *msg,
 			  size_t msg_len)
 {
-	char *end;
-	int err;
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		const struct setting *st = &settings[i];
 
-	if (!strcmp(key, "output-dir"))
-		return copy_path(c->output_dir, sizeof(c->output_dir), value, msg, msg_len);
-	if (!strcmp(key, "socket"))
-		return copy_path(c->socket_path, sizeof(c->socket_path), value, msg, msg_len);
-	if (!strcmp(key, "metrics-addr"))
-		return parse_addr(c, value, msg, msg_len);
-	if (!strcmp(key, "metrics-allow"))
-		return parse_allow(c, value, msg, msg_len);
-	if (!strcmp(key, "user-max-recordings")) {
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(value, &end, 10);
-		if (!errno && !*end && isdigit((unsigned char)value[0]) &&
-		    v <= GS_DAEMON_MAX_RECORDINGS) {
-			c->user_max_recordings = (unsigned int)v;
-			return 0;
-		}
-		snprintf(msg, msg_len, "'%s' is not a number of recordings (0 to %d)", value,
-			 GS_DAEMON_MAX_RECORDINGS);
-		return -EINVAL;
+		if (!strcmp(key, st->name))
+			return st->parse((char *)c + st->offset, value, msg, msg_len);
 	}
-	if (!strcmp(key, "user-max-bytes")) {
-		if (!parse_size(value, &c->user_max_bytes) && c->user_max_bytes)
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not a size (e.g. 64M)", value);
-		return -EINVAL;
-	}
-	if (!strcmp(key, "output-max-bytes")) {
-		if (!parse_size(value, &c->output_max_bytes) && c->output_max_bytes)
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not a size (e.g. 512M, 2G)", value);
-		return -EINVAL;
-	}
-	if (!strcmp(key, "oom-reports")) {
-		if (!parse_bool(value, &c->oom_reports))
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not on or off", value);
-		return -EINVAL;
-	}
-	if (!strcmp(key, "trigger-interval")) {
-		err = parse_duration(value, &trigger_range, &c->trigger_interval_s, msg, msg_len);
-		if (err == -EINVAL)
-			snprintf(msg, msg_len, "'%s' is not a number of seconds", value);
-		return err ? -EINVAL : 0;
-	}
-	if (!strcmp(key, "torch")) {
-		if (!parse_bool(value, &c->torch))
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not on or off", value);
-		return -EINVAL;
-	}
-	if (!strcmp(key, "cuda-call-metrics")) {
-		if (!parse_bool(value, &c->call_metrics))
-			return 0;
-		snprintf(msg, msg_len, "'%s' is not on or off", value);
-		return -EINVAL;
-	}
-	if (!strcmp(key, "top")) {
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(value, &end, 10);
-		if (!errno && !*end && value[0] != '-' && *value && v <= 100000) {
-			c->top = v;
-			return 0;
-		}
-		snprintf(msg, msg_len, "'%s' is not a stack count", value);
-		return -EINVAL;
-	}
-	if (!strcmp(key, "schedule"))
-		return parse_schedule(c, value, msg, msg_len);
-	if (!strcmp(key, "flight-recorder")) {
-		if (!strcmp(value, "off")) {
-			c->flight_recorder_s = 0;
-			return 0;
-		}
-		err = parse_duration(value, &flight_range, &c->flight_recorder_s, msg, msg_len);
-		if (err == -EINVAL)
-			snprintf(msg, msg_len, "'%s' is not a duration (e.g. 30s) or off", value);
-		return err ? -EINVAL : 0;
-	}
-	if (!strcmp(key, "oom-record"))
-		return parse_oom_record(c, value, msg, msg_len);
 	snprintf(msg, msg_len, "unknown setting '%s'", key);
 	return -EINVAL;
+}
+
+size_t gs_daemon_config__keep_start_only(struct gs_daemon_config *next,
+					 const struct gs_daemon_config *running, char *names,
+					 size_t len)
+{
+	size_t n = 0, used = 0;
+
+	if (len)
+		names[0] = '\0';
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		const struct setting *st = &settings[i];
+		char *field = (char *)next + st->offset;
+		const char *was = (const char *)running + st->offset;
+		int w;
+
+		if (!st->start_only || !memcmp(field, was, st->size))
+			continue;
+		memcpy(field, was, st->size);
+		w = used < len ? snprintf(names + used, len - used, "%s%s", n ? ", " : "", st->name)
+			       : 0;
+		if (w > 0 && (size_t)w < len - used)
+			used += (size_t)w;
+		else if (used < len)
+			names[used] = '\0'; /* whole names only */
+		n++;
+	}
+	return n;
 }
 
 static char *trim(char *s)

@@ -68,5 +68,13 @@ int gs_daemon_config__parse(struct gs_daemon_config *c, FILE *f, const char *pat
 /* Applies one "key value" setting (flags use the same keys); msg gets why on -EINVAL. */
 int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const char *value, char *msg,
 			  size_t msg_len);
+/*
+ * A reload keeps what is read at start only (`torch`, `cuda-call-metrics`: they decide the
+ * probes and how events are accounted): such settings of next that differ from running are
+ * set back to running's. Returns how many; their names, comma-separated, go to names.
+ */
+size_t gs_daemon_config__keep_start_only(struct gs_daemon_config *next,
+					 const struct gs_daemon_config *running, char *names,
+					 size_t len);
 
 #endif /* GS_DAEMON_CONFIG_H */

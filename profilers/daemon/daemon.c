@@ -588,11 +588,15 @@ static void close_endpoints(struct gs_daemon *d)
 static void reload(struct gs_daemon *d)
 {
 	struct gs_daemon_config next, prev = d->cfg;
+	char kept[128];
 
 	if (load_config(&d->opts, &next)) {
 		gs_err("reload: keeping the running configuration");
 		return;
 	}
+	if (gs_daemon_config__keep_start_only(&next, &d->cfg, kept, sizeof(kept)))
+		gs_warn("reload: %s unchanged: read at start only, restart the daemon to change",
+			kept);
 	close_endpoints(d);
 	d->cfg = next;
 	if (open_endpoints(d)) {

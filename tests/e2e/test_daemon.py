@@ -524,3 +524,47 @@ def daemon_reports_a_pytorch_oom_with_tensors_by_device():
         d.g.kill()
         if w:
             w.kill()
+
+
+@test
+def daemon_reload_keeps_start_only_settings():
+    """SIGHUP applies the rest but not torch/cuda-call-metrics: they decide what is probed."""
+    tmp = tempfile.mkdtemp(prefix="gs-daemon-start-only-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("torch on\ncuda-call-metrics off\n")
+    d = Daemon("--config", conf)
+    w = None
+    try:
+        with open(conf, "w") as f:
+            f.write("torch off\ncuda-call-metrics on\n")
+        d.g.proc.send_signal(signal.SIGHUP)
+        d.g.wait_stderr("reload: torch, cuda-call-metrics unchanged: read at start only, "
+                        "restart the daemon to change")
+        d.g.wait_stderr("configuration reloaded")
+        w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
+        d.g.wait_stderr(f"{os.path.join(FIXTURES, 'torch', 'lib')}/libc10_cuda.so): CUDA tensors "
+                        "from USDT")
+        w.release()
+        w.wait_line("oom CUDA out of memory")
+        d.g.wait_stderr(f"pid {w.pid} (gs_torch): torch-oom: report")
+        with open(d.reports(f"torch-oom-{w.pid}-*.json")[0]) as f:
+            report = json.load(f)
+        # segments are still PyTorch's reserved memory, not raw CUDA allocations
+        expect_eq(devices(report["processes"][0]["torch"]), OOM_DEVICES,
+                  "allocated vs reserved per device after the reload")
+        deadline = time.monotonic() + 3
+        m = d.metrics()
+        want = f'gpusnoop_torch_allocated_bytes{{pid="{w.pid}",comm="gs_torch",device="cuda:0"}}'
+        while want not in m and time.monotonic() < deadline:
+            time.sleep(0.2)
+            m = d.metrics()
+        assert want in m, f"torch metrics gone after the reload:\n{m}"
+        assert "gpusnoop_cuda_launches_total" not in m, "launch metrics without launch probes"
+        w.release()
+        w.wait_line("done")
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()

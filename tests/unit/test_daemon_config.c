@@ -329,7 +329,31 @@ GS_TEST(metrics_allow_list)
 			 "at most 16 addresses");
 }
 
+/* SIGHUP: torch and cuda-call-metrics stay as they were at start; the rest is applied */
+GS_TEST(reload_keeps_start_only_settings)
+{
+	struct gs_daemon_config running, next;
+	char names[64];
+
+	GS_EXPECT_EQ(parse_text(&running, "torch on\ncuda-call-metrics off\ntop 5\n"), 0);
+	GS_EXPECT_EQ(parse_text(&next, "torch off\ncuda-call-metrics on\ntop 7\n"), 0);
+	GS_EXPECT_EQ(gs_daemon_config__keep_start_only(&next, &running, names, sizeof(names)), 2);
+	GS_EXPECT_STR_EQ(names, "torch, cuda-call-metrics");
+	GS_EXPECT(next.torch);
+	GS_EXPECT(!next.call_metrics);
+	GS_EXPECT_EQ(next.top, 7);
+	/* nothing start-only changed: nothing kept, nothing said */
+	GS_EXPECT_EQ(gs_daemon_config__keep_start_only(&next, &running, names, sizeof(names)), 0);
+	GS_EXPECT_STR_EQ(names, "");
+	/* a short buffer still gets whole names only, and the count stays right */
+	next.torch = false;
+	next.call_metrics = true;
+	GS_EXPECT_EQ(gs_daemon_config__keep_start_only(&next, &running, names, 8), 2);
+	GS_EXPECT_STR_EQ(names, "torch");
+}
+
 GS_TEST_MAIN(defaults_are_safe, every_setting_with_comments, metrics_off_and_any_port,
 	     bad_lines_are_errors, flags_use_the_same_keys, schedules_and_oom_recording,
 	     bad_schedules_are_errors, periods_and_lengths_are_range_checked,
-	     out_of_range_leaves_the_value, per_user_limits, metrics_allow_list)
+	     out_of_range_leaves_the_value, per_user_limits, metrics_allow_list,
+	     reload_keeps_start_only_settings)
