@@ -4,6 +4,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "gs_common.bpf.h"
+#include "gs_python.bpf.h"
 #include "gs_calls.bpf.h"
 
 /*
@@ -75,10 +76,16 @@ int cuda_call_exit(struct pt_regs *ctx)
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_cuda_call *e;
 	struct call *c;
+	__u64 ts = 0;
+	int py = 0;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c)
 		return 0;
+	if (c->flags & GS_CALL_F_USER_STACK) {
+		ts = bpf_ktime_get_ns();
+		py = gs_py_emit(pid_tgid, ts);
+	}
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
 		bpf_map_delete_elem(&calls, &tid);
@@ -104,6 +111,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
+	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
 	return 0;
 }

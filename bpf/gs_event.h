@@ -37,6 +37,9 @@ enum gs_event_type {
 	GS_EV_GPU_API = 113,	 /* a CUDA API call's correlation id (struct gs_gpu_api) */
 	GS_EV_GPU_DROPPED = 114, /* records CUPTI dropped (struct gs_gpu_dropped) */
 	GS_EV_GPU_CLOCK = 115,	 /* a check of CUPTI's clock mapping (struct gs_gpu_clock) */
+	/* Python frames of the current thread, from gs_python.bpf.h: 96..111 */
+	GS_EV_PYSTACK = 96, /* struct gs_py_stack_event, just before the record it belongs to */
+	GS_EV_PYCODE = 97,  /* struct gs_py_code_event: a code object's names, first seen */
 };
 
 struct gs_event_hdr {
@@ -142,6 +145,7 @@ enum gs_stat {
 	GS_STAT_CPU_STACK_LOST,	  /* CPU samples counted without a stack: stack map full */
 	GS_STAT_CPU_COUNTS_FULL,  /* CPU samples lost: the in-kernel counts map was full */
 	GS_STAT_USTACK_FAILED,	  /* --stacks dwarf: no byte of the user stack was readable */
+	GS_STAT_PY_TRUNCATED,	  /* Python stacks cut at GS_PY_MAX_FRAMES (outermost lost) */
 	GS_STAT_GPU_TOO_BIG,	  /* CUPTI records larger than GS_GPU_RECORD_BYTES: not copied */
 	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
 	GS_STAT__MAX,
@@ -251,6 +255,93 @@ struct gs_ustack_event {
 	struct gs_event_hdr hdr;
 	struct gs_ustack st;
 };
+
+/*
+ * Python frames (gs_python.bpf.h). Userspace finds the interpreter of a process and writes
+ * where its thread states are and how its frames are laid out into the py_procs map (pid ->
+ * struct gs_py_proc); at each event that records a user stack, BPF walks the current
+ * thread's frame chain and emits a GS_EV_PYSTACK record just before the event's own record,
+ * which then has GS_EV_F_PYSTACK in hdr.flags and the same ts_ns. Userspace names the code
+ * objects and merges the frames into the native stack (user/python.c).
+ */
+#define GS_PY_MAX_FRAMES 64 /* Python frames recorded per stack, innermost first */
+#define GS_PY_MAX_PROCS	 4096
+
+/* gs_py_proc.flag_kind: how a frame says that it ends a run of _PyEval_EvalFrameDefault */
+#define GS_PY_RUN_EVERY	   0 /* 3.8-3.10: one C evaluation per Python frame */
+#define GS_PY_RUN_IS_ENTRY 1 /* 3.11: the frame's is_entry byte */
+#define GS_PY_RUN_OWNER	   2 /* 3.12+: the next frame is a C-stack shim (owner == 3) */
+
+/* Where the frame chain of a process's threads is: offsets for its CPython version. */
+struct gs_py_proc {
+	__u64 tss_key;	      /* address of _PyRuntime's autoTSSkey (Py_tss_t: int init; key) */
+	__u16 pthread_first;  /* glibc struct pthread: specific_1stblock (keys < 32) */
+	__u16 pthread_second; /* ... specific[] (pointers to blocks of 32 keys) */
+	__u16 tstate_frame;   /* thread state -> frame (3.11, 3.12: -> cframe) */
+	__u16 cframe_frame;   /* 3.11, 3.12: cframe -> current frame; 0xffff: no cframe */
+	__u16 frame_code;     /* frame -> code object (3.13: f_executable) */
+	__u16 frame_back;     /* frame -> previous frame */
+	__u16 frame_instr;    /* 3.8-3.10: int f_lasti; 3.11+: pointer to the instruction */
+	__u16 frame_flag;     /* is_entry (3.11) or owner (3.12+) byte */
+	__u8 flag_kind;	      /* GS_PY_RUN_* */
+	__u8 instr_is_ptr;    /* frame_instr is a pointer (3.11+), not an int */
+	__u16 code_name;      /* code object -> co_qualname (co_name before 3.11) */
+	__u16 code_file;      /* -> co_filename */
+	__u16 code_lines;     /* -> co_lnotab / co_linetable */
+	__u16 code_firstlineno;
+	__u16 str_ascii_data;	/* str: where a compact ASCII object's characters start */
+	__u16 str_compact_data; /* ... and a compact UCS-1/2/4 one's */
+	__u8 pad[4];
+};
+
+/* gs_py_frame.flags */
+#define GS_PY_F_RUN_END 0x1 /* the outermost frame of one _PyEval_EvalFrameDefault run */
+
+struct gs_py_frame {
+	__u64 code;  /* code object address */
+	__u32 instr; /* 3.8-3.10: f_lasti; 3.11+: instruction pointer - code (bytes) */
+	__u32 flags; /* GS_PY_F_* */
+};
+
+/* gs_py_stack_event.flags */
+#define GS_PY_STACK_F_TRUNCATED 0x1 /* more frames lay beyond frames[GS_PY_MAX_FRAMES - 1] */
+
+struct gs_py_stack_event {
+	struct gs_event_hdr hdr;
+	__u16 nr_frames;
+	__u16 flags;
+	__u32 pad;
+	struct gs_py_frame frames[GS_PY_MAX_FRAMES];
+};
+
+/*
+ * A code object as BPF found it the first time one of its frames was sent: its names and
+ * line table, so that a process which exits before userspace reads it still gets named.
+ */
+#define GS_PY_NAME_BYTES  256
+#define GS_PY_FILE_BYTES  512
+#define GS_PY_LINES_BYTES 4096
+
+struct gs_py_str {
+	__u32 length; /* characters of the str object (data holds at most its buffer's bytes) */
+	__u8 kind;    /* bytes per character: 1, 2, 4; 0: unreadable or not a compact str */
+	__u8 pad[3];
+};
+
+struct gs_py_code_event {
+	struct gs_event_hdr hdr;
+	__u64 code;
+	__u64 name_ptr, file_ptr, lines_ptr; /* what the object pointed to */
+	__s32 firstlineno;
+	__u32 lines_size; /* bytes of the line table; lines[] has the first GS_PY_LINES_BYTES */
+	struct gs_py_str name, file;
+	__u8 name_data[GS_PY_NAME_BYTES];
+	__u8 file_data[GS_PY_FILE_BYTES];
+	__u8 lines[GS_PY_LINES_BYTES];
+};
+
+/* gs_event_hdr.flags bit of any record type: a GS_EV_PYSTACK record came just before it */
+#define GS_EV_F_PYSTACK 0x4000
 
 /*
  * GPU activity (bpf/gpu.bpf.c): the CUPTI injection library (profilers/cupti/) fires one USDT

@@ -6,6 +6,7 @@
 #include "gs_common.bpf.h"
 #include "gs_calls.bpf.h"
 #include "gs_ustack.bpf.h"
+#include "gs_python.bpf.h"
 
 enum call_kind { CALL_ALLOC = 1, CALL_FREE = 2 };
 
@@ -75,16 +76,17 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	struct gs_mem_alloc *e;
 	bool ustack = false;
 	struct call *c;
-	__u64 ts = 0;
+	int py = 0;
+	__u64 ts;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_ALLOC)
 		return 0;
 
-	if (cfg_ustack) {
-		ts = bpf_ktime_get_ns();
+	ts = bpf_ktime_get_ns();
+	if (cfg_ustack)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
-	}
+	py = gs_py_emit(pid_tgid, ts);
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
 		bpf_map_delete_elem(&calls, &tid);
@@ -117,6 +119,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 		e->hdr.flags |= GS_EV_F_USTACK;
 		e->hdr.ts_ns = ts;
 	}
+	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
 	return 0;
 }
@@ -161,7 +164,8 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	struct gs_mem_free_ret *e;
 	bool ustack = false;
 	struct call *c;
-	__u64 ts = 0;
+	int py = 0;
+	__u64 ts;
 
 	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_FREE)
@@ -170,10 +174,11 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 		bpf_map_delete_elem(&calls, &tid);
 		return 0;
 	}
-	if (cfg_ustack && cfg_free_returns) {
-		ts = bpf_ktime_get_ns();
+	ts = bpf_ktime_get_ns();
+	if (cfg_ustack && cfg_free_returns)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
-	}
+	if (cfg_free_returns)
+		py = gs_py_emit(pid_tgid, ts);
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
 		bpf_map_delete_elem(&calls, &tid);
@@ -192,6 +197,7 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 		e->hdr.flags |= GS_EV_F_USTACK;
 		e->hdr.ts_ns = ts;
 	}
+	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <bpf/usdt.bpf.h>
 #include "gs_common.bpf.h"
 #include "gs_ustack.bpf.h"
+#include "gs_python.bpf.h"
 
 /*
  * One probe family per way PyTorch exposes tensor memory (bpf_cookie / source: the
@@ -37,36 +38,42 @@ struct {
 /* --stacks dwarf: a GS_EV_USTACK slice precedes each record that carries a stack */
 const volatile bool cfg_ustack = false;
 
-/* The slice goes first, so that userspace has it when the record arrives; 0: none sent. */
-static __always_inline __u64 emit_ustack(struct pt_regs *ctx, __u64 pid_tgid)
-{
+/* The records that precede a record with a stack, and the timestamp that pairs them with it */
+struct stack_marks {
 	__u64 ts;
+	__u16 flags; /* GS_EV_F_USTACK, GS_EV_F_PYSTACK */
+};
 
-	if (!cfg_ustack)
-		return 0;
-	ts = bpf_ktime_get_ns();
-	return gs_emit_ustack(ctx, pid_tgid, ts) ? ts : 0;
+/* The stack slice and the Python frames go first, so that userspace has them with the record */
+static __always_inline void emit_stacks(struct pt_regs *ctx, __u64 pid_tgid, struct stack_marks *m)
+{
+	m->ts = bpf_ktime_get_ns();
+	m->flags = 0;
+	if (cfg_ustack && gs_emit_ustack(ctx, pid_tgid, m->ts))
+		m->flags |= GS_EV_F_USTACK;
+	if (gs_py_emit(pid_tgid, m->ts))
+		m->flags |= GS_EV_F_PYSTACK;
 }
 
-static __always_inline void mark_ustack(struct gs_event_hdr *hdr, __u64 ustack_ts)
+static __always_inline void mark_stacks(struct gs_event_hdr *hdr, const struct stack_marks *m)
 {
-	if (ustack_ts) {
-		hdr->flags |= GS_EV_F_USTACK;
-		hdr->ts_ns = ustack_ts;
+	if (m->flags) {
+		hdr->flags |= m->flags;
+		hdr->ts_ns = m->ts;
 	}
 }
 
 /* with_stack: an allocation, whose record carries a stack (and, in dwarf mode, a slice) */
 static __always_inline struct gs_torch_mem *reserve_mem(struct pt_regs *ctx, __u64 pid_tgid,
-							bool with_stack, __u64 *ustack_ts)
+							bool with_stack, struct stack_marks *m)
 {
 	struct gs_torch_mem *e;
 
-	*ustack_ts = 0;
+	m->flags = 0;
 	if (!gs_is_target(pid_tgid >> 32))
 		return NULL;
 	if (with_stack)
-		*ustack_ts = emit_ustack(ctx, pid_tgid);
+		emit_stacks(ctx, pid_tgid, m);
 	e = gs_reserve(sizeof(*e));
 	if (!e)
 		return NULL;
@@ -93,7 +100,8 @@ static __always_inline __u16 entry_stack(struct pt_regs *ctx, __u64 *frames)
 }
 
 static __always_inline void submit_mem(struct pt_regs *ctx, struct gs_torch_mem *e, __u64 pid_tgid,
-				       __u8 source, __u8 op, bool at_entry, __u64 ustack_ts)
+				       __u8 source, __u8 op, bool at_entry,
+				       const struct stack_marks *m)
 {
 	e->source = source;
 	e->op = op;
@@ -103,16 +111,17 @@ static __always_inline void submit_mem(struct pt_regs *ctx, struct gs_torch_mem 
 			at_entry ? entry_stack(ctx, e->frames) : gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_TORCH_MEM,
 		    offsetof(struct gs_torch_mem, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	mark_ustack(&e->hdr, ustack_ts);
-	bpf_ringbuf_submit(e, 0);
+	mark_stacks(&e->hdr, m);
+	gs_submit(e);
 }
 
 /* pytorch:malloc(devPtr, device, size, stream.id()), at the end of allocate(), size != 0 */
 SEC("usdt")
 int BPF_USDT(torch_usdt_malloc, void *ptr, long device, __u64 size, long stream)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
-	struct gs_torch_mem *e = reserve_mem(ctx, pid_tgid, true, &ts);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
+	struct gs_torch_mem *e = reserve_mem(ctx, pid_tgid, true, &marks);
 
 	if (!e)
 		return 0;
@@ -120,7 +129,7 @@ int BPF_USDT(torch_usdt_malloc, void *ptr, long device, __u64 size, long stream)
 	e->size = size;
 	e->device = (__s8)device;
 	e->stream = stream;
-	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_USDT, GS_TORCH_OP_ALLOC, false, ts);
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_USDT, GS_TORCH_OP_ALLOC, false, &marks);
 	return 0;
 }
 
@@ -128,13 +137,14 @@ int BPF_USDT(torch_usdt_malloc, void *ptr, long device, __u64 size, long stream)
 SEC("usdt")
 int BPF_USDT(torch_usdt_free, void *ptr)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
-	struct gs_torch_mem *e = reserve_mem(ctx, pid_tgid, false, &ts);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
+	struct gs_torch_mem *e = reserve_mem(ctx, pid_tgid, false, &marks);
 
 	if (!e)
 		return 0;
 	e->ptr = (__u64)ptr;
-	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_USDT, GS_TORCH_OP_FREE, false, 0);
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_USDT, GS_TORCH_OP_FREE, false, &marks);
 	return 0;
 }
 
@@ -147,12 +157,13 @@ SEC("uprobe")
 int BPF_KPROBE(torch_report_usage, void *ptr, long alloc_size, __u64 total_allocated,
 	       __u64 total_reserved, __u64 device)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
 	struct gs_torch_mem *e;
 
 	if ((__u8)device == GS_TORCH_DEV_CPU || !alloc_size)
 		return 0;
-	e = reserve_mem(ctx, pid_tgid, alloc_size > 0, &ts);
+	e = reserve_mem(ctx, pid_tgid, alloc_size > 0, &marks);
 	if (!e)
 		return 0;
 	e->ptr = (__u64)ptr;
@@ -163,7 +174,7 @@ int BPF_KPROBE(torch_report_usage, void *ptr, long alloc_size, __u64 total_alloc
 	e->device = (__s8)(device >> 8);
 	e->flags = GS_TORCH_F_TOTALS;
 	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_REPORT,
-		   alloc_size > 0 ? GS_TORCH_OP_ALLOC : GS_TORCH_OP_FREE, true, ts);
+		   alloc_size > 0 ? GS_TORCH_OP_ALLOC : GS_TORCH_OP_FREE, true, &marks);
 	return 0;
 }
 
@@ -190,14 +201,15 @@ static __always_inline int save_pending(__u64 size, __u64 out_ptr, __s8 device, 
 /* the pointer exists at return: alloc_cpu returns it, malloc writes it through devPtr */
 static __always_inline int emit_pending(struct pt_regs *ctx, __u64 ret, __u8 source)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
 	__u32 tid = (__u32)pid_tgid;
 	struct gs_torch_mem *e;
 	struct pending *p = bpf_map_lookup_elem(&pendings, &tid);
 
 	if (!p || p->source != source)
 		return 0;
-	e = reserve_mem(ctx, pid_tgid, true, &ts);
+	e = reserve_mem(ctx, pid_tgid, true, &marks);
 	if (!e) {
 		bpf_map_delete_elem(&pendings, &tid);
 		return 0;
@@ -217,7 +229,7 @@ static __always_inline int emit_pending(struct pt_regs *ctx, __u64 ret, __u8 sou
 		bpf_ringbuf_discard(e, 0);
 		return 0;
 	}
-	submit_mem(ctx, e, pid_tgid, source, GS_TORCH_OP_ALLOC, false, ts);
+	submit_mem(ctx, e, pid_tgid, source, GS_TORCH_OP_ALLOC, false, &marks);
 	return 0;
 }
 
@@ -238,17 +250,18 @@ int BPF_KRETPROBE(alloc_cpu_exit, __u64 ret)
 SEC("uprobe")
 int BPF_KPROBE(free_cpu_enter, void *data)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
 	struct gs_torch_mem *e;
 
 	if (!data)
 		return 0;
-	e = reserve_mem(ctx, pid_tgid, false, &ts);
+	e = reserve_mem(ctx, pid_tgid, false, &marks);
 	if (!e)
 		return 0;
 	e->ptr = (__u64)data;
 	e->device_type = GS_TORCH_DEV_CPU;
-	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_CPU, GS_TORCH_OP_FREE, true, 0);
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_CPU, GS_TORCH_OP_FREE, true, &marks);
 	return 0;
 }
 
@@ -280,28 +293,30 @@ int BPF_KPROBE(caching_malloc_returned)
 SEC("uprobe")
 int BPF_KPROBE(caching_free_enter, void *self, void *ptr)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
 	struct gs_torch_mem *e;
 
 	if (!ptr)
 		return 0;
-	e = reserve_mem(ctx, pid_tgid, false, &ts);
+	e = reserve_mem(ctx, pid_tgid, false, &marks);
 	if (!e)
 		return 0;
 	e->ptr = (__u64)ptr;
-	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_SYMBOLS, GS_TORCH_OP_FREE, true, 0);
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_SYMBOLS, GS_TORCH_OP_FREE, true, &marks);
 	return 0;
 }
 
 static __always_inline int emit_oom(struct pt_regs *ctx, __u8 source, __u64 size, __u64 allocated,
 				    __u64 reserved, __u64 device)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
 	struct gs_torch_oom *e;
 
 	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
-	ts = emit_ustack(ctx, pid_tgid);
+	emit_stacks(ctx, pid_tgid, &marks);
 	e = gs_reserve(sizeof(*e));
 	if (!e)
 		return 0;
@@ -316,8 +331,8 @@ static __always_inline int emit_oom(struct pt_regs *ctx, __u8 source, __u64 size
 	e->nr_frames = entry_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_TORCH_OOM,
 		    offsetof(struct gs_torch_oom, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	mark_ustack(&e->hdr, ts);
-	bpf_ringbuf_submit(e, 0);
+	mark_stacks(&e->hdr, &marks);
+	gs_submit(e);
 	return 0;
 }
 

@@ -19,6 +19,10 @@ _Static_assert(offsetof(struct gs_torch_mem, frames) == 72, "gs_torch_mem frames
 _Static_assert(offsetof(struct gs_torch_oom, frames) == 56, "gs_torch_oom frames offset");
 _Static_assert(offsetof(struct gs_ustack, data) == 32, "gs_ustack data offset");
 _Static_assert(sizeof(struct gs_ustack_event) == 24 + 32 + GS_USTACK_BYTES, "gs_ustack_event");
+_Static_assert(sizeof(struct gs_py_proc) == 48, "gs_py_proc layout");
+_Static_assert(offsetof(struct gs_py_code_event, name_data) == 80, "gs_py_code_event layout");
+_Static_assert(offsetof(struct gs_py_stack_event, frames) == 32, "gs_py_stack_event frames");
+_Static_assert(sizeof(struct gs_py_frame) == 16, "gs_py_frame layout");
 _Static_assert(sizeof(struct gs_gpu_record) == 24 + 8 + GS_GPU_RECORD_BYTES + GS_GPU_NAME_BYTES,
 	       "gs_gpu_record layout");
 _Static_assert(sizeof(struct gs_gpu_api) == 40, "gs_gpu_api layout");
@@ -34,6 +38,7 @@ int gs_event_decode(const void *data, size_t size)
 	const struct gs_torch_mem *tmem = data;
 	const struct gs_torch_oom *toom = data;
 	const struct gs_ustack_event *ustack = data;
+	const struct gs_py_stack_event *pystack = data;
 	size_t need;
 
 	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
@@ -93,6 +98,15 @@ int gs_event_decode(const void *data, size_t size)
 		if (hdr->size < need || ustack->st.size > GS_USTACK_BYTES)
 			return -EINVAL;
 		break;
+	case GS_EV_PYCODE:
+		need = sizeof(struct gs_py_code_event);
+		break;
+	case GS_EV_PYSTACK:
+		need = offsetof(struct gs_py_stack_event, frames);
+		if (hdr->size < need || pystack->nr_frames > GS_PY_MAX_FRAMES)
+			return -EINVAL;
+		need += pystack->nr_frames * sizeof(pystack->frames[0]);
+		break;
 	case GS_EV_GPU_RECORD: /* sizes inside: profilers/cuda/gpu_activity.c */
 		need = sizeof(struct gs_gpu_record);
 		break;
@@ -119,6 +133,7 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_STACK_FAILED] = "stack_failed",
 		[GS_STAT_USER_READ_FAILED] = "user_read_failed",
 		[GS_STAT_USTACK_FAILED] = "ustack_failed",
+		[GS_STAT_PY_TRUNCATED] = "python_stack_truncated",
 		[GS_STAT_GPU_TOO_BIG] = "gpu_record_too_big",
 		[GS_STAT_TARGETS_FULL] = "targets_full",
 	};

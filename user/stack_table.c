@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/python_names.h"
 #include "user/stack_table.h"
 
 struct gs_stack_table {
@@ -57,6 +58,7 @@ static void free_stack(struct gs_stack *s)
 	for (uint32_t i = 0; i < s->nr_frames; i++) {
 		free((char *)s->frames[i].symbol);
 		free((char *)s->frames[i].module);
+		free((char *)s->frames[i].file);
 	}
 	free(s->frames);
 	free(s->addrs);
@@ -139,12 +141,18 @@ static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
 	for (uint32_t i = 0; i < s->nr_frames; i++) {
 		struct gs_frame f;
 
-		/* a return address may be one past the caller's last instruction: look up addr-1 */
-		gs_symcache__resolve(t->symcache, s->pid, s->addrs[i] - 1, &f);
-		f.address = s->addrs[i];
-		f.offset += 1;
+		if (gs_py_is_addr(s->addrs[i])) {
+			/* a Python frame of a merged stack (user/python.c): no return address */
+			gs_symcache__resolve(t->symcache, s->pid, s->addrs[i], &f);
+		} else {
+			/* a return address may be one past the caller's last instruction */
+			gs_symcache__resolve(t->symcache, s->pid, s->addrs[i] - 1, &f);
+			f.address = s->addrs[i];
+			f.offset += 1;
+		}
 		f.symbol = f.symbol ? strdup(f.symbol) : NULL;
 		f.module = f.module ? strdup(f.module) : NULL;
+		f.file = f.file ? strdup(f.file) : NULL;
 		s->frames[i] = f;
 	}
 }
@@ -214,7 +222,13 @@ size_t gs_stack_table__size(const struct gs_stack_table *t)
 
 void gs_frame_format(const struct gs_frame *f, char *buf, size_t len)
 {
-	if (f->symbol)
+	if (f->kind == GS_FRAME_PYTHON && f->symbol && f->line >= 0)
+		snprintf(buf, len, "%s (%s:%d)", f->symbol, f->file ? f->file : "?", f->line);
+	else if (f->kind == GS_FRAME_PYTHON && f->symbol)
+		snprintf(buf, len, "%s (%s)", f->symbol, f->file ? f->file : "?");
+	else if (f->kind != GS_FRAME_NATIVE)
+		snprintf(buf, len, "%s", f->symbol ? f->symbol : "[python frame]");
+	else if (f->symbol)
 		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", f->symbol, f->offset,
 			 f->module ? f->module : "?");
 	else if (f->module)

@@ -35,7 +35,10 @@ void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid);
 const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint32_t id);
 size_t gs_stack_table__size(const struct gs_stack_table *t);
 
-/* "symbol+0xoff (module)", "module+0xoff" or "0xaddr": one frame for people. */
+/*
+ * "symbol+0xoff (module)", "module+0xoff" or "0xaddr": one frame for people; a Python frame
+ * is "qualname (file:line)", as py-spy names it.
+ */
 void gs_frame_format(const struct gs_frame *f, char *buf, size_t len);
 
 #endif /* GS_STACK_TABLE_H */

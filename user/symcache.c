@@ -10,6 +10,7 @@
 #include "user/log.h"
 #include "user/perf_map.h"
 #include "user/proc_maps.h"
+#include "user/python_names.h"
 #include "user/symcache.h"
 
 /*
@@ -33,11 +34,19 @@ struct gs_symcache {
 	size_t nr_files, cap_files;
 	struct proc_snapshot *procs;
 	size_t nr_procs, cap_procs;
+	struct gs_py_names *py_names; /* NULL until a Python frame is named */
 };
 
 struct gs_symcache *gs_symcache__new(void)
 {
 	return calloc(1, sizeof(struct gs_symcache));
+}
+
+struct gs_py_names *gs_symcache__py_names(struct gs_symcache *cache)
+{
+	if (!cache->py_names)
+		cache->py_names = gs_py_names__new();
+	return cache->py_names;
 }
 
 void gs_symcache__free(struct gs_symcache *cache)
@@ -50,6 +59,7 @@ void gs_symcache__free(struct gs_symcache *cache)
 		gs_maps__free(cache->procs[i].maps);
 		gs_perf_map__free(cache->procs[i].perf_map);
 	}
+	gs_py_names__free(cache->py_names);
 	free(cache->files);
 	free(cache->procs);
 	free(cache);
@@ -101,6 +111,7 @@ void gs_symcache__forget(struct gs_symcache *cache, pid_t pid)
 {
 	struct proc_snapshot *p = find_proc(cache, pid);
 
+	gs_py_names__forget(cache->py_names, pid);
 	if (!p)
 		return;
 	gs_maps__free(p->maps);
@@ -221,6 +232,23 @@ static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, str
 	frame->module = gs_perf_map__path(p->perf_map);
 }
 
+/* A stand-in address of a merged Python stack (user/python.c): the name it was given. */
+static void resolve_python(struct gs_symcache *cache, uint64_t addr, struct gs_frame *frame)
+{
+	const struct gs_py_name *n = gs_py_names__get(cache->py_names, addr);
+
+	*frame = (struct gs_frame){ .address = addr, .line = -1, .kind = GS_FRAME_PYTHON };
+	if (addr == GS_PY_ADDR_MARKER) {
+		frame->kind = GS_FRAME_MARKER;
+		frame->symbol = "[native frames missing]";
+	} else if (n) {
+		frame->address = n->code;
+		frame->symbol = n->qualname;
+		frame->file = n->file;
+		frame->line = n->line;
+	}
+}
+
 void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 			  struct gs_frame *frame)
 {
@@ -229,6 +257,10 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 	struct gs_elf *elf;
 	uint64_t file_off, vaddr;
 
+	if (gs_py_is_addr(addr)) {
+		resolve_python(cache, addr, frame);
+		return;
+	}
 	/*
 	 * A library loaded since the snapshot, or code mapped where the snapshot has data
 	 * (code runs only from executable mappings): look again while the process lives.

@@ -11,6 +11,13 @@ struct gs_symcache;
 struct gs_elf;
 struct gs_maps;
 struct gs_mapping;
+struct gs_py_names;
+
+enum gs_frame_kind {
+	GS_FRAME_NATIVE = 0,
+	GS_FRAME_PYTHON, /* symbol: the code's qualified name; file and line its source */
+	GS_FRAME_MARKER, /* symbol says what is missing here (native frames of a Python stack) */
+};
 
 struct gs_frame {
 	uint64_t address;
@@ -18,9 +25,14 @@ struct gs_frame {
 	const char *module; /* path of the mapped file; for JIT code named by a perf map, the map
 			     * ("/tmp/perf-PID.map"); NULL for other anonymous memory */
 	uint64_t offset;    /* from the symbol's start, or the file offset without a symbol */
+	const char *file;   /* GS_FRAME_PYTHON: the source file (co_filename) */
+	int line;	    /* GS_FRAME_PYTHON: its line; -1 unknown */
+	enum gs_frame_kind kind;
 };
 
 struct gs_symcache *gs_symcache__new(void);
+/* The names of the Python frames that merged stacks stand in for (user/python_names.h). */
+struct gs_py_names *gs_symcache__py_names(struct gs_symcache *cache);
 void gs_symcache__free(struct gs_symcache *cache);
 
 /*
@@ -34,7 +46,8 @@ void gs_symcache__forget(struct gs_symcache *cache, pid_t pid);
 const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid);
 
 /*
- * Resolves addr in pid: from the ELF symbols of the mapped file, or for anonymous memory
+ * Resolves addr in pid: a Python frame's stand-in address to its name, file and line;
+ * native code from the ELF symbols of the mapped file, or for anonymous memory
  * from the process's /tmp/perf-PID.map (re-read when it grew). Strings in *frame are
  * borrowed from the cache and stay valid until the next refresh/forget of pid (module),
  * gs_symcache__free() (ELF symbol), or the next resolve/forget of pid (perf map symbol):

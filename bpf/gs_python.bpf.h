@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* gs_python.bpf.h: the current thread's CPython frame chain, as (code object, instruction). */
+#ifndef GS_PYTHON_BPF_H
+#define GS_PYTHON_BPF_H
+
+#include <bpf/bpf_core_read.h>
+#include "gs_common.bpf.h"
+
+/* frames walked per stack: the recorded ones and the 3.12+ C-stack shims between them */
+#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32)
+#define GS_PY_OWNER_CSTACK 3	/* 3.12+ FRAME_OWNED_BY_CSTACK: the shim an eval loop pushes */
+#define GS_PY_MAX_TSS_KEY  1024 /* glibc's PTHREAD_KEYS_MAX */
+
+/*
+ * pid -> where its interpreter keeps thread states and how its frames are laid out, written
+ * by userspace (user/python.c) once it recognised the interpreter; a process without an
+ * entry costs one hash lookup per event. Userspace creates the map and hands the same one
+ * to every object.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GS_PY_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct gs_py_proc);
+} py_procs SEC(".maps");
+
+/*
+ * glibc's pthread_getspecific(key) for the current thread: the thread's struct pthread
+ * starts at its fs base; keys < 32 live in specific_1stblock, the others in blocks that
+ * specific[] points to ({seq, data} pairs of 16 bytes). The thread-state binding through
+ * the TSS key stays while the thread has released the GIL, unlike the attached state.
+ */
+static __always_inline __u64 gs_py_thread_state(const struct gs_py_proc *p)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct {
+		__s32 initialized;
+		__u32 key;
+	} tss;
+	__u64 fs = BPF_CORE_READ(task, thread.fsbase), slot, block = 0, ts = 0;
+
+	if (bpf_probe_read_user(&tss, sizeof(tss), (void *)p->tss_key) || tss.initialized != 1 ||
+	    tss.key >= GS_PY_MAX_TSS_KEY || !fs)
+		return 0;
+	if (tss.key < 32) {
+		slot = fs + p->pthread_first + tss.key * 16 + 8;
+	} else {
+		if (bpf_probe_read_user(&block, sizeof(block),
+					(void *)(fs + p->pthread_second + (tss.key / 32) * 8)) ||
+		    !block)
+			return 0;
+		slot = block + (tss.key % 32) * 16 + 8;
+	}
+	if (bpf_probe_read_user(&ts, sizeof(ts), (void *)slot))
+		return 0;
+	return ts;
+}
+
+/* The innermost frame of the thread state ts, 0 if none. */
+static __always_inline __u64 gs_py_top_frame(const struct gs_py_proc *p, __u64 ts)
+{
+	__u64 frame = 0;
+
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(ts + p->tstate_frame)))
+		return 0;
+	if (p->cframe_frame != 0xffff && frame &&
+	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + p->cframe_frame)))
+		return 0;
+	return frame;
+}
+
+/* One frame written at a time, by a bpf_loop() callback: the verifier checks it once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_py_stack_event);
+} py_scratch SEC(".maps");
+
+/*
+ * Code objects already sent, per process. Userspace reads a code object's names from the
+ * process when its first frame arrives: a record with one it has not seen wakes the reader
+ * at once, so that a short-lived process is still there to be read. Later records wait
+ * for the usual wake-up.
+ */
+struct gs_py_seen_key {
+	__u64 code;
+	__u32 pid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct gs_py_seen_key);
+	__type(value, __u8);
+} py_seen SEC(".maps");
+
+struct gs_py_walk {
+	struct gs_py_proc p;
+	__u64 frame; /* the next frame to read; 0 at the end of the chain */
+	__u64 pid_tgid;
+	__u32 n; /* frames recorded */
+	__u32 pid;
+	bool news; /* a code object not sent before */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_py_code_event);
+} py_code_scratch SEC(".maps");
+
+#define GS_PY_STR_LENGTH 16 /* PyASCIIObject: ob_refcnt, ob_type, length, hash, state */
+#define GS_PY_STR_STATE	 32
+#define GS_PY_BYTES_SIZE 16 /* PyBytesObject: ob_refcnt, ob_type, ob_size, ob_shash, data */
+#define GS_PY_BYTES_DATA 32
+
+/* The characters of the compact str at addr, as stored, up to len bytes into data */
+static __always_inline void gs_py_read_str(const struct gs_py_proc *p, __u64 addr,
+					   struct gs_py_str *out, __u8 *data, __u32 len)
+{
+	struct {
+		__s64 length, hash;
+		__u32 state;
+	} head;
+	__u32 kind, bytes;
+
+	out->kind = 0;
+	out->length = 0;
+	if (!addr || bpf_probe_read_user(&head, sizeof(head), (void *)(addr + GS_PY_STR_LENGTH)))
+		return;
+	kind = (head.state >> 2) & 7;
+	if (!(head.state & (1 << 5)) || (kind != 1 && kind != 2 && kind != 4) || head.length < 0 ||
+	    head.length > 0xffffff)
+		return;
+	bytes = (__u32)head.length * kind;
+	if (bytes > len)
+		bytes = len;
+	asm volatile("" : "+r"(bytes)); /* the verifier must see the clamped value */
+	addr += head.state & (1 << 6) ? p->str_ascii_data : p->str_compact_data;
+	if (bpf_probe_read_user(data, bytes & (GS_PY_FILE_BYTES * 2 - 1), (void *)addr))
+		return;
+	out->kind = kind;
+	out->length = (__u32)head.length;
+}
+
+/* Sends what names code, the first time the walk meets it in this process */
+static __noinline void gs_py_send_code(const struct gs_py_proc *p, __u64 code, __u64 pid_tgid)
+{
+	__u32 zero = 0, size = 0;
+	struct gs_py_code_event *e = bpf_map_lookup_elem(&py_code_scratch, &zero);
+	__s64 lines_size = 0;
+
+	if (!e)
+		return;
+	gs_fill_hdr(&e->hdr, GS_EV_PYCODE, sizeof(*e), pid_tgid);
+	e->code = code;
+	e->name_ptr = e->file_ptr = e->lines_ptr = 0;
+	e->firstlineno = 0;
+	bpf_probe_read_user(&e->name_ptr, 8, (void *)(code + p->code_name));
+	bpf_probe_read_user(&e->file_ptr, 8, (void *)(code + p->code_file));
+	bpf_probe_read_user(&e->lines_ptr, 8, (void *)(code + p->code_lines));
+	bpf_probe_read_user(&e->firstlineno, 4, (void *)(code + p->code_firstlineno));
+	gs_py_read_str(p, e->name_ptr, &e->name, e->name_data, GS_PY_NAME_BYTES);
+	gs_py_read_str(p, e->file_ptr, &e->file, e->file_data, GS_PY_FILE_BYTES);
+	if (e->lines_ptr)
+		bpf_probe_read_user(&lines_size, 8, (void *)(e->lines_ptr + GS_PY_BYTES_SIZE));
+	if (lines_size > 0 && lines_size < 0x7fffffff) {
+		size = lines_size > GS_PY_LINES_BYTES ? GS_PY_LINES_BYTES : (__u32)lines_size;
+		asm volatile("" : "+r"(size));
+		if (bpf_probe_read_user(e->lines, size & (GS_PY_LINES_BYTES * 2 - 1),
+					(void *)(e->lines_ptr + GS_PY_BYTES_DATA)))
+			lines_size = 0;
+	}
+	e->lines_size = lines_size > 0 ? (__u32)lines_size : 0;
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
+		gs_count(GS_STAT_RINGBUF_FULL);
+}
+
+/* Sends code's names if this process's code was not sent before; notes to wake the reader */
+static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
+{
+	struct gs_py_seen_key key = { .code = code, .pid = w->pid };
+	__u8 one = 1;
+
+	if (!code || bpf_map_lookup_elem(&py_seen, &key))
+		return;
+	bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+	gs_py_send_code(&w->p, code, w->pid_tgid);
+	w->news = true;
+}
+
+/* Reads one frame into the scratch record (or steps over a shim); 1 stops the walk. */
+static long gs_py_walk_step(__u32 index, void *ctx)
+{
+	struct gs_py_walk *w = ctx;
+	__u32 zero = 0, n = w->n, last = w->n - 1;
+	struct gs_py_stack_event *e = bpf_map_lookup_elem(&py_scratch, &zero);
+	__u64 code = 0, back = 0, instr = 0;
+	__u8 flag = 0;
+
+	if (!e || !w->frame)
+		return 1;
+	bpf_probe_read_user(&back, sizeof(back), (void *)(w->frame + w->p.frame_back));
+	if (w->p.flag_kind != GS_PY_RUN_EVERY)
+		bpf_probe_read_user(&flag, sizeof(flag), (void *)(w->frame + w->p.frame_flag));
+	if (w->p.flag_kind == GS_PY_RUN_OWNER && flag == GS_PY_OWNER_CSTACK) {
+		/* the shim below an eval run: the frame above it was the run's outermost */
+		if (last < GS_PY_MAX_FRAMES)
+			e->frames[last].flags |= GS_PY_F_RUN_END;
+		w->frame = back;
+		return 0;
+	}
+	if (n >= GS_PY_MAX_FRAMES)
+		return 1; /* w->frame stays: the stack was truncated */
+	bpf_probe_read_user(&code, sizeof(code), (void *)(w->frame + w->p.frame_code));
+	if (w->p.instr_is_ptr)
+		bpf_probe_read_user(&instr, 8, (void *)(w->frame + w->p.frame_instr));
+	else
+		bpf_probe_read_user(&instr, 4, (void *)(w->frame + w->p.frame_instr));
+	gs_py_note_code(w, code);
+	e->frames[n].code = code;
+	e->frames[n].instr = (__u32)(w->p.instr_is_ptr ? instr - code : instr);
+	e->frames[n].flags =
+		w->p.flag_kind == GS_PY_RUN_EVERY || (w->p.flag_kind == GS_PY_RUN_IS_ENTRY && flag)
+			? GS_PY_F_RUN_END
+			: 0;
+	w->n = n + 1;
+	w->frame = back;
+	return 0;
+}
+
+/*
+ * Emits a GS_EV_PYSTACK record stamped ts_ns with the current thread's Python frames,
+ * innermost first, when its process runs a recognised CPython and the thread has frames.
+ * Returns 1 if it emitted one (set GS_EV_F_PYSTACK and ts_ns in the next record then), 0 if
+ * not. Global, not inlined: the verifier checks it once per program, not per call site.
+ */
+__attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
+{
+	__u32 pid = pid_tgid >> 32, zero = 0, n;
+	struct gs_py_proc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+	struct gs_py_stack_event *e;
+	struct gs_py_walk w = {};
+	__u64 ts, size;
+
+	if (!pp)
+		return 0;
+	w.p = *pp;
+	w.pid = pid;
+	w.pid_tgid = pid_tgid;
+	ts = gs_py_thread_state(&w.p);
+	w.frame = ts ? gs_py_top_frame(&w.p, ts) : 0;
+	if (!w.frame)
+		return 0;
+	bpf_loop(GS_PY_WALK_MAX, gs_py_walk_step, &w, 0);
+	e = bpf_map_lookup_elem(&py_scratch, &zero);
+	n = w.n;
+	if (!e || !n || n > GS_PY_MAX_FRAMES)
+		return 0;
+	size = offsetof(struct gs_py_stack_event, frames) + n * sizeof(struct gs_py_frame);
+	gs_fill_hdr(&e->hdr, GS_EV_PYSTACK, size, pid_tgid);
+	e->hdr.ts_ns = ts_ns;
+	e->nr_frames = n;
+	e->flags = 0;
+	e->pad = 0;
+	if (w.frame) {
+		e->flags = GS_PY_STACK_F_TRUNCATED;
+		gs_count(GS_STAT_PY_TRUNCATED);
+	}
+	if (bpf_ringbuf_output(&events, e, size, w.news ? BPF_RB_FORCE_WAKEUP : 0)) {
+		gs_count(GS_STAT_RINGBUF_FULL);
+		return 0;
+	}
+	return 1;
+}
+
+/* After gs_py_emit() returned emitted: the record it belongs to says so. */
+static __always_inline void gs_py_mark(struct gs_event_hdr *hdr, int emitted, __u64 ts_ns)
+{
+	if (emitted) {
+		hdr->flags |= GS_EV_F_PYSTACK;
+		hdr->ts_ns = ts_ns;
+	}
+}
+
+#endif /* GS_PYTHON_BPF_H */

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* python.c: per-process CPython state for the BPF walk, and Python frames merged into stacks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "user/log.h"
+#include "user/python.h"
+#include "user/python_code.h"
+#include "user/python_names.h"
+#include "user/python_proc.h"
+#include "user/symcache.h"
+
+#define PYSTACK_SLOTS 64 /* threads whose stack waits for its record at once */
+
+enum target_state { TARGET_ACTIVE = 1, TARGET_UNSUPPORTED };
+
+struct target {
+	pid_t pid;
+	enum target_state state;
+	struct gs_py_interp interp;
+	struct gs_py_codes *codes;
+};
+
+/*
+ * The frames of a GS_EV_PYSTACK record, named when it arrives: the process may be gone by
+ * the time the record it belongs to comes (BPF wakes the reader for code objects it did
+ * not send before, not for that record).
+ */
+struct pystack_slot {
+	__u32 tid;
+	__u64 ts_ns; /* 0: used */
+	struct gs_py_stack_event e;
+	__u64 named[GS_PY_MAX_FRAMES]; /* stand-in addresses; 0: not nameable */
+	size_t nr_named;
+};
+
+struct gs_python {
+	int map_fd;
+	struct gs_symcache *symcache; /* borrowed */
+	struct target **targets;      /* pointers: each holds its interp, which codes borrows */
+	size_t nr_targets, cap_targets;
+	struct pystack_slot *slots; /* PYSTACK_SLOTS */
+	size_t next_slot;
+};
+
+struct gs_python *gs_python__new(struct gs_symcache *symcache)
+{
+	struct gs_python *py = calloc(1, sizeof(*py));
+	int err;
+
+	if (!py)
+		return NULL;
+	py->symcache = symcache;
+	py->slots = calloc(PYSTACK_SLOTS, sizeof(*py->slots));
+	py->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32),
+				    sizeof(struct gs_py_proc), GS_PY_MAX_PROCS, NULL);
+	if (!py->slots || py->map_fd < 0) {
+		err = py->map_fd < 0 ? py->map_fd : -ENOMEM;
+		py->map_fd = -1;
+		gs_python__free(py);
+		errno = -err;
+		return NULL;
+	}
+	return py;
+}
+
+static void free_target(struct target *t)
+{
+	if (!t)
+		return;
+	gs_py_codes__free(t->codes);
+	free(t);
+}
+
+void gs_python__free(struct gs_python *py)
+{
+	if (!py)
+		return;
+	for (size_t i = 0; i < py->nr_targets; i++)
+		free_target(py->targets[i]);
+	free(py->targets);
+	free(py->slots);
+	if (py->map_fd >= 0)
+		close(py->map_fd);
+	free(py);
+}
+
+int gs_python__share_map(struct gs_python *py, struct bpf_map *py_procs)
+{
+	return py ? bpf_map__reuse_fd(py_procs, py->map_fd) : 0;
+}
+
+static struct target *find_target(const struct gs_python *py, pid_t pid)
+{
+	for (size_t i = 0; i < py->nr_targets; i++)
+		if (py->targets[i]->pid == pid)
+			return py->targets[i];
+	return NULL;
+}
+
+static struct target *add_target(struct gs_python *py, pid_t pid)
+{
+	struct target *t;
+
+	if (py->nr_targets == py->cap_targets) {
+		size_t cap = py->cap_targets ? py->cap_targets * 2 : 16;
+		struct target **grown = realloc(py->targets, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		py->targets = grown;
+		py->cap_targets = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	py->targets[py->nr_targets++] = t;
+	return t;
+}
+
+/* Hands the walk its offsets for pid. Returns 0 or -errno (logged). */
+static int activate(struct gs_python *py, struct target *t)
+{
+	const struct gs_py_layout *l = t->interp.layout;
+	struct gs_py_proc cfg = l->bpf;
+	__u32 key = (__u32)t->pid;
+
+	cfg.tss_key = t->interp.runtime + l->runtime_tss_key;
+	cfg.code_name = l->co_qualname ? l->co_qualname : l->co_name;
+	cfg.code_file = l->co_filename;
+	cfg.code_lines = l->co_lines;
+	cfg.code_firstlineno = l->co_firstlineno;
+	cfg.str_ascii_data = l->str_ascii_data;
+	cfg.str_compact_data = l->str_compact_data;
+	t->codes = gs_py_codes__new(t->pid, &t->interp);
+	if (!t->codes)
+		return -ENOMEM;
+	if (bpf_map_update_elem(py->map_fd, &key, &cfg, BPF_ANY)) {
+		gs_warn("pid %d: python frames: %s", (int)t->pid, strerror(errno));
+		return -errno;
+	}
+	t->state = TARGET_ACTIVE;
+	gs_dbg("pid %d: CPython %d.%d in %s: Python frames on", (int)t->pid, t->interp.major,
+	       t->interp.minor, t->interp.path);
+	return 0;
+}
+
+void gs_python__scan(struct gs_python *py, pid_t pid)
+{
+	struct target *t = find_target(py, pid);
+	const struct gs_maps *maps;
+	struct gs_py_interp interp;
+	enum gs_py_find found;
+
+	if (t)
+		return; /* known already: an interpreter does not change without exec */
+	maps = gs_symcache__maps(py->symcache, pid);
+	if (!maps)
+		return;
+	found = gs_py_interp_find(py->symcache, maps, &interp);
+	if (found == GS_PY_NONE)
+		return;
+	t = add_target(py, pid);
+	if (!t)
+		return;
+	t->interp = interp;
+	t->state = TARGET_UNSUPPORTED;
+	if (found == GS_PY_UNSUPPORTED)
+		gs_info("pid %d: %s: CPython %d.%d is not supported: its stacks stay native",
+			(int)pid, interp.path, interp.major, interp.minor);
+	else
+		activate(py, t);
+}
+
+void gs_python__forget(struct gs_python *py, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	for (size_t i = 0; i < py->nr_targets; i++) {
+		if (py->targets[i]->pid != pid)
+			continue;
+		bpf_map_delete_elem(py->map_fd, &key);
+		free_target(py->targets[i]);
+		py->targets[i] = py->targets[--py->nr_targets];
+		return;
+	}
+}
+
+static size_t name_frames(struct gs_python *py, struct target *t,
+			  const struct gs_py_stack_event *ps, __u64 *named);
+
+void gs_python__learn(struct gs_python *py, const struct gs_py_code_event *e)
+{
+	struct target *t = find_target(py, (pid_t)e->hdr.pid);
+
+	if (t && t->state == TARGET_ACTIVE)
+		gs_py_codes__learn(t->codes, e);
+}
+
+void gs_python__stash(struct gs_python *py, const struct gs_py_stack_event *e)
+{
+	struct target *t = find_target(py, (pid_t)e->hdr.pid);
+	struct pystack_slot *slot = NULL;
+
+	if (!t || t->state != TARGET_ACTIVE)
+		return;
+	for (size_t i = 0; i < PYSTACK_SLOTS && !slot; i++)
+		if (py->slots[i].tid == e->hdr.tid)
+			slot = &py->slots[i];
+	if (!slot) {
+		slot = &py->slots[py->next_slot];
+		py->next_slot = (py->next_slot + 1) % PYSTACK_SLOTS;
+	}
+	memcpy(&slot->e, e,
+	       offsetof(struct gs_py_stack_event, frames) + e->nr_frames * sizeof(e->frames[0]));
+	slot->tid = e->hdr.tid;
+	slot->ts_ns = e->hdr.ts_ns;
+	slot->nr_named = name_frames(py, t, &slot->e, slot->named);
+}
+
+/* The stashed Python frames of hdr's thread taken at hdr's time; used once. */
+static const struct pystack_slot *take_stack(struct gs_python *py, const struct gs_event_hdr *hdr)
+{
+	for (size_t i = 0; i < PYSTACK_SLOTS; i++) {
+		struct pystack_slot *slot = &py->slots[i];
+
+		if (slot->ts_ns && slot->tid == hdr->tid && slot->ts_ns == hdr->ts_ns) {
+			slot->ts_ns = 0;
+			return slot;
+		}
+	}
+	return NULL;
+}
+
+/* Stand-in addresses of the Python frames (0: not nameable); returns how many are named. */
+static size_t name_frames(struct gs_python *py, struct target *t,
+			  const struct gs_py_stack_event *ps, __u64 *named)
+{
+	struct gs_py_names *names = gs_symcache__py_names(py->symcache);
+	size_t n = 0;
+
+	for (__u16 i = 0; i < ps->nr_frames; i++) {
+		const struct gs_py_frame *f = &ps->frames[i];
+		struct gs_py_where w;
+		int err;
+
+		named[i] = 0;
+		err = names ? gs_py_codes__where(t->codes, f->code, f->instr, &w) : -ENOMEM;
+		if (err) {
+			gs_dbg("pid %d: python frame %u (code 0x%llx): %s", (int)t->pid, i,
+			       (unsigned long long)f->code, strerror(-err));
+			continue;
+		}
+		named[i] = gs_py_names__intern(names, t->pid, f->code, w.gen, w.qualname, w.file,
+					       w.line);
+		n += named[i] != 0;
+	}
+	return n;
+}
+
+/* Python frames from *p to the end of their evaluation run, appended to out[*o..max) */
+static void emit_run(const struct gs_py_stack_event *ps, const __u64 *named, size_t *p, __u64 *out,
+		     size_t *o, size_t max)
+{
+	bool end = false;
+
+	while (*p < ps->nr_frames && !end) {
+		end = ps->frames[*p].flags & GS_PY_F_RUN_END;
+		if (named[*p] && *o < max)
+			out[(*o)++] = named[*p];
+		(*p)++;
+	}
+}
+
+/*
+ * native[0] is the ip, the others return addresses (looked up one byte back, in the call).
+ * Each evaluation-loop frame stands for one run of Python frames, innermost first.
+ */
+static size_t merge(const struct target *t, const struct gs_py_stack_event *ps, const __u64 *named,
+		    const __u64 *native, size_t nr, __u64 *out, size_t max)
+{
+	size_t o = 0, p = 0;
+
+	for (size_t i = 0; i < nr && o < max; i++) {
+		__u64 at = i ? native[i] - 1 : native[i];
+
+		if (p < ps->nr_frames && gs_py_interp_in_eval(&t->interp, at))
+			emit_run(ps, named, &p, out, &o, max);
+		else
+			out[o++] = native[i];
+	}
+	if (p < ps->nr_frames && o < max) {
+		out[o++] = GS_PY_ADDR_MARKER;
+		while (p < ps->nr_frames)
+			emit_run(ps, named, &p, out, &o, max);
+	}
+	return o;
+}
+
+/* Where rec keeps its frames: *frames and *nr point into rec; false for other records */
+static bool record_frames(const void *rec, size_t *off, __u16 *nr)
+{
+	const struct gs_event_hdr *hdr = rec;
+
+#define FRAMES_OF(type)                               \
+	do {                                          \
+		*off = offsetof(type, frames);        \
+		*nr = ((const type *)rec)->nr_frames; \
+	} while (0)
+	switch (hdr->type) {
+	case GS_EV_MEM_ALLOC:
+		FRAMES_OF(struct gs_mem_alloc);
+		return true;
+	case GS_EV_MEM_FREE_RET:
+		FRAMES_OF(struct gs_mem_free_ret);
+		return true;
+	case GS_EV_CUDA_CALL:
+		FRAMES_OF(struct gs_cuda_call);
+		return true;
+	case GS_EV_CPU_SAMPLE:
+		FRAMES_OF(struct gs_cpu_sample);
+		return true;
+	case GS_EV_TORCH_MEM:
+		FRAMES_OF(struct gs_torch_mem);
+		return true;
+	case GS_EV_TORCH_OOM:
+		FRAMES_OF(struct gs_torch_oom);
+		return true;
+	}
+#undef FRAMES_OF
+	return false;
+}
+
+/* nr_frames of each record kind: a __u16 at the same place for all of them is not a given */
+static void set_nr_frames(union gs_py_merged *out, __u16 nr)
+{
+	switch (out->alloc.hdr.type) {
+	case GS_EV_MEM_ALLOC:
+		out->alloc.nr_frames = nr;
+		break;
+	case GS_EV_MEM_FREE_RET:
+		out->free_ret.nr_frames = nr;
+		break;
+	case GS_EV_CUDA_CALL:
+		out->call.nr_frames = nr;
+		break;
+	case GS_EV_CPU_SAMPLE:
+		out->sample.nr_frames = nr;
+		break;
+	case GS_EV_TORCH_MEM:
+		out->torch_mem.nr_frames = nr;
+		break;
+	case GS_EV_TORCH_OOM:
+		out->torch_oom.nr_frames = nr;
+		break;
+	}
+}
+
+bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_merged *out)
+{
+	const struct gs_event_hdr *hdr = rec;
+	const struct pystack_slot *slot;
+	__u64 merged[GS_MAX_STACK];
+	struct target *t;
+	size_t off, n;
+	__u16 nr;
+
+	if (!(hdr->flags & GS_EV_F_PYSTACK) || !record_frames(rec, &off, &nr))
+		return false;
+	slot = take_stack(py, hdr);
+	t = find_target(py, (pid_t)hdr->pid);
+	if (!slot || !slot->nr_named || !t || t->state != TARGET_ACTIVE)
+		return false;
+	n = merge(t, &slot->e, slot->named, (const __u64 *)((const char *)rec + off), nr, merged,
+		  GS_MAX_STACK);
+	memcpy(out, rec, off);
+	memcpy((char *)out + off, merged, n * sizeof(merged[0]));
+	out->alloc.hdr.size = (__u32)(off + n * sizeof(merged[0]));
+	set_nr_frames(out, (__u16)n);
+	return true;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* python.h: Python frames in every stack: interpreter discovery, the walk's map, the merge. */
+#ifndef GS_PYTHON_H
+#define GS_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "bpf/gs_event.h"
+
+struct bpf_map;
+struct gs_symcache;
+struct gs_python;
+
+/*
+ * Creates the py_procs map the BPF walk reads (bpf/gs_python.bpf.h). Names are kept in
+ * symcache's Python names, so that every stack table symbolizing through it names the
+ * frames. Returns NULL with errno set.
+ */
+struct gs_python *gs_python__new(struct gs_symcache *symcache);
+void gs_python__free(struct gs_python *py);
+/*
+ * Makes an object's py_procs map (opened, not loaded) the session's; py NULL (--no-python):
+ * the object keeps its own, empty one. Returns 0 or -errno.
+ */
+int gs_python__share_map(struct gs_python *py, struct bpf_map *py_procs);
+
+/*
+ * Looks for CPython in pid (after its maps snapshot in symcache was refreshed) and, the
+ * first time one is found, tells the BPF walk where its frames are. An interpreter that is
+ * not supported is logged once per process; its stacks stay native.
+ */
+void gs_python__scan(struct gs_python *py, pid_t pid);
+void gs_python__forget(struct gs_python *py, pid_t pid);
+
+/* Takes the names of a code object BPF sent (GS_EV_PYCODE). */
+void gs_python__learn(struct gs_python *py, const struct gs_py_code_event *e);
+/* Keeps a GS_EV_PYSTACK record until the record it belongs to arrives. */
+void gs_python__stash(struct gs_python *py, const struct gs_py_stack_event *e);
+
+/* Room for any record gs_python__merge_record() writes */
+union gs_py_merged {
+	struct gs_mem_alloc alloc;
+	struct gs_mem_free_ret free_ret;
+	struct gs_cuda_call call;
+	struct gs_cpu_sample sample;
+	struct gs_torch_mem torch_mem;
+	struct gs_torch_oom torch_oom;
+};
+
+/*
+ * For a record with GS_EV_F_PYSTACK (rec, already validated by gs_event_decode()): writes
+ * into out a copy whose frames are the native frames with each run of the interpreter's
+ * evaluation loop replaced by the Python frames it ran (names: user/python_names.h), and
+ * the Python frames native unwinding did not reach after a marker frame, at most
+ * GS_MAX_STACK in all. Returns false (out untouched) when there is nothing to merge.
+ */
+bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_merged *out);
+
+#endif /* GS_PYTHON_H */
