@@ -4,6 +4,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "gs_common.bpf.h"
+#include "gs_python.bpf.h"
 
 #define EEXIST 17
 #define ENOMEM 12
@@ -80,6 +81,8 @@ static __always_inline void count_sample(struct bpf_perf_event_data *ctx, __u32 
 
 static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 pid_tgid)
 {
+	__u64 ts = bpf_ktime_get_ns();
+	int py = gs_py_emit(pid_tgid, ts);
 	struct gs_cpu_sample *e = gs_reserve(sizeof(*e));
 	long nbytes;
 
@@ -96,6 +99,7 @@ static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 p
 	gs_fill_hdr(&e->hdr, GS_EV_CPU_SAMPLE,
 		    offsetof(struct gs_cpu_sample, frames) + e->nr_frames * sizeof(__u64),
 		    pid_tgid);
+	gs_py_mark(&e->hdr, py, ts);
 	bpf_ringbuf_submit(e, 0);
 }
 
