@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/json.h"
 #include "user/python_names.h"
 #include "user/stack_table.h"
 
@@ -235,4 +236,22 @@ void gs_frame_format(const struct gs_frame *f, char *buf, size_t len)
 		snprintf(buf, len, "%s+0x%" PRIx64, f->module, f->offset);
 	else
 		snprintf(buf, len, "0x%" PRIx64, f->address);
+}
+
+void gs_frame_json(struct gs_json *j, const struct gs_frame *f)
+{
+	gs_json__begin_object(j, NULL);
+	if (f->kind == GS_FRAME_PYTHON)
+		gs_json__string(j, "kind", "python");
+	else if (f->kind == GS_FRAME_MARKER)
+		gs_json__string(j, "kind", "marker");
+	gs_json__string(j, "symbol", f->symbol);
+	gs_json__string(j, "module", f->module);
+	gs_json__u64(j, "offset", f->offset);
+	gs_json__u64(j, "address", f->address);
+	if (f->kind == GS_FRAME_PYTHON) {
+		gs_json__string(j, "file", f->file);
+		gs_json__i64(j, "line", f->line);
+	}
+	gs_json__end_object(j);
 }

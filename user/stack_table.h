@@ -41,4 +41,11 @@ size_t gs_stack_table__size(const struct gs_stack_table *t);
  */
 void gs_frame_format(const struct gs_frame *f, char *buf, size_t len);
 
+struct gs_json;
+/*
+ * One frame as a JSON object: symbol, module, offset, address; a Python frame also has
+ * "kind": "python", file and line (-1: none), a marker frame "kind": "marker".
+ */
+void gs_frame_json(struct gs_json *j, const struct gs_frame *f);
+
 #endif /* GS_STACK_TABLE_H */
