@@ -27,6 +27,7 @@ struct pending {
 	char *name; /* owned: the kernel's name, demangled when it is a C++ name */
 	pid_t pid;
 	uint64_t arrived_ns;
+	bool written; /* ahead of its turn: its process is gone */
 };
 
 struct counts {
@@ -295,6 +296,9 @@ static void write_pending(struct gs_record_gpu *g, struct pending *p)
 {
 	bool linked = gs_gpu_correlate__launched(g->corr, p->pid, p->op.correlation);
 
+	if (p->written)
+		return;
+	p->written = true;
 	if (linked)
 		g->n.linked++;
 	else
@@ -309,13 +313,19 @@ void gs_record_gpu__advance(struct gs_record_gpu *g, uint64_t now_ns)
 	while (g->first_pending < g->nr_pending) {
 		struct pending *p = &g->pending[g->first_pending];
 
-		if (now_ns != UINT64_MAX && p->arrived_ns + GS_RECORD_GPU_LINK_DELAY_NS > now_ns)
+		if (!p->written && now_ns != UINT64_MAX &&
+		    p->arrived_ns + GS_RECORD_GPU_LINK_DELAY_NS > now_ns)
 			break;
 		write_pending(g, p);
 		g->first_pending++;
 	}
-	if (g->first_pending == g->nr_pending)
-		g->first_pending = g->nr_pending = 0;
+	/* what is left moves to the front: the queue holds one delay's worth, not a run's */
+	if (!g->first_pending)
+		return;
+	memmove(g->pending, g->pending + g->first_pending,
+		(g->nr_pending - g->first_pending) * sizeof(*g->pending));
+	g->nr_pending -= g->first_pending;
+	g->first_pending = 0;
 }
 
 /* Takes name (owned, may be NULL) with the record into the queue. */
@@ -459,7 +469,10 @@ void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hd
 void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid)
 {
 	/* its launches were all seen: the process made no call after its last record */
-	gs_record_gpu__advance(g, UINT64_MAX);
+	for (size_t i = g->first_pending; i < g->nr_pending; i++)
+		if (g->pending[i].pid == pid)
+			write_pending(g, &g->pending[i]);
+	gs_record_gpu__advance(g, 0); /* only drops what was written from the front */
 	gs_gpu_correlate__forget_pid(g->corr, pid);
 }
 
