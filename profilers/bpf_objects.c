@@ -8,6 +8,7 @@
 #include "proc.skel.h"
 #include "torch.skel.h"
 #include "profilers/bpf_objects.h"
+#include "profilers/cuda/api.h"
 #include "user/log.h"
 
 /* the reader wakes when an eighth is full, or on its poll timeout; never per record */
@@ -32,6 +33,24 @@ int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 
 	err = err ?: bpf_map__reuse_fd(targets, bpf_map__fd(o->proc->maps.targets));
 	return err ?: bpf_map__reuse_fd(stats, bpf_map__fd(o->proc->maps.stats));
+}
+
+/* Which of mem.bpf.o (allocations, frees) and cuda.bpf.o (other calls) the families use. */
+static void objects_for(uint32_t families, bool *mem, bool *cuda)
+{
+	size_t nr_apis;
+	const struct gs_cuda_api *apis = gs_cuda_apis(&nr_apis);
+
+	*mem = *cuda = false;
+	for (size_t i = 1; i < nr_apis; i++) {
+		if (!(families & GS_FAM_BIT(apis[i].family)))
+			continue;
+		if (apis[i].shape == GS_SHAPE_ALLOC || apis[i].shape == GS_SHAPE_ALLOC_PITCH ||
+		    apis[i].shape == GS_SHAPE_FREE)
+			*mem = true;
+		else
+			*cuda = true;
+	}
 }
 
 static int load_proc(struct gs_bpf_objects *o)
@@ -94,13 +113,18 @@ static int load_cuda(struct gs_bpf_objects *o)
 
 int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_opts *opts)
 {
+	bool mem, cuda;
 	int err;
 
 	*o = (struct gs_bpf_objects){ .opts = *opts };
+	objects_for(opts->families, &mem, &cuda);
 	err = load_proc(o);
-	err = err ?: load_mem(o);
-	err = err ?: load_cuda(o);
-	if (!err && opts->torch)
+	if (!err && mem)
+		err = load_mem(o);
+	if (!err && cuda)
+		err = load_cuda(o);
+	/* -a: now, so that a long-running session never stalls its event loop for it later */
+	if (!err && opts->torch && opts->all)
 		gs_bpf_objects__torch(o);
 	if (err)
 		gs_bpf_objects__close(o);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* bpf_objects.h: a session's BPF objects, loaded with their maps shared. */
+/* bpf_objects.h: a session's BPF objects, each loaded and verified only once it is needed. */
 #ifndef GS_BPF_OBJECTS_H
 #define GS_BPF_OBJECTS_H
 
@@ -20,12 +20,18 @@ struct gs_bpf_objects_opts {
 	bool ustack;	   /* --stacks dwarf: stack slices before the records */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the CUDA APIs that will be probed */
-	bool torch;	   /* PyTorch's probes are wanted */
+	/*
+	 * PyTorch's probes may be wanted: torch.bpf.o (seconds of verifier time) is loaded by
+	 * gs_bpf_objects__torch() when a process first maps libc10; under -a at open, so that a
+	 * long-running session never stalls its event loop for it later.
+	 */
+	bool torch;
 };
 
 /*
- * proc.bpf.o owns the ring buffer, the target set and the loss counters every other object
- * shares; the pointers of objects not loaded are NULL.
+ * proc.bpf.o is always loaded: it owns the ring buffer, the target set and the loss
+ * counters every other object shares. mem.bpf.o and cuda.bpf.o are loaded when the families
+ * have APIs of theirs; the pointers of objects not loaded are NULL.
  */
 struct gs_bpf_objects {
 	struct proc_bpf *proc;
@@ -37,9 +43,12 @@ struct gs_bpf_objects {
 	bool torch_failed; /* tried once and failed (logged): not tried again */
 };
 
-/* Loads proc, mem, cuda and (when wanted) torch. Returns 0 or -errno (logged). */
+/* Loads proc, and mem and cuda as the families need. Returns 0 or -errno (logged). */
 int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_opts *opts);
-/* The PyTorch object; NULL when opts.torch is off or it could not be loaded (logged once). */
+/*
+ * The PyTorch object, loaded on the first call; NULL when opts.torch is off or it could not
+ * be loaded (one warning: CUDA tracing goes on without it).
+ */
 struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o);
 /* Makes another object (opened, not loaded) use proc's ring buffer, targets and counters. */
 int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
