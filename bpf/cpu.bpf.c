@@ -100,7 +100,7 @@ static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 p
 		    offsetof(struct gs_cpu_sample, frames) + e->nr_frames * sizeof(__u64),
 		    pid_tgid);
 	gs_py_mark(&e->hdr, py, ts);
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 SEC("perf_event")

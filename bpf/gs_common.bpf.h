@@ -29,9 +29,11 @@ struct {
 
 const volatile bool cfg_all_pids = false;
 /*
- * Wake the reader only once this many bytes wait in the ring buffer (0: at every record, the
- * kernel's default). A wake-up per record costs the traced thread an irq_work and a context
- * switch; the reader also drains on its poll timeout, so nothing waits longer than that.
+ * Wake the reader only once this many bytes wait in the ring buffer. 0 submits with flags 0,
+ * the kernel's adaptive wake-up: a wake-up whenever the record is the first the reader has
+ * not consumed, which for a reader that keeps up is nearly every record, each costing the
+ * traced thread an irq_work and a context switch. The reader also drains on its poll
+ * timeout, so a held-back record waits no longer than that.
  */
 const volatile __u32 cfg_wakeup_bytes = 0;
 

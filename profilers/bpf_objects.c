@@ -146,6 +146,7 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 	if (!err) {
 		o->torch->rodata->cfg_all_pids = o->opts.all;
 		o->torch->rodata->cfg_ustack = o->opts.ustack;
+		o->torch->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
 	}

@@ -217,6 +217,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	s->skel->rodata->cfg_all_pids = opts->all;
 	s->skel->rodata->cfg_records = opts->records;
 	s->skel->rodata->cfg_cgroup = opts->cgroup != NULL;
+	s->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
 	/* only the mode in use needs its map: the other is kept minimal */
 	if (opts->records) {
 		bpf_map__set_max_entries(s->skel->maps.stacks, 1);
