@@ -16,8 +16,10 @@
 #include "proc.skel.h"
 #include "profilers/bpf_objects.h"
 #include "profilers/lib_attach.h"
+#include "profilers/pid_index.h"
 #include "profilers/proc_tree.h"
 #include "profilers/tracker.h"
+#include "user/array.h"
 #include "user/clock.h"
 #include "user/elf_file.h"
 #include "user/event_decode.h"
@@ -61,8 +63,9 @@ struct gs_tracker {
 	struct gs_proc_tree *tree;    /* parents and ranks of the -p/-- targets and their children */
 	struct ustack_slot ustacks[USTACK_SLOTS];
 	size_t next_ustack;
-	struct target *targets;
+	struct target *targets; /* in no order; found by pid through target_index */
 	size_t nr_targets, cap_targets;
+	struct gs_pid_index target_index;
 	struct gs_child child;
 	int child_status;
 	bool child_reaped;
@@ -79,12 +82,12 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* Every record asks this (in -a mode, of thousands of processes): a hash, not a scan. */
 static struct target *find_target(struct gs_tracker *t, pid_t pid)
 {
-	for (size_t i = 0; i < t->nr_targets; i++)
-		if (t->targets[i].pid == pid)
-			return &t->targets[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&t->target_index, pid, &pos) ? &t->targets[pos] : NULL;
 }
 
 static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
@@ -94,15 +97,9 @@ static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 
 	if (tg)
 		return tg;
-	if (t->nr_targets == t->cap_targets) {
-		size_t cap = t->cap_targets ? t->cap_targets * 2 : 16;
-		struct target *grown = realloc(t->targets, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		t->targets = grown;
-		t->cap_targets = cap;
-	}
+	if (GS_ARRAY_RESERVE(t->targets, t->nr_targets, t->cap_targets, 16) ||
+	    gs_pid_index__set(&t->target_index, pid, t->nr_targets))
+		return NULL;
 	tg = &t->targets[t->nr_targets++];
 	*tg = (struct target){ .pid = pid };
 	gs_read_comm(pid, pid, tg->comm, sizeof(tg->comm));
@@ -125,7 +122,13 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 /* Forgets a target; in -a mode thousands come and go, so none is kept once gone. */
 static void drop_target(struct gs_tracker *t, struct target *tg)
 {
+	size_t pos = (size_t)(tg - t->targets);
+
+	gs_pid_index__remove(&t->target_index, tg->pid);
 	*tg = t->targets[--t->nr_targets];
+	/* the last one moved into the hole (moving a pid never allocates) */
+	if (pos < t->nr_targets)
+		gs_pid_index__set(&t->target_index, tg->pid, pos);
 }
 
 static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
@@ -861,5 +864,6 @@ void gs_tracker__free(struct gs_tracker *t)
 	for (size_t i = 0; i < USTACK_SLOTS; i++)
 		free(t->ustacks[i].e);
 	free(t->targets);
+	gs_pid_index__release(&t->target_index);
 	free(t);
 }
