@@ -198,3 +198,21 @@ def system_torch_tensor_names_its_python_function():
     # 3.11 runs the list comprehension as its own code object, inside keep_tensors
     expect_eq(names[:2], ["keep_tensors.<locals>.<listcomp>", "keep_tensors"], f"frames {py}")
     expect_eq([(file, n) for _, file, n in py[:2]], [(TORCH_CPU_SCRIPT, line)] * 2, "lines")
+
+
+@test
+def dwarf_stacks_merge_python_frames_in_place():
+    # with the interpreter's own frames unwound, each evaluation loop gives way to the
+    # Python frames it ran, and the native frames around them stay
+    python = interpreter("debian")
+    status, out, err = run_gpusnoop("leaks", "--format", "json", "--stacks", "dwarf", "--",
+                                    python, SCRIPT, CUDART, "malloc")
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    frames = the_allocation(report, report["processes"][0]["pid"])
+    expect_eq(python_frames(frames), expected_malloc_frames(), "Python frames")
+    symbols = [f["symbol"] or "" for f in frames]
+    assert not any(s.startswith("_PyEval_EvalFrameDefault") for s in symbols), symbols
+    assert not any(f.get("kind") == "marker" for f in frames), symbols
+    assert symbols.index("<module>") < symbols.index("Py_BytesMain"), symbols
+    assert symbols.index("alloc_weights") > 0, symbols  # ctypes' native frames come first
