@@ -107,8 +107,14 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 	char total[32], b[32], comm[GS_TEXT_SAFE_LEN(16)];
 
 	gs_format_bytes(p->outstanding_bytes, total, sizeof(total));
-	fprintf(f, "pid %d (%s)%s: %s outstanding in %" PRIu64 " allocation%s", (int)p->pid,
-		gs_text_safe(p->comm, comm, sizeof(comm)),
+	fprintf(f, "pid %d (%s", (int)p->pid, gs_text_safe(p->comm, comm, sizeof(comm)));
+	if (p->ppid > 0)
+		fprintf(f, ", parent %d", (int)p->ppid);
+	if (p->rank >= 0)
+		fprintf(f, ", rank %d", (int)p->rank);
+	if (p->local_rank >= 0)
+		fprintf(f, ", local rank %d", (int)p->local_rank);
+	fprintf(f, ")%s: %s outstanding in %" PRIu64 " allocation%s",
 		p->exec	    ? " replaced by exec, held"
 		: p->exited ? " exited holding"
 			    : "",
@@ -287,6 +293,9 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 	gs_json__begin_object(j, NULL);
 	gs_json__i64(j, "pid", p->pid);
 	gs_json__string(j, "comm", p->comm);
+	gs_json__i64(j, "ppid", p->ppid);
+	gs_json__i64(j, "rank", p->rank);
+	gs_json__i64(j, "local_rank", p->local_rank);
 	gs_json__bool(j, "exited", p->exited);
 	gs_json__bool(j, "exec", p->exec);
 	gs_json__u64(j, "outstanding_bytes", p->outstanding_bytes);
@@ -518,6 +527,7 @@ int gs_leak_proc_report__build(struct gs_leak_proc_report *out, const struct gs_
 	memset(out, 0, sizeof(*out));
 	out->pid = p->pid;
 	out->comm = comm;
+	out->rank = out->local_rank = -1; /* the caller knows the process tree */
 	out->failed_allocations = p->failed_allocations;
 	out->failed_frees = p->failed_frees;
 	out->unknown_frees = p->unknown_frees;

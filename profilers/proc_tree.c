@@ -43,6 +43,22 @@ const struct gs_proc_tree_entry *gs_proc_tree__find(const struct gs_proc_tree *t
 	return tree ? find(tree, pid) : NULL;
 }
 
+void gs_proc_tree_label(const struct gs_proc_tree_entry *e, const char *comm, char *buf,
+			size_t len)
+{
+	int n;
+
+	if (!e || e->rank < 0)
+		n = snprintf(buf, len, "%s", comm);
+	else if (e->local_rank < 0)
+		n = snprintf(buf, len, "%s (rank %d)", comm, (int)e->rank);
+	else
+		n = snprintf(buf, len, "%s (rank %d, local %d)", comm, (int)e->rank,
+			     (int)e->local_rank);
+	if (n < 0 && len)
+		*buf = '\0';
+}
+
 /* A plain decimal below 2^31 of exactly len bytes, or -1. */
 static int32_t parse_rank(const char *s, size_t len)
 {

@@ -38,6 +38,13 @@ void gs_proc_tree__exit(struct gs_proc_tree *tree, pid_t pid);
 const struct gs_proc_tree_entry *gs_proc_tree__find(const struct gs_proc_tree *tree, pid_t pid);
 
 /*
+ * A process's name for people and trace viewers: "comm (rank R)", "comm (rank R, local L)", or
+ * comm alone when e (NULL allowed) has no rank. Truncated to fit len.
+ */
+void gs_proc_tree_label(const struct gs_proc_tree_entry *e, const char *comm, char *buf,
+			size_t len);
+
+/*
  * Ranks in an environment block of len bytes ("NAME=value" strings, each ended by a NUL, as
  * /proc/PID/environ gives it; the last may be unterminated). A value that is not a plain
  * decimal number below 2^31 is ignored. *rank and *local_rank are -1 when absent.

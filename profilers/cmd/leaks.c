@@ -10,6 +10,7 @@
 #include "profilers/leak_report.h"
 #include "profilers/mem_model.h"
 #include "profilers/options.h"
+#include "profilers/proc_tree.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
@@ -123,6 +124,18 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 	}
 }
 
+/* Where out's process sits in the followed tree: its parent and ranks. */
+static void tree_facts(struct leaks *l, struct gs_leak_proc_report *out)
+{
+	const struct gs_proc_tree_entry *e = gs_tracker__proc(l->tracker, out->pid);
+
+	if (e) {
+		out->ppid = e->ppid;
+		out->rank = e->rank;
+		out->local_rank = e->local_rank;
+	}
+}
+
 /* Writes one report over the given processes (all of them when only is NULL). */
 static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only,
 			const struct gs_leak_trigger *trigger)
@@ -148,6 +161,7 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 						 gs_tracker__comm(l->tracker, p->pid), r.now_ns,
 						 (uint64_t)(l->opts.min_age_s * 1e9));
 		if (!err) {
+			tree_facts(l, &r.procs[r.nr_procs]);
 			r.procs[r.nr_procs].exited =
 				!strcmp(reason, "exit") || !strcmp(reason, "exec");
 			r.procs[r.nr_procs].exec = !strcmp(reason, "exec");
@@ -173,8 +187,12 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct leaks *l = ctx;
-	/* a target that never allocated still gets its (empty) exit report */
-	struct gs_mem_proc *p = gs_mem_model__proc(&l->mem, pid, !exec);
+	/*
+	 * A target that never allocated still gets its (empty) exit report; in a followed tree
+	 * only those that did: the shells and launchers between them are no news.
+	 */
+	struct gs_mem_proc *p =
+		gs_mem_model__proc(&l->mem, pid, !exec && !gs_tracker__children(l->tracker));
 
 	if (p)
 		write_report(l, exec ? "exec" : "exit", p, NULL);

@@ -16,6 +16,7 @@
 #include "profilers/cuda/kernel_names.h"
 #include "profilers/mem_model.h"
 #include "profilers/options.h"
+#include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
 #include "profilers/cmd/record_summary.h"
 #include "profilers/cmd/subcommands.h"
@@ -108,11 +109,13 @@ static void render_end(struct record *r)
 static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
 	uint64_t seen;
-	char comm[32];
+	char comm[32], label[64];
 
 	if (!gs_addr_map__get(r->named, pid, 0, &seen)) {
-		gs_chrome_trace__process_name(render_begin(r, ts_ns), pid,
-					      gs_tracker__comm(r->tracker, pid));
+		/* the processes of a tree (ranks of a launcher) apart at a glance */
+		gs_proc_tree_label(gs_tracker__proc(r->tracker, pid),
+				   gs_tracker__comm(r->tracker, pid), label, sizeof(label));
+		gs_chrome_trace__process_name(render_begin(r, ts_ns), pid, label);
 		render_end(r);
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}

@@ -19,6 +19,7 @@ import test_security_output  # noqa: E402,F401
 import test_security_daemon  # noqa: E402,F401
 import test_cli  # noqa: E402,F401
 import test_oom_exit  # noqa: E402,F401
+import test_tree  # noqa: E402,F401
 import test_python  # noqa: E402,F401
 
 if __name__ == "__main__":
