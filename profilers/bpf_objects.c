@@ -9,6 +9,7 @@
 #include "torch.skel.h"
 #include "profilers/bpf_objects.h"
 #include "profilers/cuda/api.h"
+#include "user/links.h"
 #include "user/log.h"
 
 /* the reader wakes when an eighth is full, or on its poll timeout; never per record */
@@ -69,7 +70,7 @@ static int load_proc(struct gs_bpf_objects *o)
 	if (o->opts.ringbuf_bytes)
 		bpf_map__set_max_entries(o->proc->maps.events, (__u32)o->opts.ringbuf_bytes);
 	o->wakeup_bytes = bpf_map__max_entries(o->proc->maps.events) / WAKEUP_PART;
-	err = proc_bpf__load(o->proc);
+	err = gs_links__prepare(o->proc->obj) ?: proc_bpf__load(o->proc);
 	return err ? gs_bpf_load_error("proc", err) : 0;
 }
 
@@ -89,6 +90,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
+	err = err ?: gs_links__prepare(o->mem->obj);
 	err = err ?: mem_bpf__load(o->mem);
 	return err ? gs_bpf_load_error("mem", err) : 0;
 }
@@ -107,6 +109,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
+	err = err ?: gs_links__prepare(o->cuda->obj);
 	err = err ?: cuda_bpf__load(o->cuda);
 	return err ? gs_bpf_load_error("cuda", err) : 0;
 }
@@ -150,6 +153,7 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
 	}
+	err = err ?: gs_links__prepare(o->torch->obj);
 	err = err ?: torch_bpf__load(o->torch);
 	if (err) {
 		gs_warn("loading the PyTorch probes: %s; PyTorch memory is not followed",

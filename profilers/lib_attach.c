@@ -269,7 +269,7 @@ static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
 	char path[32];
 	struct gs_elf *elf;
 	struct stat st;
-	int fd, err;
+	int fd, err, err2;
 
 	if (is_attached(la, scope, m))
 		return 0;
@@ -302,7 +302,13 @@ static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
 out_remember:
 	/* remembered even on failure: retrying on every loader event would only repeat it */
 	remember_attached(la, scope, m);
+	/* one multi-uprobe link per program for the file: one grace period to detach */
+	gs_links__batch_begin(la->links);
 	close(fd);
+	err2 = gs_links__batch_end(la->links);
+	if (err2)
+		gs_warn("%s: attaching its probes: %s", m->path, strerror(-err2));
+	err = err ?: err2;
 	return err;
 }
 

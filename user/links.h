@@ -8,8 +8,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct bpf_object;
 struct bpf_program;
 struct gs_links;
+
+/*
+ * Before obj is loaded: where the kernel has multi-uprobe links, its SEC("uprobe") and
+ * SEC("uretprobe") programs are loaded for them (one link, one detach grace period, for
+ * many probes); elsewhere they stay per-probe perf-event uprobes. Returns 0 or -errno.
+ */
+int gs_links__prepare(struct bpf_object *obj);
 
 struct gs_links *gs_links__new(void);
 /* Detaches everything; accepts NULL. */
@@ -21,10 +29,18 @@ void gs_links__free(struct gs_links *links);
  */
 int gs_links__attach_uprobe(struct gs_links *links, struct bpf_program *prog, pid_t pid,
 			    const char *path, uint64_t off, bool retprobe, uint64_t cookie);
+/*
+ * Between these two, uprobes of prepared programs are collected, and gs_links__batch_end()
+ * attaches them with one link per program, pid, path and direction (path must name the
+ * same file until then). Returns 0 or the first -errno; logs nothing.
+ */
+void gs_links__batch_begin(struct gs_links *links);
+int gs_links__batch_end(struct gs_links *links);
 /* Attaches prog to the USDT probe provider:name in path (its semaphore is bumped by libbpf). */
 int gs_links__attach_usdt(struct gs_links *links, struct bpf_program *prog, pid_t pid,
 			  const char *path, const char *provider, const char *name,
 			  uint64_t cookie);
+/* How many links (a multi-uprobe link holds many probes). */
 size_t gs_links__count(const struct gs_links *links);
 /* How many links watch pid alone. */
 size_t gs_links__count_pid(const struct gs_links *links, pid_t pid);
