@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/mem_accounting.h"
+#include "user/array.h"
 #include "user/log.h"
 #include "user/stack_table.h"
 
@@ -37,28 +38,13 @@ struct gs_mem_proc *gs_mem_accounting__find(const struct gs_mem_accounting *a, p
 	return gs_pid_index__get(&a->index, pid, &pos) ? a->procs[pos] : NULL;
 }
 
-static int reserve_slot(struct gs_mem_accounting *a)
-{
-	size_t cap = a->cap_procs ? a->cap_procs * 2 : 8;
-	struct gs_mem_proc **grown;
-
-	if (a->nr_procs < a->cap_procs)
-		return 0;
-	grown = realloc(a->procs, cap * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	a->procs = grown;
-	a->cap_procs = cap;
-	return 0;
-}
-
 struct gs_mem_proc *gs_mem_accounting__get(struct gs_mem_accounting *a, pid_t pid)
 {
 	struct gs_mem_proc *p = gs_mem_accounting__find(a, pid);
 
 	if (p)
 		return p;
-	if (reserve_slot(a))
+	if (GS_ARRAY_RESERVE(a->procs, a->nr_procs, a->cap_procs, 8))
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -89,8 +75,6 @@ void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *
 
 static int note_failure(struct gs_mem_proc *p, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
-	struct gs_fail_group *grown;
-
 	p->failed_allocations++;
 	for (size_t i = 0; i < p->nr_fails; i++) {
 		struct gs_fail_group *g = &p->fails[i];
@@ -101,10 +85,8 @@ static int note_failure(struct gs_mem_proc *p, const struct gs_mem_alloc *e, uin
 			return 0;
 		}
 	}
-	grown = realloc(p->fails, (p->nr_fails + 1) * sizeof(*grown));
-	if (!grown)
+	if (GS_ARRAY_RESERVE(p->fails, p->nr_fails, p->cap_fails, 4))
 		return -ENOMEM;
-	p->fails = grown;
 	p->fails[p->nr_fails++] = (struct gs_fail_group){
 		.count = 1,
 		.bytes_requested = e->size,

@@ -36,7 +36,7 @@ struct gs_mem_proc {
 	uint64_t allocations, frees; /* successful allocation calls; free calls (NULL too) */
 	uint64_t failed_allocations, failed_frees, unknown_frees;
 	struct gs_fail_group *fails;
-	size_t nr_fails;
+	size_t nr_fails, cap_fails;
 	struct gs_pending_free pending[GS_PENDING_FREES];
 	size_t next_pending;
 };

@@ -21,6 +21,7 @@
 #include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
+#include "user/array.h"
 #include "user/clock.h"
 #include "user/ctl_socket.h"
 #include "user/log.h"
@@ -46,18 +47,8 @@ static struct gs_daemon_proc *proc_stats(struct gs_daemon *d, pid_t pid, bool cr
 
 	if (gs_pid_index__get(&d->proc_index, pid, &pos))
 		return &d->procs[pos];
-	if (!create)
-		return NULL;
-	if (d->nr_procs == d->cap_procs) {
-		size_t cap = d->cap_procs ? d->cap_procs * 2 : 16;
-		struct gs_daemon_proc *grown = realloc(d->procs, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		d->procs = grown;
-		d->cap_procs = cap;
-	}
-	if (gs_pid_index__set(&d->proc_index, pid, d->nr_procs))
+	if (!create || GS_ARRAY_RESERVE(d->procs, d->nr_procs, d->cap_procs, 16) ||
+	    gs_pid_index__set(&d->proc_index, pid, d->nr_procs))
 		return NULL;
 	d->procs[d->nr_procs] = (struct gs_daemon_proc){ .pid = pid };
 	return &d->procs[d->nr_procs++];

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "profilers/daemon/flight_recorder.h"
 #include "profilers/pid_index.h"
+#include "user/array.h"
 
 struct ring {
 	pid_t pid;
@@ -47,16 +48,8 @@ static struct ring *new_ring(struct gs_flight_recorder *fr, pid_t pid)
 {
 	struct ring *r;
 
-	if (fr->nr_rings == fr->cap_rings) {
-		size_t cap = fr->cap_rings ? fr->cap_rings * 2 : 16;
-		struct ring *grown = realloc(fr->rings, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		fr->rings = grown;
-		fr->cap_rings = cap;
-	}
-	if (gs_pid_index__set(&fr->index, pid, fr->nr_rings))
+	if (GS_ARRAY_RESERVE(fr->rings, fr->nr_rings, fr->cap_rings, 16) ||
+	    gs_pid_index__set(&fr->index, pid, fr->nr_rings))
 		return NULL;
 	r = &fr->rings[fr->nr_rings++];
 	*r = (struct ring){ .pid = pid };

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "profilers/torch/accounting.h"
 #include "profilers/torch/syms.h"
+#include "user/array.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
 #include "user/stack_table.h"
@@ -80,28 +81,13 @@ static void read_version(struct gs_torch_acct *m, struct gs_torch_proc *p)
 	}
 }
 
-static int reserve_slot(struct gs_torch_acct *m)
-{
-	size_t cap = m->cap_procs ? m->cap_procs * 2 : 8;
-	struct gs_torch_proc **grown;
-
-	if (m->nr_procs < m->cap_procs)
-		return 0;
-	grown = realloc(m->procs, cap * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	m->procs = grown;
-	m->cap_procs = cap;
-	return 0;
-}
-
 static struct gs_torch_proc *get_proc(struct gs_torch_acct *m, pid_t pid)
 {
 	struct gs_torch_proc *p = gs_torch_acct__find(m, pid);
 
 	if (p)
 		return p;
-	if (reserve_slot(m))
+	if (GS_ARRAY_RESERVE(m->procs, m->nr_procs, m->cap_procs, 8))
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
