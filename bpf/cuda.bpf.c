@@ -34,6 +34,24 @@ struct {
 	__type(value, struct call);
 } scratch SEC(".maps");
 
+/* The arguments a call's entry sees: registers, then per flags stack slots and a struct. */
+static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args)
+{
+	args[0] = PT_REGS_PARM1(ctx);
+	args[1] = PT_REGS_PARM2(ctx);
+	args[2] = PT_REGS_PARM3(ctx);
+	args[3] = PT_REGS_PARM4(ctx);
+	args[4] = PT_REGS_PARM5(ctx);
+	args[5] = GS_PT_REGS_PARM6(ctx);
+	/* at the first instruction the return address is at sp: arguments 7.. follow it */
+	if (flags & GS_CALL_F_STACK_ARGS)
+		bpf_probe_read_user(&args[GS_CALL_REG_ARGS], GS_CALL_STACK_ARGS * sizeof(__u64),
+				    (void *)(PT_REGS_SP(ctx) + sizeof(__u64)));
+	if ((flags & GS_CALL_F_DEREF_ARG0) && args[0])
+		bpf_probe_read_user(&args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS],
+				    GS_CALL_DEREF_WORDS * sizeof(__u64), (void *)args[0]);
+}
+
 SEC("uprobe")
 int cuda_call_enter(struct pt_regs *ctx)
 {
@@ -52,20 +70,46 @@ int cuda_call_enter(struct pt_regs *ctx)
 	c->head.entry_ts_ns = now;
 	c->head.api = (__u16)cookie;
 	c->flags = (__u32)(cookie >> 16);
-	c->args[0] = PT_REGS_PARM1(ctx);
-	c->args[1] = PT_REGS_PARM2(ctx);
-	c->args[2] = PT_REGS_PARM3(ctx);
-	c->args[3] = PT_REGS_PARM4(ctx);
-	c->args[4] = PT_REGS_PARM5(ctx);
-	c->args[5] = GS_PT_REGS_PARM6(ctx);
-	/* at the first instruction the return address is at sp: arguments 7.. follow it */
-	if (c->flags & GS_CALL_F_STACK_ARGS)
-		bpf_probe_read_user(&c->args[GS_CALL_REG_ARGS], GS_CALL_STACK_ARGS * sizeof(__u64),
-				    (void *)(PT_REGS_SP(ctx) + sizeof(__u64)));
-	if ((c->flags & GS_CALL_F_DEREF_ARG0) && c->args[0])
-		bpf_probe_read_user(&c->args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS],
-				    GS_CALL_DEREF_WORDS * sizeof(__u64), (void *)c->args[0]);
+	read_args(ctx, c->flags, c->args);
 	gs_call_save(&calls, c);
+	return 0;
+}
+
+/*
+ * A launch sent whole from its entry, the default: kernel, dims, stream and stack are all
+ * known there, and a return probe costs about as much again. -e cuda-launch-latency gives
+ * launches cuda_call_enter/exit instead, for the CPU-side duration and the error.
+ */
+SEC("uprobe")
+int cuda_launch_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct gs_cuda_call *e;
+	__u64 ts;
+	int py;
+
+	if (!gs_is_target(pid_tgid >> 32))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	py = gs_py_emit(pid_tgid, ts);
+	e = gs_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
+	read_args(ctx, e->flags, e->args);
+	e->entry_ts_ns = ts;
+	e->api = (__u16)cookie;
+	e->ret = 0;
+	e->out = 0;
+	e->pad = 0;
+	e->str[0] = '\0';
+	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack_at_entry(ctx, e->frames) : 0;
+	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
+		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
+	e->hdr.ts_ns = ts;
+	gs_py_mark(&e->hdr, py, ts);
+	gs_submit(e);
 	return 0;
 }
 

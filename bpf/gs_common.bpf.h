@@ -106,27 +106,31 @@ static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma
 /*
  * Fills frames[GS_MAX_STACK] with the user stack, innermost first; returns the frame count.
  *
- * The same walk as the kernel's (regs->ip, then the return address of each frame of the
- * %rbp chain, pending uretprobe trampolines replaced by the real return addresses), but it
+ * The same walk as the kernel's (ip: regs->ip except at an entry, then the return address of
+ * each frame of the %rbp chain, pending uretprobe trampolines replaced by the real return addresses), but it
  * follows a frame pointer only upwards and inside the stack's own mapping. The kernel's
  * walk reads wherever the last frame points, and the chain of any process ends in code
  * built without frame pointers (libc's __libc_start_call_main at least) with %rbp holding
  * data: the read faults, and a fault costs ~5 us, 80% of a probe hit with a stack, on
  * kernel 6.18 in a VM (measured with kernel.bpf_stats_enabled; scripts/bench/).
  */
-static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
+static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 ip, __u64 fp,
+						__u64 lo)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs = ctx;
 	struct gs_stack_vma vma = {};
 	struct return_instance *ri;
-	__u64 fp = PT_REGS_FP(regs), lo = PT_REGS_SP(regs), frame[2], tramp;
+	__u64 frame[2], tramp;
 	__u16 n = 1;
 
 	/* no stack mapping (or mmap_lock busy): let the kernel walk, faults and all */
-	if (bpf_find_vma(task, lo, gs_stack_vma_cb, &vma, 0) || !vma.end)
-		return gs_user_stack_kernel(ctx, frames);
-	frames[0] = PT_REGS_IP(regs);
+	if (bpf_find_vma(task, lo, gs_stack_vma_cb, &vma, 0) || !vma.end) {
+		n = gs_user_stack_kernel(ctx, frames);
+		if (n)
+			frames[0] = ip; /* at a function's entry the kernel's walk starts in it */
+		return n;
+	}
+	frames[0] = ip;
 	for (int i = 1; i < GS_MAX_STACK; i++) {
 		if (fp < lo || fp > vma.end - sizeof(frame) || (fp & 7) ||
 		    bpf_probe_read_user(frame, sizeof(frame), (void *)fp))
@@ -149,6 +153,32 @@ static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 		ri = BPF_CORE_READ(ri, next);
 	}
 	return n;
+}
+
+static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
+{
+	struct pt_regs *regs = ctx;
+
+	return gs_user_stack_from(ctx, frames, PT_REGS_IP(regs), PT_REGS_FP(regs),
+				  PT_REGS_SP(regs));
+}
+
+/*
+ * The same stack from a function's first instruction (x86-64): its frame is not made yet,
+ * %rbp is still the caller's and the return address is at %rsp, so the frames are those a
+ * return probe would see, the caller first.
+ */
+static __always_inline __u16 gs_user_stack_at_entry(void *ctx, __u64 *frames)
+{
+	struct pt_regs *regs = ctx;
+	__u64 ret;
+
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(regs))) {
+		gs_count(GS_STAT_STACK_FAILED);
+		return 0;
+	}
+	return gs_user_stack_from(ctx, frames, ret, PT_REGS_FP(regs),
+				  PT_REGS_SP(regs) + sizeof(__u64));
 }
 
 static __always_inline void gs_fill_hdr(struct gs_event_hdr *hdr, __u16 type, __u32 size,

@@ -111,6 +111,7 @@ struct gs_mem_free_ret {
 #define GS_CALL_F_READ_OUT0  0x4  /* at return, the u64 argument 1 points to */
 #define GS_CALL_F_READ_STR2  0x8  /* at return, the string argument 3 points to */
 #define GS_CALL_F_USER_STACK 0x10 /* the user stack at return */
+#define GS_CALL_F_AT_ENTRY   0x20 /* sent at entry, no return probe: no duration, no result */
 
 #define GS_CALL_REG_ARGS    6
 #define GS_CALL_STACK_ARGS  3

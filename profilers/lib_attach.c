@@ -153,6 +153,10 @@ static void programs_for(struct gs_lib_attach *la, const struct gs_cuda_api *api
 		*entry = cuda->progs.cuda_call_enter;
 		*ret = cuda->progs.cuda_call_exit;
 	}
+	if (!gs_cuda_api_wants_return(api, la->families)) {
+		*entry = cuda->progs.cuda_launch_enter; /* all a launch shows is known at entry */
+		*ret = NULL;
+	}
 }
 
 static void log_cuda_lib(pid_t scope, size_t attached, size_t wanted, const char *shown,
@@ -298,17 +302,17 @@ static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
 		goto out_remember;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	err = attach_role(la, elf, path, m->path, scope, role);
-out_remember:
-	/* remembered even on failure: retrying on every loader event would only repeat it */
-	remember_attached(la, scope, m);
 	/* one multi-uprobe link per program for the file: one grace period to detach */
 	gs_links__batch_begin(la->links);
-	close(fd);
+	err = attach_role(la, elf, path, m->path, scope, role);
 	err2 = gs_links__batch_end(la->links);
 	if (err2)
 		gs_warn("%s: attaching its probes: %s", m->path, strerror(-err2));
 	err = err ?: err2;
+out_remember:
+	/* remembered even on failure: retrying on every loader event would only repeat it */
+	remember_attached(la, scope, m);
+	close(fd);
 	return err;
 }
 

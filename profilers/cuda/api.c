@@ -209,6 +209,11 @@ uint32_t gs_cuda_api_call_flags(const struct gs_cuda_api *api)
 	}
 }
 
+bool gs_cuda_api_wants_return(const struct gs_cuda_api *api, uint32_t families)
+{
+	return api->family != GS_FAM_LAUNCH || (families & GS_FAM_BIT(GS_FAM_LAUNCH_LATENCY));
+}
+
 const char *gs_copy_kind_name(unsigned int kind)
 {
 	static const char *const names[GS_COPY__MAX] = {
@@ -226,6 +231,8 @@ int gs_parse_event_families(const char *list, uint32_t *families)
 	} known[] = {
 		{ "cuda-mem", GS_FAM_BIT(GS_FAM_MEM) },
 		{ "cuda-launch", GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) },
+		{ "cuda-launch-latency", GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
+						 GS_FAM_BIT(GS_FAM_LAUNCH_LATENCY) },
 		{ "cuda-sync", GS_FAM_BIT(GS_FAM_SYNC) },
 		{ "cuda-memcpy", GS_FAM_BIT(GS_FAM_COPY) },
 		{ "torch-mem", GS_FAM_BIT(GS_FAM_TORCH) },

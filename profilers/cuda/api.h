@@ -20,6 +20,8 @@ enum gs_api_family {
 	GS_FAM_COPY,
 	GS_FAM_NAMES,
 	GS_FAM_TORCH, /* no CUDA APIs: PyTorch's allocators (profilers/torch/attach.c) */
+	/* no APIs of its own: launches get a return probe too (CPU-side duration, error) */
+	GS_FAM_LAUNCH_LATENCY,
 };
 #define GS_FAM_BIT(f) (1u << (f))
 
@@ -84,6 +86,12 @@ const struct gs_cuda_api *gs_cuda_api_get(uint16_t id);
 const char *gs_cuda_api_name(uint16_t id);
 /* GS_CALL_F_* the generic probe needs for this API (its cookie's upper bits). */
 uint32_t gs_cuda_api_call_flags(const struct gs_cuda_api *api);
+/*
+ * Whether api is probed at its return too, with these families: a result or a duration is
+ * needed (allocations, frees, synchronizations, copies, kernel names); a launch has all it
+ * shows at entry, and its return only with GS_FAM_LAUNCH_LATENCY.
+ */
+bool gs_cuda_api_wants_return(const struct gs_cuda_api *api, uint32_t families);
 
 const char *gs_mem_kind_name(enum gs_mem_kind kind);
 /* "HtoD", "DtoH", ...; "unknown" outside the enum */
@@ -93,7 +101,8 @@ const char *gs_cuda_error_name(enum gs_cuda_lib lib, int code);
 
 /* Parses "cuda-mem,cuda-launch,..." into GS_FAM_BIT()s; -EINVAL on an unknown name. */
 int gs_parse_event_families(const char *list, uint32_t *families);
-#define GS_EVENT_FAMILY_NAMES "cuda-mem, cuda-launch, cuda-sync, cuda-memcpy, torch-mem"
+#define GS_EVENT_FAMILY_NAMES \
+	"cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, cuda-memcpy, torch-mem"
 
 /* Whether a mapped file's name marks it as the CUDA runtime or the driver. */
 bool gs_is_cudart_name(const char *path);

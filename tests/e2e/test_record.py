@@ -120,6 +120,32 @@ def record_command_until_it_exits_gzip():
 
 
 @test
+def launch_return_only_with_cuda_launch_latency():
+    """A launch is sent from its entry, with the stack its return would see; the opt-in event
+    cuda-launch-latency probes its return too, for the CPU-side duration."""
+    got = {}
+    for events in ("cuda-launch", "cuda-launch-latency"):
+        path = os.path.join(tempfile.mkdtemp(), "t.json")
+        status, out, err = run_gpusnoop("record", "-e", events, "-o", path, "--",
+                                        os.path.join(BIN, "gs_kernels"), timeout=120)
+        expect_eq(status, 0, f"gpusnoop status ({err})")
+        trace = load_trace(path)
+        pid = slices(trace)[0]["pid"]
+        expect_valid_trace(trace, pid)
+        got[events] = launches_by_kernel(trace, pid)
+        expect_eq({k: len(v) for k, v in got[events].items()},
+                  {GEMM: 3000, RELU: 1000, SCALE: 10}, f"launches per kernel ({events})")
+    entry, both = got["cuda-launch"], got["cuda-launch-latency"]
+    expect_eq({e["dur"] for v in entry.values() for e in v}, {0}, "durations at entry alone")
+    expect_eq([e for v in both.values() for e in v if e["dur"] <= 0], [],
+              "launches with a return and no duration")
+    for kernel in (GEMM, SCALE):
+        expect_eq({tuple(e["args"]["stack"]) for e in entry[kernel]},
+                  {tuple(e["args"]["stack"]) for e in both[kernel]},
+                  f"{kernel}: stacks at entry and at return")
+
+
+@test
 def done_when_pid_gemm_relu_sync():
     """The issue's acceptance run: -p PID -d 10 -o t.json.gz on 3000 gemm, 1000 relu, 100 syncs."""
     tmp = tempfile.mkdtemp()

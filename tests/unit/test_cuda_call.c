@@ -209,12 +209,33 @@ GS_TEST(event_family_lists)
 	GS_EXPECT_EQ(gs_parse_event_families("cuda-mem,cuda-launch", &f), 0);
 	GS_EXPECT_EQ(f,
 		     GS_FAM_BIT(GS_FAM_MEM) | GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES));
+	GS_EXPECT_EQ(gs_parse_event_families("cuda-launch-latency", &f), 0);
+	GS_EXPECT_EQ(f, GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
+				GS_FAM_BIT(GS_FAM_LAUNCH_LATENCY));
 	GS_EXPECT(gs_parse_event_families("cuda-mem,bogus", &f) < 0);
 	GS_EXPECT(gs_parse_event_families("", &f) < 0);
 	GS_EXPECT(gs_parse_event_families("cuda-memx", &f) < 0);
 }
 
+GS_TEST(launch_return_probe_is_opt_in)
+{
+	uint32_t plain = GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC) |
+			 GS_FAM_BIT(GS_FAM_MEM) | GS_FAM_BIT(GS_FAM_NAMES);
+	uint32_t latency = plain | GS_FAM_BIT(GS_FAM_LAUNCH_LATENCY);
+
+	GS_EXPECT(!gs_cuda_api_wants_return(api_named("cudaLaunchKernel"), plain));
+	GS_EXPECT(!gs_cuda_api_wants_return(api_named("cuGraphLaunch"), plain));
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("cudaLaunchKernel"), latency));
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("cuLaunchKernelEx"), latency));
+	/* a result or a duration is what these are for */
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("cudaMalloc"), plain));
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("cudaFree"), plain));
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("cudaStreamSynchronize"), plain));
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("cudaMemcpy"), plain));
+	GS_EXPECT(gs_cuda_api_wants_return(api_named("__cudaGetKernel"), plain));
+}
+
 GS_TEST_MAIN(runtime_launch_splits_dim3_over_two_registers, driver_launch_has_one_register_per_dim,
 	     config_launches_read_the_struct_words, graph_launch_has_no_dims,
 	     copies_take_bytes_kind_and_stream_from_their_positions, sync_handles_and_scopes,
-	     probe_flags_follow_the_shape, event_family_lists)
+	     probe_flags_follow_the_shape, event_family_lists, launch_return_probe_is_opt_in)
