@@ -150,6 +150,8 @@ def make_install_destdir_lays_out_files_and_uninstall_removes_them():
             "opt/gs/share/man/man8/gpusnoop.8": 0o644}
     for cmd in subcommands():
         want[f"opt/gs/share/man/man8/gpusnoop-{cmd}.8"] = 0o644
+    if os.path.exists(os.path.join(ROOT, "libgpusnoop-cupti.so")):  # built where CUPTI is
+        want["opt/gs/lib/gpusnoop/libgpusnoop-cupti.so"] = 0o644
     expect_eq(files_under(dest), want, "installed files")
     with open(os.path.join(dest, "opt/gs/lib/systemd/system/gpusnoop.service")) as f:
         unit = f.read()
