@@ -70,11 +70,19 @@ static __always_inline __u64 gs_py_top_frame(const struct gs_py_proc *p, __u64 t
 }
 
 /* One frame written at a time, by a bpf_loop() callback: the verifier checks it once. */
+#define GS_PY_FRAME_WINDOW 128 /* bytes of a frame read at once: every field of every layout */
+
+/* The record being built, and the current frame's bytes */
+struct gs_py_scratch {
+	struct gs_py_stack_event ev;
+	__u8 frame[GS_PY_FRAME_WINDOW];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct gs_py_stack_event);
+	__type(value, struct gs_py_scratch);
 } py_scratch SEC(".maps");
 
 /*
@@ -83,21 +91,26 @@ struct {
  * at once, so that a short-lived process is still there to be read. Later records wait
  * for the usual wake-up.
  */
-struct gs_py_seen_key {
+#define GS_PY_SEEN_SETS 8192 /* two ways each: a hot code object is not evicted by one other */
+
+struct gs_py_seen {
 	__u64 code;
 	__u32 pid;
 	__u32 pad;
 };
 
+/* (pid, code) of code objects sent, direct-mapped: an array lookup, not a hash's */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct gs_py_seen_key);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GS_PY_SEEN_SETS * 2);
+	__type(key, __u32);
+	__type(value, struct gs_py_seen);
 } py_seen SEC(".maps");
 
 struct gs_py_walk {
 	struct gs_py_proc p;
+	__u16 lo;    /* the window starts at the lowest field offset */
+	__u16 len;   /* and ends after the highest field */
 	__u64 frame; /* the next frame to read; 0 at the end of the chain */
 	__u64 pid_tgid;
 	__u32 n; /* frames recorded */
@@ -182,14 +195,30 @@ static __noinline void gs_py_send_code(const struct gs_py_proc *p, __u64 code, _
 /* Sends code's names if this process's code was not sent before; notes to wake the reader */
 static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
 {
-	struct gs_py_seen_key key = { .code = code, .pid = w->pid };
-	__u8 one = 1;
+	__u32 set = (__u32)((code >> 4) ^ (code >> 17) ^ w->pid) % GS_PY_SEEN_SETS, way = set * 2;
+	struct gs_py_seen *a = bpf_map_lookup_elem(&py_seen, &way), *b;
 
-	if (!code || bpf_map_lookup_elem(&py_seen, &key))
+	way++;
+	b = bpf_map_lookup_elem(&py_seen, &way);
+	if (!code || !a || !b || (a->code == code && a->pid == w->pid) ||
+	    (b->code == code && b->pid == w->pid))
 		return;
-	bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+	*b = *a; /* the newest in way a, the one before in way b */
+	a->code = code;
+	a->pid = w->pid;
 	gs_py_send_code(&w->p, code, w->pid_tgid);
 	w->news = true;
+}
+
+/* A field of the frame window: off is the field's offset in the frame, as userspace says */
+static __always_inline __u64 gs_py_field(const struct gs_py_scratch *sc, __u16 off, __u16 lo)
+{
+	__u32 at = (__u32)(off - lo);
+	__u64 v = 0;
+
+	if (at <= GS_PY_FRAME_WINDOW - sizeof(v))
+		__builtin_memcpy(&v, &sc->frame[at & (GS_PY_FRAME_WINDOW - 1)], sizeof(v));
+	return v;
 }
 
 /* Reads one frame into the scratch record (or steps over a shim); 1 stops the walk. */
@@ -197,39 +226,57 @@ static long gs_py_walk_step(__u32 index, void *ctx)
 {
 	struct gs_py_walk *w = ctx;
 	__u32 zero = 0, n = w->n, last = w->n - 1;
-	struct gs_py_stack_event *e = bpf_map_lookup_elem(&py_scratch, &zero);
-	__u64 code = 0, back = 0, instr = 0;
-	__u8 flag = 0;
+	struct gs_py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	__u64 code, back, instr;
+	__u8 flag;
 
-	if (!e || !w->frame)
+	if (!sc || !w->frame ||
+	    bpf_probe_read_user(sc->frame, w->len & (GS_PY_FRAME_WINDOW - 1),
+				(void *)(w->frame + w->lo)))
 		return 1;
-	bpf_probe_read_user(&back, sizeof(back), (void *)(w->frame + w->p.frame_back));
-	if (w->p.flag_kind != GS_PY_RUN_EVERY)
-		bpf_probe_read_user(&flag, sizeof(flag), (void *)(w->frame + w->p.frame_flag));
+	back = gs_py_field(sc, w->p.frame_back, w->lo);
+	flag = (__u8)gs_py_field(sc, w->p.frame_flag, w->lo);
 	if (w->p.flag_kind == GS_PY_RUN_OWNER && flag == GS_PY_OWNER_CSTACK) {
 		/* the shim below an eval run: the frame above it was the run's outermost */
 		if (last < GS_PY_MAX_FRAMES)
-			e->frames[last].flags |= GS_PY_F_RUN_END;
+			sc->ev.frames[last].flags |= GS_PY_F_RUN_END;
 		w->frame = back;
 		return 0;
 	}
 	if (n >= GS_PY_MAX_FRAMES)
 		return 1; /* w->frame stays: the stack was truncated */
-	bpf_probe_read_user(&code, sizeof(code), (void *)(w->frame + w->p.frame_code));
-	if (w->p.instr_is_ptr)
-		bpf_probe_read_user(&instr, 8, (void *)(w->frame + w->p.frame_instr));
-	else
-		bpf_probe_read_user(&instr, 4, (void *)(w->frame + w->p.frame_instr));
+	code = gs_py_field(sc, w->p.frame_code, w->lo);
+	instr = gs_py_field(sc, w->p.frame_instr, w->lo);
 	gs_py_note_code(w, code);
-	e->frames[n].code = code;
-	e->frames[n].instr = (__u32)(w->p.instr_is_ptr ? instr - code : instr);
-	e->frames[n].flags =
+	sc->ev.frames[n].code = code;
+	sc->ev.frames[n].instr = (__u32)(w->p.instr_is_ptr ? instr - code : instr);
+	sc->ev.frames[n].flags =
 		w->p.flag_kind == GS_PY_RUN_EVERY || (w->p.flag_kind == GS_PY_RUN_IS_ENTRY && flag)
 			? GS_PY_F_RUN_END
 			: 0;
 	w->n = n + 1;
 	w->frame = back;
 	return 0;
+}
+
+/*
+ * The window of a frame that holds every field read: from the lowest offset to 8 bytes
+ * past the highest (a frame may end where its mapping does). 0 length: too wide.
+ */
+static __always_inline void gs_py_window(const struct gs_py_proc *p, __u16 *lo, __u16 *len)
+{
+	__u16 l = p->frame_code, h = p->frame_code;
+
+	l = p->frame_back < l ? p->frame_back : l;
+	h = p->frame_back > h ? p->frame_back : h;
+	l = p->frame_instr < l ? p->frame_instr : l;
+	h = p->frame_instr > h ? p->frame_instr : h;
+	if (p->flag_kind != GS_PY_RUN_EVERY) {
+		l = p->frame_flag < l ? p->frame_flag : l;
+		h = p->frame_flag > h ? p->frame_flag : h;
+	}
+	*lo = l;
+	*len = h + 8 - l < GS_PY_FRAME_WINDOW ? h + 8 - l : 0;
 }
 
 /*
@@ -243,6 +290,7 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	__u32 pid = pid_tgid >> 32, zero = 0, n;
 	struct gs_py_proc *pp = bpf_map_lookup_elem(&py_procs, &pid);
 	struct gs_py_stack_event *e;
+	struct gs_py_scratch *sc;
 	struct gs_py_walk w = {};
 	__u64 ts, size;
 
@@ -255,8 +303,12 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	w.frame = ts ? gs_py_top_frame(&w.p, ts) : 0;
 	if (!w.frame)
 		return 0;
+	gs_py_window(&w.p, &w.lo, &w.len);
+	if (!w.len)
+		return 0;
 	bpf_loop(GS_PY_WALK_MAX, gs_py_walk_step, &w, 0);
-	e = bpf_map_lookup_elem(&py_scratch, &zero);
+	sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	e = sc ? &sc->ev : NULL;
 	n = w.n;
 	if (!e || !n || n > GS_PY_MAX_FRAMES)
 		return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include "user/python_code.h"
 
 #define MAX_NAME     512	/* characters of a name or file read */
@@ -13,15 +14,23 @@
 #define MAX_CODES    65536	/* cached code objects per process; then the cache restarts */
 #define HEADER_BYTES 160	/* covers every field read of every layout */
 #define OB_TYPE	     8
-#define STR_LENGTH   16
-#define BYTES_SIZE   16
-#define BYTES_DATA   32
+/*
+ * A cached code object is checked against the process (is it still the object named?) at
+ * most this often: a check per frame per event would cost the reader a system call per
+ * frame, and an address is reused only once its code object was freed, which functions
+ * defined at import never are.
+ */
+#define RECHECK_NS 1000000000ULL
+#define STR_LENGTH 16
+#define BYTES_SIZE 16
+#define BYTES_DATA 32
 
 struct code_entry {
 	uint64_t addr; /* 0: free slot */
 	uint64_t name_ptr, file_ptr, lines_ptr;
 	int firstlineno;
 	uint32_t gen;
+	uint64_t checked_ns; /* CLOCK_MONOTONIC of the last check against the process */
 	char *qualname, *file;
 	uint8_t *lines;
 	size_t nr_lines;
@@ -241,6 +250,14 @@ static int line_of(const struct gs_py_codes *c, const struct code_entry *e, uint
 	return gs_py_addr2line(l->line_format, e->lines, e->nr_lines, e->firstlineno, addr);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* The characters BPF copied, as UTF-8; NULL if it could not read them */
 static char *copied_str(const struct gs_py_str *s, const uint8_t *data, size_t size)
 {
@@ -281,6 +298,7 @@ int gs_py_codes__learn(struct gs_py_codes *c, const struct gs_py_code_event *ev)
 	}
 	memcpy(e->lines, ev->lines, n);
 	e->nr_lines = n;
+	e->checked_ns = now_ns(); /* BPF read it just now */
 	c->nr_used++;
 	return 0;
 }
@@ -290,6 +308,7 @@ int gs_py_codes__where(struct gs_py_codes *c, uint64_t code, uint32_t instr,
 {
 	uint8_t head[HEADER_BYTES];
 	struct code_entry *e;
+	uint64_t now = now_ns();
 	int err;
 
 	if (!code || (code & 7))
@@ -297,6 +316,8 @@ int gs_py_codes__where(struct gs_py_codes *c, uint64_t code, uint32_t instr,
 	e = slot_of(c, code);
 	if (!e)
 		return -ENOMEM;
+	if (e->addr && now - e->checked_ns < RECHECK_NS)
+		goto found;
 	err = read_mem(c->pid, code, head, sizeof(head));
 	if (!err && field(head, OB_TYPE) != c->in->code_type)
 		err = -EINVAL; /* a 3.13 C-stack shim's None, or freed since the walk */
@@ -319,6 +340,7 @@ int gs_py_codes__where(struct gs_py_codes *c, uint64_t code, uint32_t instr,
 			return err;
 		c->nr_used++;
 	}
+	e->checked_ns = now;
 found:
 	out->qualname = e->qualname;
 	out->file = e->file;
