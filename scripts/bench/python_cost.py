@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""python_cost.py: `make bench` rows for Python frames: the walk's cost per event, as a ratio.
+
+The same Python caller (py_target.py: cudaMalloc + cudaFree, DEPTH frames deep) untraced,
+under `leaks --no-python` and under `leaks`; each kind interleaved over the rounds, the
+median CPU time per iteration of the calling thread (probe handlers run on it).
+"""
+import os
+import random
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = os.path.join(HERE, "py_target.py")
+PYTHON = "/usr/bin/python3.11"  # Debian's: the interpreter every machine of the suite has
+KINDS = ["untraced", "no-python", "python"]
+DEPTH = 20
+
+
+def one_run(run, kind, iters, tmp):
+    w = run.Workload([PYTHON, TARGET, run.CUDART, str(iters), str(DEPTH)])
+    t = None
+    try:
+        if kind != "untraced":
+            t = run.Tool([run.GPUSNOOP, "leaks", "-p", str(w.pid), "--format", "json", "-o",
+                          os.path.join(tmp, "leaks.json")] +
+                         (["--no-python"] if kind == "no-python" else []),
+                         "tracing CUDA allocations")
+        w.release()
+        ns = float(w.line("ns_per_iter").split()[1])
+        w.line("done")
+        return ns
+    finally:
+        if t:
+            t.stop()
+        w.finish()
+
+
+def bench(run, args, tmp):
+    """Rows for run.py's table; run is the run.py module (its Workload, Tool, median)."""
+    if not os.access(PYTHON, os.X_OK):
+        return [("Python frames: %s not found, not measured" % PYTHON, "-", "")]
+    iters = max(args.iters // 4, 1000)
+    res = {k: [] for k in KINDS}
+    for rnd in range(args.rounds):
+        order = list(KINDS)
+        random.shuffle(order)
+        for kind in order:
+            res[kind].append(one_run(run, kind, iters, tmp))
+        print("  python round %d/%d: %s" % (rnd + 1, args.rounds, "  ".join(
+            "%s %.0f" % (k, res[k][-1]) for k in order)), file=sys.stderr)
+    med = {k: run.median(v) for k, v in res.items()}
+    a, b, c = med["untraced"], med["no-python"], med["python"]
+    return [
+        ("Python frames: CPU ns per iteration (cudaMalloc + cudaFree from %d Python frames, "
+         "one stack), median of %d interleaved runs" % (DEPTH, args.rounds), None, None),
+        ("(p0) untraced", "%.0f ns" % a, ""),
+        ("(p1) gpusnoop leaks --no-python", "%.0f ns" % b, "+%.0f ns over (p0)" % (b - a)),
+        ("(p2) gpusnoop leaks (Python frames)", "%.0f ns" % c, "+%.0f ns over (p0)" % (c - a)),
+        ("(p2-p0)/(p1-p0) tracing cost with the walk", "%.2fx" % ((c - a) / (b - a)),
+         "the walk adds %.0f ns per stack of %d Python frames" % (c - b, DEPTH)),
+    ]
