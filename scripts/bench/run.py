@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+import python_cost  # noqa: E402  (scripts/bench/ is the script's own directory)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, ".output")
 GPUSNOOP = os.environ.get("GS_BENCH_GPUSNOOP", os.path.join(ROOT, "gpusnoop"))
@@ -571,7 +573,8 @@ def main():
     ap.add_argument("--stitch-events", type=int, default=500000,
                     help="launch events in each of the two traces stitch merges")
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
-                    help="comma list of overhead,gpu,drain,sustain,symbolize,memory,stitch")
+                    help="comma list of overhead,python,gpu,drain,sustain,symbolize,memory,"
+                    "stitch")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (BPF)")
@@ -609,6 +612,9 @@ def main():
                          % (med["leaks"] / bm, (med["leaks"] - a) / (bm - a))))
             rows.append(("(e)/(b) bpftrace vs floor", "%.2fx" % (med["bpftrace"] / b),
                          "cost above (a): %.2fx the floor's" % ((med["bpftrace"] - a) / (b - a))))
+        if want("python"):
+            print("Python frames, %d rounds..." % args.rounds, file=sys.stderr)
+            rows.extend(python_cost.bench(sys.modules[__name__], args, tmp))
         if want("gpu") and os.path.exists(INJECTION):
             print("GPU injection library, %d rounds..." % args.rounds, file=sys.stderr)
             g = bench_gpu(args)
