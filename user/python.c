@@ -170,8 +170,8 @@ void gs_python__scan(struct gs_python *py, pid_t pid)
 	t->interp = interp;
 	t->state = TARGET_UNSUPPORTED;
 	if (found == GS_PY_UNSUPPORTED)
-		gs_info("pid %d: %s: CPython %d.%d is not supported: its stacks stay native",
-			(int)pid, interp.path, interp.major, interp.minor);
+		gs_info("pid %d: %s: CPython %d.%d: %s is not supported: its stacks stay native",
+			(int)pid, interp.path, interp.major, interp.minor, interp.why);
 	else
 		activate(py, t);
 }

@@ -126,8 +126,14 @@ static enum gs_py_find describe(struct gs_symcache *sc, const struct gs_maps *ma
 	snprintf(out->path, sizeof(out->path), "%s", m->path);
 	read_version(maps, s->version ? s->version + bias : 0, out);
 	out->layout = suffix_ok ? gs_py_layout_find(out->major, out->minor) : NULL;
+	out->why = "this version or build";
 	if (!out->layout || !s->code_type || !s->eval)
 		return GS_PY_UNSUPPORTED;
+	/* thread states are found through glibc's struct pthread; musl keeps keys elsewhere */
+	out->why = "musl libc";
+	for (size_t i = 0; i < maps->nr; i++)
+		if (maps->mappings[i].path && strstr(maps->mappings[i].path, "/ld-musl-"))
+			return GS_PY_UNSUPPORTED;
 	out->runtime = s->runtime + bias;
 	out->code_type = s->code_type + bias;
 	out->eval_start[0] = s->eval + bias;
@@ -140,10 +146,13 @@ static enum gs_py_find describe(struct gs_symcache *sc, const struct gs_maps *ma
 	if (out->minor >= 11) {
 		if (gs_read_process_memory(maps, out->code_type + TP_BASICSIZE, &basicsize,
 					   sizeof(basicsize)) ||
-		    basicsize < 128 || basicsize > 512)
+		    basicsize < 128 || basicsize > 512) {
+			out->why = "its code objects' layout";
 			return GS_PY_UNSUPPORTED;
+		}
 		out->code_header = basicsize;
 	}
+	out->why = NULL;
 	return GS_PY_FOUND;
 }
 

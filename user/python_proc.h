@@ -20,7 +20,8 @@ struct gs_py_interp {
 	uint64_t code_header;	/* 3.11+: bytes before the first code unit (tp_basicsize) */
 	uint64_t eval_start[2]; /* _PyEval_EvalFrameDefault and its .cold part, if any */
 	uint64_t eval_end[2];
-	char path[256]; /* the file that holds the interpreter, for messages */
+	char path[256];	 /* the file that holds the interpreter, for messages */
+	const char *why; /* GS_PY_UNSUPPORTED: what is not supported */
 };
 
 enum gs_py_find {

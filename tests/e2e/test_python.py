@@ -216,3 +216,18 @@ def dwarf_stacks_merge_python_frames_in_place():
     assert not any(f.get("kind") == "marker" for f in frames), symbols
     assert symbols.index("<module>") < symbols.index("Py_BytesMain"), symbols
     assert symbols.index("alloc_weights") > 0, symbols  # ctypes' native frames come first
+
+
+@test
+def unsupported_interpreter_is_logged_once_and_stays_native():
+    python = interpreter("3.7")  # pyenv's: older than the layouts gpusnoop knows
+    status, out, err = run_gpusnoop("leaks", "--format", "json", "--", python, SCRIPT, CUDART,
+                                    "malloc")
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    said = [l for l in err.splitlines() if "CPython 3.7" in l]
+    expect_eq(len(said), 1, f"messages about the interpreter ({err})")
+    assert "is not supported: its stacks stay native" in said[0], said
+    report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    frames = the_allocation(report, report["processes"][0]["pid"])
+    expect_eq(python_frames(frames), [], "Python frames")
+    assert frames, "native frames kept"
