@@ -14,6 +14,7 @@ TARGET = os.path.join(HERE, "py_target.py")
 PYTHON = "/usr/bin/python3.11"  # Debian's: the interpreter every machine of the suite has
 KINDS = ["untraced", "no-python", "python"]
 DEPTH = 20
+FRAMES = DEPTH + 3  # nest() DEPTH times, churn(), main(), <module>
 
 
 def one_run(run, kind, iters, tmp):
@@ -51,11 +52,11 @@ def bench(run, args, tmp):
     med = {k: run.median(v) for k, v in res.items()}
     a, b, c = med["untraced"], med["no-python"], med["python"]
     return [
-        ("Python frames: CPU ns per iteration (cudaMalloc + cudaFree from %d Python frames, "
-         "one stack), median of %d interleaved runs" % (DEPTH, args.rounds), None, None),
+        ("Python frames: CPU ns per iteration (cudaMalloc + cudaFree under %d Python frames, "
+         "one stack), median of %d interleaved runs" % (FRAMES, args.rounds), None, None),
         ("(p0) untraced", "%.0f ns" % a, ""),
         ("(p1) gpusnoop leaks --no-python", "%.0f ns" % b, "+%.0f ns over (p0)" % (b - a)),
         ("(p2) gpusnoop leaks (Python frames)", "%.0f ns" % c, "+%.0f ns over (p0)" % (c - a)),
         ("(p2-p0)/(p1-p0) tracing cost with the walk", "%.2fx" % ((c - a) / (b - a)),
-         "the walk adds %.0f ns per stack of %d Python frames" % (c - b, DEPTH)),
+         "the walk adds %.0f ns per stack of %d Python frames" % (c - b, FRAMES)),
     ]
