@@ -12,6 +12,7 @@ struct proc_bpf;
 struct mem_bpf;
 struct cuda_bpf;
 struct torch_bpf;
+struct gs_python;
 
 struct gs_bpf_objects_opts {
 	bool all;	   /* -a: every process, not the targets map */
@@ -26,6 +27,7 @@ struct gs_bpf_objects_opts {
 	 * long-running session never stalls its event loop for it later.
 	 */
 	bool torch;
+	struct gs_python *python; /* its py_procs map goes to every object; NULL: none */
 };
 
 /*

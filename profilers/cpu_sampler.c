@@ -225,6 +225,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	}
 	err = gs_tracker__share_maps(t, s->skel->maps.events, s->skel->maps.targets,
 				     s->skel->maps.stats);
+	err = err ?: gs_tracker__share_python_map(t, s->skel->maps.py_procs);
 	err = err ?: cpu_bpf__load(s->skel);
 	if (err) {
 		gs_err("loading BPF programs (cpu): %s", strerror(-err));

@@ -7,7 +7,7 @@
 #include "profilers/options.h"
 #include "user/log.h"
 
-enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_CHILDREN, OPT_NO_CHILDREN };
+enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_NO_PYTHON, OPT_CHILDREN, OPT_NO_CHILDREN };
 
 /*
  * --stacks dwarf sends a 16 KiB stack slice with each record: 8 MiB would hold only ~500
@@ -100,6 +100,8 @@ static const struct argp_option stacks_options[] = {
 	  "User stacks by frame pointers (default) or by DWARF unwinding of a copied stack slice, "
 	  "for code built without frame pointers (PyTorch)",
 	  0 },
+	{ "no-python", OPT_NO_PYTHON, NULL, 0,
+	  "Native frames only: no Python functions in the stacks of CPython processes", 0 },
 	{ 0 },
 };
 
@@ -107,6 +109,10 @@ static error_t parse_stacks(int key, char *arg, struct argp_state *state)
 {
 	struct gs_common_opts *o = state->input;
 
+	if (key == OPT_NO_PYTHON) {
+		o->no_python = true;
+		return 0;
+	}
 	if (key != OPT_STACKS)
 		return ARGP_ERR_UNKNOWN;
 	if (!strcmp(arg, "fp"))
@@ -190,5 +196,6 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 								   : 0,
 		.families = families,
 		.stacks = opts->stacks,
+		.python = !opts->no_python,
 	};
 }

@@ -27,6 +27,7 @@ struct gs_common_opts {
 	int verbosity;
 	size_t ringbuf_bytes;
 	enum gs_stack_mode stacks; /* --stacks */
+	bool no_python;		   /* --no-python */
 	const char *other_target;  /* a subcommand's own way to name targets, for messages */
 };
 

@@ -28,6 +28,7 @@
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
 #include "user/spawn.h"
+#include "user/python.h"
 #include "user/symcache.h"
 #include "user/unwind.h"
 
@@ -60,6 +61,7 @@ struct gs_tracker {
 	struct gs_lib_attach *attach; /* library discovery and probes */
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
+	struct gs_python *python;     /* NULL with --no-python */
 	struct gs_proc_tree *tree;    /* parents and ranks of the -p/-- targets and their children */
 	struct ustack_slot ustacks[USTACK_SLOTS];
 	size_t next_ustack;
@@ -113,6 +115,9 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 {
 	bool cuda = gs_lib_attach__scan(t->attach, pid);
 
+	if (t->python)
+		gs_python__scan(t->python, pid);
+
 	/* probes of its own (a user's files under -a) go when it exits: follow that */
 	if (t->opts.all && !find_target(t, pid) && gs_links__count_pid(t->links, pid))
 		add_target(t, pid, GS_TARGET_TRACED);
@@ -140,6 +145,8 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 		return;
 	if (t->ops.proc_gone)
 		t->ops.proc_gone(t->ops.ctx, pid, exec);
+	if (t->python)
+		gs_python__forget(t->python, pid); /* an exec may start another interpreter */
 	if (exec) {
 		gs_read_comm(pid, pid, tg->comm, sizeof(tg->comm));
 		scan_process(t, pid);
@@ -164,6 +171,14 @@ static void note_process(struct gs_tracker *t, pid_t pid)
 		return;
 	add_target(t, pid, GS_TARGET_TRACED);
 	gs_symcache__refresh(t->symcache, pid);
+	if (t->python)
+		gs_python__scan(t->python, pid);
+}
+
+/* The record with its Python frames merged into its stack (a copy in buf), or itself. */
+static const void *with_python(struct gs_tracker *t, const void *e, union gs_py_merged *buf)
+{
+	return t->python && gs_python__merge_record(t->python, e, buf) ? buf : e;
 }
 
 static void stash_ustack(struct gs_tracker *t, const struct gs_ustack_event *e)
@@ -317,11 +332,13 @@ static void on_oom_kill(struct gs_tracker *t, pid_t pid)
 
 static void on_mem_alloc(struct gs_tracker *t, const struct gs_mem_alloc *e)
 {
+	union gs_py_merged merged;
 	struct gs_mem_alloc unwound;
 
 	note_process(t, (pid_t)e->hdr.pid);
 	if (unwind_alloc(t, e, &unwound))
 		e = &unwound;
+	e = with_python(t, e, &merged);
 	if (t->ops.mem_alloc)
 		t->ops.mem_alloc(t->ops.ctx, e);
 }
@@ -335,30 +352,37 @@ static void on_mem_free(struct gs_tracker *t, const struct gs_mem_free *e)
 
 static void on_mem_free_ret(struct gs_tracker *t, const struct gs_mem_free_ret *e)
 {
+	union gs_py_merged merged;
 	struct gs_mem_free_ret unwound;
 
 	if (unwind_free_ret(t, e, &unwound))
 		e = &unwound;
+	e = with_python(t, e, &merged);
 	if (t->ops.mem_free_ret)
 		t->ops.mem_free_ret(t->ops.ctx, e);
 }
 
 static void on_cuda_call(struct gs_tracker *t, const struct gs_cuda_call *e)
 {
+	union gs_py_merged merged;
 	note_process(t, (pid_t)e->hdr.pid);
+	e = with_python(t, e, &merged);
 	if (t->ops.cuda_call)
 		t->ops.cuda_call(t->ops.ctx, e);
 }
 
 static void on_cpu_sample(struct gs_tracker *t, const struct gs_cpu_sample *e)
 {
+	union gs_py_merged merged;
 	note_process(t, (pid_t)e->hdr.pid);
+	e = with_python(t, e, &merged);
 	if (t->ops.cpu_sample)
 		t->ops.cpu_sample(t->ops.ctx, e);
 }
 
 static void on_torch_mem(struct gs_tracker *t, const struct gs_torch_mem *e)
 {
+	union gs_py_merged merged;
 	struct gs_torch_mem unwound;
 	size_t off = offsetof(struct gs_torch_mem, frames);
 
@@ -367,12 +391,14 @@ static void on_torch_mem(struct gs_tracker *t, const struct gs_torch_mem *e)
 		unwound.nr_frames = (__u16)((unwound.hdr.size - off) / sizeof(__u64));
 		e = &unwound;
 	}
+	e = with_python(t, e, &merged);
 	if (t->ops.torch_mem)
 		t->ops.torch_mem(t->ops.ctx, e);
 }
 
 static void on_torch_oom(struct gs_tracker *t, const struct gs_torch_oom *e)
 {
+	union gs_py_merged merged;
 	struct gs_torch_oom unwound;
 	size_t off = offsetof(struct gs_torch_oom, frames);
 
@@ -381,6 +407,7 @@ static void on_torch_oom(struct gs_tracker *t, const struct gs_torch_oom *e)
 		unwound.nr_frames = (__u16)((unwound.hdr.size - off) / sizeof(__u64));
 		e = &unwound;
 	}
+	e = with_python(t, e, &merged);
 	if (t->ops.torch_oom)
 		t->ops.torch_oom(t->ops.ctx, e);
 }
@@ -414,6 +441,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case GS_EV_USTACK:
 		if (t->unwinder)
 			stash_ustack(t, data);
+		break;
+	case GS_EV_PYSTACK:
+		if (t->python)
+			gs_python__stash(t->python, data);
+		break;
+	case GS_EV_PYCODE:
+		if (t->python)
+			gs_python__learn(t->python, data);
 		break;
 	case GS_EV_MEM_ALLOC:
 		on_mem_alloc(t, data);
@@ -475,6 +510,11 @@ int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct 
 	return gs_bpf_objects__share_maps(&t->objs, events, targets, stats);
 }
 
+int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs)
+{
+	return gs_python__share_map(t->python, py_procs);
+}
+
 uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t)
 {
 	return t->objs.wakeup_bytes;
@@ -490,6 +530,7 @@ static int open_objects(struct gs_tracker *t)
 		.ringbuf_bytes = t->opts.ringbuf_bytes,
 		.families = t->opts.families,
 		.torch = t->opts.torch,
+		.python = t->python,
 	};
 	int err = gs_bpf_objects__open(&t->objs, &oopts);
 
@@ -549,6 +590,11 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	if (opts->children)
 		gs_lib_attach__probe_by_file(t->attach);
 	err = opts->stacks == GS_STACKS_DWARF ? open_unwinder(t) : 0;
+	if (!err && opts->python) {
+		t->python = gs_python__new(t->symcache);
+		if (!t->python)
+			gs_warn("python frames: %s; stacks stay native", strerror(errno));
+	}
 	err = err ?: open_objects(t);
 	if (err)
 		goto out_free;
@@ -858,6 +904,7 @@ void gs_tracker__free(struct gs_tracker *t)
 	gs_links__free(t->links);
 	gs_lib_attach__free(t->attach);
 	gs_bpf_objects__close(&t->objs);
+	gs_python__free(t->python);
 	gs_symcache__free(t->symcache);
 	gs_proc_tree__free(t->tree);
 	gs_unwinder__free(t->unwinder);

@@ -33,6 +33,7 @@ struct gs_tracker_opts {
 	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
 	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
 	enum gs_stack_mode stacks;
+	bool python; /* Python frames merged into the stacks of CPython processes */
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -60,6 +61,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
  */
 int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
 			   struct bpf_map *stats);
+/* ... and its py_procs map (bpf/gs_python.bpf.h) the session's. Returns 0 or -errno. */
+int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs);
 /* What such an object's cfg_wakeup_bytes should be: the session's wake-up threshold. */
 uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t);
 /* Resolves targets (spawning the command) and attaches. Returns 0 or -errno (logged). */
