@@ -218,16 +218,8 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 static void json_frames(struct gs_json *j, const struct gs_stack *s)
 {
 	gs_json__begin_array(j, "frames");
-	for (uint32_t i = 0; s && i < s->nr_frames; i++) {
-		const struct gs_frame *fr = &s->frames[i];
-
-		gs_json__begin_object(j, NULL);
-		gs_json__string(j, "symbol", fr->symbol);
-		gs_json__string(j, "module", fr->module);
-		gs_json__u64(j, "offset", fr->offset);
-		gs_json__u64(j, "address", fr->address);
-		gs_json__end_object(j);
-	}
+	for (uint32_t i = 0; s && i < s->nr_frames; i++)
+		gs_frame_json(j, &s->frames[i]);
 	gs_json__end_array(j);
 }
 
