@@ -43,8 +43,7 @@ const struct gs_proc_tree_entry *gs_proc_tree__find(const struct gs_proc_tree *t
 	return tree ? find(tree, pid) : NULL;
 }
 
-void gs_proc_tree_label(const struct gs_proc_tree_entry *e, const char *comm, char *buf,
-			size_t len)
+void gs_proc_tree_label(const struct gs_proc_tree_entry *e, const char *comm, char *buf, size_t len)
 {
 	int n;
 
@@ -95,8 +94,7 @@ static int match_name(const char *const *names, const char *s, size_t len, const
 }
 
 /* Takes s (a "NAME=value" of len bytes) into *out if names sets it better than *best did. */
-static void take_rank(const char *const *names, const char *s, size_t len, int *best,
-		      int32_t *out)
+static void take_rank(const char *const *names, const char *s, size_t len, int *best, int32_t *out)
 {
 	const char *value;
 	int i = match_name(names, s, len, &value);

@@ -16,15 +16,18 @@
 struct ctl_opts {
 	const char *socket_path;
 	bool json;
+	bool children;	    /* --children */
 	char request[1024]; /* the daemon's line limit, GS_CTL_LINE_MAX */
 	size_t len;
 };
 
-enum { OPT_SOCKET = 0x3000 };
+enum { OPT_SOCKET = 0x3000, OPT_CHILDREN };
 
 static const struct argp_option ctl_options[] = {
 	{ "socket", OPT_SOCKET, "PATH", 0, "The daemon's socket (default /run/gpusnoop.sock)", 0 },
 	{ "format", 'f', "FMT", 0, "leaks: text (default) or json", 0 },
+	{ "children", OPT_CHILDREN, NULL, 0,
+	  "leaks, record: the process's descendants too (record: root only)", 0 },
 	{ 0 },
 };
 
@@ -36,6 +39,9 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case OPT_SOCKET:
 		o->socket_path = arg;
+		break;
+	case OPT_CHILDREN:
+		o->children = true;
 		break;
 	case 'f':
 		if (!strcmp(arg, "json"))
@@ -77,6 +83,7 @@ static const char ctl_doc[] =
 	"EXAMPLES:\n"
 	"  gpusnoop ctl status\n"
 	"  gpusnoop ctl leaks 1234 --format json\n"
+	"  gpusnoop ctl leaks 1234 --children      # a launcher's ranks, one report\n"
 	"  gpusnoop ctl snapshot 1234              # prints the report's path\n"
 	"  gpusnoop ctl record 1234 30 cuda-mem    # prints the trace's path";
 
@@ -104,6 +111,8 @@ int gs_cmd_ctl(int argc, char **argv)
 	if (o.json && !strncmp(o.request, "leaks ", 6)) {
 		strncat(o.request, " json", sizeof(o.request) - strlen(o.request) - 1);
 	}
+	if (o.children) /* the daemon takes it anywhere after the request's word */
+		strncat(o.request, " --children", sizeof(o.request) - strlen(o.request) - 1);
 	f = open_memstream(&reply, &len);
 	if (!f) {
 		gs_err("out of memory");

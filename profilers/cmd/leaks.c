@@ -124,7 +124,7 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 	}
 }
 
-/* Where out's process sits in the followed tree: its parent and ranks. */
+/* Where out's process sits in the followed tree: its parent, ranks, and whether it exited. */
 static void tree_facts(struct leaks *l, struct gs_leak_proc_report *out)
 {
 	const struct gs_proc_tree_entry *e = gs_tracker__proc(l->tracker, out->pid);
@@ -133,6 +133,7 @@ static void tree_facts(struct leaks *l, struct gs_leak_proc_report *out)
 		out->ppid = e->ppid;
 		out->rank = e->rank;
 		out->local_rank = e->local_rank;
+		out->exited |= e->exited;
 	}
 }
 
@@ -161,10 +162,10 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 						 gs_tracker__comm(l->tracker, p->pid), r.now_ns,
 						 (uint64_t)(l->opts.min_age_s * 1e9));
 		if (!err) {
-			tree_facts(l, &r.procs[r.nr_procs]);
 			r.procs[r.nr_procs].exited =
 				!strcmp(reason, "exit") || !strcmp(reason, "exec");
 			r.procs[r.nr_procs].exec = !strcmp(reason, "exec");
+			tree_facts(l, &r.procs[r.nr_procs]);
 			r.nr_procs++;
 		}
 	}
@@ -196,7 +197,9 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 
 	if (p)
 		write_report(l, exec ? "exec" : "exit", p, NULL);
-	gs_mem_model__proc_gone(&l->mem, pid, exec);
+	/* a followed tree's final report still lists what each exited process held */
+	if (exec || !gs_tracker__children(l->tracker))
+		gs_mem_model__proc_gone(&l->mem, pid, exec);
 }
 
 static const struct argp_option leaks_options[] = {
@@ -293,8 +296,11 @@ static int run_loop(struct leaks *l)
 			gs_err("reading events: %s", strerror(-n));
 			return n;
 		}
-		if (gs_tracker__done(l->tracker))
+		/* a followed tree ends with the final report of the whole tree */
+		if (gs_tracker__done(l->tracker) && !gs_tracker__children(l->tracker))
 			return 0;
+		if (gs_tracker__done(l->tracker))
+			break;
 		now = gs_clock_ns(CLOCK_MONOTONIC);
 		if (duration_ns && now - start >= duration_ns)
 			break;

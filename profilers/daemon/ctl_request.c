@@ -7,9 +7,12 @@
 #include <string.h>
 #include "profilers/daemon/ctl_request.h"
 
-#define MAX_WORDS 5 /* one more than the longest request, to see extra words */
+#define MAX_WORDS 6 /* one more than the longest request, to see extra words */
 #define SHOW_MAX  32
-#define USAGE	  "status, leaks PID [json], snapshot PID, record PID SECONDS [EVENTS]"
+#define USAGE                                                                                   \
+	"status, leaks PID [--children] [json], snapshot PID, record PID [--children] SECONDS " \
+	"[EVENTS]"
+#define CHILDREN "--children"
 
 static const char *const verb_names[] = {
 	[GS_CTL_STATUS] = "status",
@@ -96,6 +99,29 @@ static bool is_event_list(const char *word)
 	       strspn(word, "abcdefghijklmnopqrstuvwxyz-,") == len;
 }
 
+/*
+ * Takes "--children" out of the words after the verb, into req->children. Returns 0, or
+ * -EINVAL (msg set) when it is given twice or to a request that does not take it.
+ */
+static int take_children(struct gs_ctl_request *req, char **w, size_t *n, char *msg, size_t msg_len)
+{
+	size_t kept = 1;
+
+	for (size_t i = 1; i < *n; i++) {
+		if (strcmp(w[i], CHILDREN)) {
+			w[kept++] = w[i];
+			continue;
+		}
+		if (req->children)
+			return fail(msg, msg_len, "'%s' given twice", CHILDREN);
+		req->children = true;
+	}
+	*n = kept;
+	if (req->children && req->verb != GS_CTL_LEAKS && req->verb != GS_CTL_RECORD)
+		return fail(msg, msg_len, "'%s' goes with leaks and record", CHILDREN);
+	return 0;
+}
+
 int gs_ctl_request__parse(const char *line, struct gs_ctl_request *req, char *msg, size_t msg_len)
 {
 	char copy[GS_CTL_REQUEST_MAX], *save = NULL, *w[MAX_WORDS];
@@ -121,6 +147,8 @@ int gs_ctl_request__parse(const char *line, struct gs_ctl_request *req, char *ms
 	if (verb < 0)
 		return fail(msg, msg_len, "unknown request '%s' (" USAGE ")", n ? w[0] : NULL);
 	req->verb = (enum gs_ctl_verb)verb;
+	if (take_children(req, w, &n, msg, msg_len))
+		return -EINVAL;
 	switch (req->verb) {
 	case GS_CTL_STATUS:
 		want = 1;

@@ -16,15 +16,16 @@
 
 enum gs_ctl_verb {
 	GS_CTL_STATUS,	 /* "status" */
-	GS_CTL_LEAKS,	 /* "leaks PID [text|json]" */
+	GS_CTL_LEAKS,	 /* "leaks PID [--children] [text|json]" */
 	GS_CTL_SNAPSHOT, /* "snapshot PID" */
-	GS_CTL_RECORD,	 /* "record PID SECONDS [EVENTS]" */
+	GS_CTL_RECORD,	 /* "record PID [--children] SECONDS [EVENTS]" */
 };
 
 struct gs_ctl_request {
 	enum gs_ctl_verb verb;
 	int pid;			/* leaks, snapshot, record: 1..GS_CTL_PID_MAX */
 	bool json;			/* leaks: JSON rather than text */
+	bool children;			/* leaks, record: PID's descendants too ("--children") */
 	double secs;			/* record: GS_CTL_RECORD_MIN_S..GS_CTL_RECORD_MAX_S */
 	char events[GS_CTL_EVENTS_MAX]; /* record: `gpusnoop record -e` list; "": the default */
 };

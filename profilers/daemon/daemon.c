@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "profilers/daemon/ctl_request.h"
+#include "profilers/daemon/ctl_tree.h"
 #include "profilers/cuda/api.h"
 #include "profilers/daemon/daemon.h"
 #include "profilers/daemon/config.h"
@@ -155,8 +156,8 @@ static void triggered(struct gs_daemon *d, struct gs_mem_proc *p, const struct g
 	gs_info("pid %d (%s): %s: report %s", (int)p->pid, gs_tracker__comm(d->tracker, p->pid),
 		t->kind, path);
 	if (alive && d->cfg.oom_record_s > 0)
-		gs_daemon__start_recording(d, p->pid, d->cfg.oom_record_s, d->cfg.oom_record_events,
-					   "record", -1, NULL, 0);
+		gs_daemon__start_recording(d, p->pid, false, d->cfg.oom_record_s,
+					   d->cfg.oom_record_events, "record", -1, NULL, 0);
 }
 
 /* At most one report per process per trigger-interval; counts what it holds back. */
@@ -342,7 +343,7 @@ static void publish_metrics(struct gs_daemon *d)
 }
 
 /* Root may ask about any process; anyone else only about their own. */
-static bool may_see(const struct gs_ctl_peer *peer, pid_t pid)
+bool gs_daemon__may_see(const struct gs_ctl_peer *peer, pid_t pid)
 {
 	char path[64];
 	struct stat st;
@@ -366,7 +367,7 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 	for (size_t i = 0; i < d->mem.raw.nr_procs; i++) {
 		struct gs_mem_proc *p = d->mem.raw.procs[i];
 
-		if (!may_see(peer, p->pid))
+		if (!gs_daemon__may_see(peer, p->pid))
 			continue;
 		gs_format_bytes(gs_alloc_table__bytes(p->allocs), b, sizeof(b));
 		fprintf(out, "pid %d (%s): %s outstanding in %zu allocations, %" PRIu64 " failed\n",
@@ -381,7 +382,7 @@ static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_p
 {
 	struct gs_mem_proc *p;
 
-	if (!may_see(peer, (pid_t)pid)) {
+	if (!gs_daemon__may_see(peer, (pid_t)pid)) {
 		fprintf(out, "error: pid %d: permission denied (not your process)\n", pid);
 		return NULL;
 	}
@@ -457,7 +458,7 @@ static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 	}
 	enforce_user_caps(d, tag);
 	snprintf(kind, sizeof(kind), "%srecord", tag);
-	err = gs_daemon__start_recording(d, p->pid, req->secs,
+	err = gs_daemon__start_recording(d, p->pid, false, req->secs,
 					 req->events[0] ? req->events : d->cfg.oom_record_events,
 					 kind, -1, path, sizeof(path));
 	if (err == -EBUSY)
@@ -484,6 +485,10 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *line
 	       gs_ctl_verb_name(req.verb));
 	if (req.verb == GS_CTL_STATUS) {
 		ctl_status(d, peer, out);
+		return;
+	}
+	if (req.children) {
+		gs_daemon__ctl_tree(d, peer, &req, out);
 		return;
 	}
 	p = ctl_target(d, peer, req.pid, out);

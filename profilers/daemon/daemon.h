@@ -78,12 +78,17 @@ struct gs_daemon {
 void gs_daemon_file_stamp(char *buf, size_t len);
 
 /*
- * Starts `gpusnoop record` on pid (0: every process) for secs, writing
- * OUTPUT_DIR/gpusnoop-KIND-...json.gz; schedule is its index, -1 for one-off recordings.
+ * Starts `gpusnoop record` on pid (0: every process; children: its descendants too) for
+ * secs, writing OUTPUT_DIR/gpusnoop-KIND-...json.gz; schedule is its index, -1 for one-off
+ * recordings.
  * The trace's path goes to path_out when given. Returns 0 or -errno (logged).
  */
-int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, const char *events,
-			       const char *kind, int schedule, char *path_out, size_t len);
+int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
+			       const char *events, const char *kind, int schedule, char *path_out,
+			       size_t len);
+struct gs_ctl_peer;
+/* Whether a control client may see pid's state: root, or pid runs as the client's uid. */
+bool gs_daemon__may_see(const struct gs_ctl_peer *peer, pid_t pid);
 /*
  * Applies the output directory's size caps: first the files users asked for through ctl
  * (half the cap for all of them together), then the directory's, so that what users ask

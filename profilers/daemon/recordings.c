@@ -34,8 +34,9 @@ void gs_daemon_file_stamp(char *buf, size_t len)
  * here (0600, O_EXCL, in the directory opened once), never a name to open: the trace is
  * renamed into place only when the child succeeded, see gs_daemon__reap_recordings().
  */
-int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, const char *events,
-			       const char *kind, int schedule, char *path_out, size_t len)
+int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
+			       const char *events, const char *kind, int schedule, char *path_out,
+			       size_t len)
 {
 	char stamp[48], target[16], duration[32], fd_arg[24];
 	struct gs_daemon_recording *r;
@@ -68,14 +69,14 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, double secs, cons
 		return err;
 	}
 	if (!child) {
-		char *argv[] = {
-			"gpusnoop", "record", pid ? "-p" : "-a", pid ? target : NULL, "-d",
-			duration,   "-e",     (char *)events,	 "--output-fd",	      fd_arg,
-			NULL
-		};
+		/* "-p PID [--children]" or "-a", then the rest */
+		char *argv[] = { "gpusnoop",	"record",     pid ? "-p" : "-a",
+				 target,	"--children", "-d",
+				 duration,	"-e",	      (char *)events,
+				 "--output-fd", fd_arg,	      NULL };
 
-		if (!pid) /* "-a" takes no value: close the gap */
-			memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));
+		if (!pid || !children) /* close the gap: no pid or no --children (-a has neither) */
+			memmove(&argv[pid ? 4 : 3], &argv[5], sizeof(argv) - 5 * sizeof(argv[0]));
 		/* the one descriptor the child inherits on purpose */
 		if (fcntl(fd, F_SETFD, 0))
 			_exit(127);
@@ -178,6 +179,7 @@ void gs_daemon__run_schedules(struct gs_daemon *d, uint64_t now)
 			continue;
 		}
 		snprintf(kind, sizeof(kind), "schedule%zu", i);
-		gs_daemon__start_recording(d, 0, s->record_s, s->events, kind, (int)i, NULL, 0);
+		gs_daemon__start_recording(d, 0, false, s->record_s, s->events, kind, (int)i, NULL,
+					   0);
 	}
 }

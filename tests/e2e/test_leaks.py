@@ -75,7 +75,7 @@ def command_is_traced_from_its_first_instruction():
                                     os.path.join(BIN, "gs_leaky"))
     expect_eq(status, 0, f"gpusnoop status ({err})")
     reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-    expect_eq([r["report"] for r in reports], ["exit"], "reports written")
+    expect_eq([r["report"] for r in reports], ["exit", "final"], "reports written")
     proc = reports[0]["processes"][0]
     expect_eq(proc["exited"], True, "marked exited")
     expect_eq(proc["comm"], "gs_leaky", "comm")
@@ -375,7 +375,7 @@ def target_that_execs_is_followed_into_its_new_image():
                                     env=NO_DRIVER)
     expect_eq(status, 0, f"gpusnoop status ({err})")
     reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-    expect_eq([r["report"] for r in reports], ["exit"], "reports")
+    expect_eq([r["report"] for r in reports], ["exit", "final"], "reports")
     proc = reports[0]["processes"][0]
     expect_eq(proc["comm"], "gs_leaky", "comm after exec")
     leaky_expectations(proc)

@@ -4,13 +4,15 @@
 import collections
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, MiB, Gpusnoop, Workload, expect_eq, main, run_gpusnoop,
+from harness import (BIN, NOBODY, MiB, Gpusnoop, Workload, expect_eq, main, run_gpusnoop,
                      stacks_by_function, test)
+from test_daemon import Daemon
 from test_leaks import leaky_expectations
 
 # start-up is dominated by the BPF verifier, which a busy machine slows down a lot
@@ -36,6 +38,24 @@ def procs_of(reports):
             assert p["pid"] not in out, (p["pid"], reports)
             out[p["pid"]] = p
     return out
+
+
+def tree_reports(reports, nr):
+    """A tree's nr exit reports and its final one, which lists the same processes, exited."""
+    expect_eq([r["report"] for r in reports], ["exit"] * nr + ["final"],
+              "an exit report per process, then the tree's")
+    exits, final = procs_of(reports[:-1]), procs_of(reports[-1:])
+    expect_eq(sorted(final), sorted(exits), "processes in the final report")
+    for pid, p in final.items():
+        expect_eq(without_ages(p), without_ages(exits[pid]),
+                  f"pid {pid} in the final report (exited: as at its exit)")
+    return exits
+
+
+def without_ages(proc):
+    """A process of a report without its stacks' ages, which grow from report to report."""
+    return dict(proc, stacks=[{k: v for k, v in s.items() if k != "oldest_age_s"}
+                              for s in proc["stacks"]])
 
 
 def shell_script():
@@ -64,8 +84,7 @@ def shell_script_steps_and_background_jobs_each_reported():
     workloads = ready_pids(out)
     expect_eq(len(workloads), 4, "workloads started")
     reports = json_docs(out)
-    expect_eq([r["report"] for r in reports], ["exit"] * 4, "one exit report per workload")
-    procs = procs_of(reports)
+    procs = tree_reports(reports, 4)
     expect_eq(sorted(procs), sorted(workloads), "processes reported: the workloads, no shell")
     for pid in workloads:
         p = procs[pid]
@@ -89,10 +108,8 @@ def no_children_traces_the_shell_alone():
               "the shell, holding nothing")
 
 
-def rank_reports(out, launcher, nr):
-    reports = json_docs(out)
-    expect_eq([r["report"] for r in reports], ["exit"] * nr, "one exit report per rank")
-    procs = procs_of(reports)
+def rank_reports(reports, launcher, nr):
+    procs = tree_reports(reports, nr)
     by_rank = {p["rank"]: p for p in procs.values()}
     expect_eq(sorted(by_rank), list(range(nr)), "ranks reported")
     for rank, p in by_rank.items():
@@ -105,7 +122,7 @@ def launcher_ranks_that_exec_are_reported_with_their_ranks():
     status, out, err = run_gpusnoop("leaks", "--format", "json", "--", "env", "GS_RANKS=3",
                                     RANKS, timeout=RUN_TIMEOUT)
     expect_eq(status, 0, f"gpusnoop status ({err})")
-    rank_reports(out, ready_pids(out)[0], 3)
+    rank_reports(json_docs(out), ready_pids(out)[0], 3)
 
 
 @test
@@ -114,8 +131,7 @@ def forked_children_calling_cuda_at_once_are_traced():
                                     "GS_RANKS_MODE=fork", RANKS, timeout=RUN_TIMEOUT)
     expect_eq(status, 0, f"gpusnoop status ({err})")
     launcher = ready_pids(out)[0]
-    procs = procs_of(json_docs(out))
-    expect_eq(len(procs), 3, "children reported")
+    procs = tree_reports(json_docs(out), 3)
     # no exec: a child's environment is the launcher's, without RANK; told apart by bytes
     by_bytes = {p["outstanding_bytes"]: p for p in procs.values()}
     expect_eq(sorted(by_bytes), [MiB, 2 * MiB, 3 * MiB], "each child's bytes")
@@ -165,10 +181,8 @@ def attach_to_launcher(*gs_args):
 @test
 def pid_children_follows_ranks_forked_after_attach():
     launcher, out = attach_to_launcher("--children")
-    reports = json_docs(out)
-    expect_eq([r["report"] for r in reports], ["exit"] * 3 + ["final"], "reports written")
-    expect_eq(reports[-1]["processes"], [], "the launcher holds nothing")
-    rank_reports("\n".join(json.dumps(r) for r in reports[:-1]), launcher, 3)
+    # the final report lists the exited ranks; the launcher, alive, holds nothing
+    rank_reports(json_docs(out), launcher, 3)
 
 
 @test
@@ -194,11 +208,46 @@ def child_that_execs_a_cuda_program_is_traced_from_its_first_call():
         sh.kill()
         sh.wait()
     child = ready_pids(out.decode())[0]
-    reports = json_docs(g.stdout.decode())
-    expect_eq([r["report"] for r in reports], ["exit"], "the program's exit report")
-    p = reports[0]["processes"][0]
+    procs = tree_reports(json_docs(g.stdout.decode()), 1)
+    expect_eq(list(procs), [child], "the program alone")
+    p = procs[child]
     expect_eq((p["pid"], p["ppid"], p["comm"]), (child, sh.pid, "gs_leaky"), "the program")
     leaky_expectations(p)
+
+
+@test
+def daemon_ctl_leaks_and_record_children():
+    d = Daemon()
+    w = Workload("gs_ranks", env={"GS_RANKS": "3", "GS_RANKS_HOLD": "1"})
+    ranks = []
+    try:
+        d.wait_probed()
+        w.release()
+        for r in range(3):
+            w.out.wait_for(lambda l, r=r: l == f"held {r}", f"rank {r} held")
+        status, out, err = d.ctl("leaks", str(w.pid), "--children", "--format", "json")
+        expect_eq(status, 0, f"ctl leaks --children ({err})")
+        report = json.loads(out)
+        by_rank = {p["rank"]: p for p in report["processes"]}
+        ranks = [p["pid"] for p in report["processes"]]
+        expect_eq(sorted(by_rank), [0, 1, 2], "ranks in one report, the launcher holds nothing")
+        for rank, p in by_rank.items():
+            rank_expectations(p, rank, w.pid)
+        status, out, err = d.ctl("leaks", str(w.pid), "--children", uid=NOBODY)
+        expect_eq((status, out), (1, ""), "ctl leaks --children by a non-owner")
+        assert "neither it nor a descendant of yours" in err, err
+        status, out, err = d.ctl("record", str(w.pid), "--children", "1", uid=NOBODY)
+        expect_eq((status, out), (1, ""), "ctl record --children by a non-root user")
+        assert "root's" in err, err
+        status, out, err = d.ctl("record", str(w.pid), "--children", "1", "cuda-mem")
+        expect_eq(status, 0, f"ctl record --children ({err})")
+        assert out.strip().endswith(".json.gz"), out
+    finally:
+        for pid in ranks:
+            os.kill(pid, signal.SIGTERM)
+        w.finish()
+        w.kill()
+        d.stop()
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ def dwarf_stacks_of_a_command_that_already_exited():
                                     NOFP_EXE, env=NO_DRIVER)
     expect_eq(status, 0, f"gpusnoop status ({err})")
     reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-    expect_eq([r["report"] for r in reports], ["exit"], "reports written")
+    expect_eq([r["report"] for r in reports], ["exit", "final"], "reports written")
     proc = reports[0]["processes"][0]
     expect_eq(proc["exited"], True, "marked exited")
     expect_nofp_chain(only_stack(reports[0], proc["pid"], 3 * MiB))
@@ -198,7 +198,7 @@ def perf_map_left_by_an_exited_command():
     pid = reports[0]["processes"][0]["pid"] if reports and reports[0]["processes"] else None
     try:
         expect_eq(status, 0, f"gpusnoop status ({err})")
-        expect_eq([r["report"] for r in reports], ["exit"], "reports written")
+        expect_eq([r["report"] for r in reports], ["exit", "final"], "reports written")
         expect_jit_frames(only_stack(reports[0], pid, 5 * MiB), pid, "exited")
     finally:
         if pid:

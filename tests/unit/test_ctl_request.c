@@ -5,7 +5,9 @@
 #include "profilers/daemon/ctl_request.h"
 #include "tests/unit/harness.h"
 
-#define USAGE "(status, leaks PID [json], snapshot PID, record PID SECONDS [EVENTS])"
+#define USAGE                                                                                    \
+	"(status, leaks PID [--children] [json], snapshot PID, record PID [--children] SECONDS " \
+	"[EVENTS])"
 
 /* The reason a line is refused, or "ok". */
 static const char *reason(const char *line)
@@ -184,6 +186,32 @@ GS_TEST(long_lines_and_small_buffers)
 	GS_EXPECT_STR_EQ(gs_ctl_verb_name(GS_CTL_RECORD), "record");
 }
 
-GS_TEST_MAIN(valid_forms, unknown_and_extra_words, malformed_pids, record_lengths_range_checked,
-	     formats_and_event_lists, echoed_words_are_short_and_printable,
-	     long_lines_and_small_buffers)
+GS_TEST(children_with_leaks_and_record)
+{
+	struct gs_ctl_request r;
+	char msg[256];
+
+	GS_EXPECT_EQ(gs_ctl_request__parse("leaks 42 --children json", &r, msg, sizeof(msg)), 0);
+	GS_EXPECT(r.children && r.json && r.pid == 42);
+	GS_EXPECT_EQ(gs_ctl_request__parse("leaks --children 42", &r, msg, sizeof(msg)), 0);
+	GS_EXPECT(r.children && !r.json && r.pid == 42);
+	GS_EXPECT_EQ(gs_ctl_request__parse("leaks 42", &r, msg, sizeof(msg)), 0);
+	GS_EXPECT(!r.children);
+	GS_EXPECT_EQ(gs_ctl_request__parse("record 7 --children 2 cpu,cuda", &r, msg, sizeof(msg)),
+		     0);
+	GS_EXPECT(r.children && r.pid == 7 && r.secs == 2 && !strcmp(r.events, "cpu,cuda"));
+	GS_EXPECT_EQ(gs_ctl_request__parse("record 7 2 cpu --children", &r, msg, sizeof(msg)), 0);
+	GS_EXPECT(r.children && !strcmp(r.events, "cpu"));
+	GS_EXPECT_STR_EQ(reason("leaks 1 --children --children"), "'--children' given twice");
+	GS_EXPECT_STR_EQ(reason("snapshot 1 --children"),
+			 "'--children' goes with leaks and record");
+	GS_EXPECT_STR_EQ(reason("status --children"), "'--children' goes with leaks and record");
+	GS_EXPECT_STR_EQ(reason("leaks --children"), "leaks needs a pid " USAGE);
+	GS_EXPECT_STR_EQ(reason("record 1 2 cpu x --children"),
+			 "unexpected 'x' after the request " USAGE);
+	GS_EXPECT_STR_EQ(reason("leaks 1 --child"), "unknown format '--child' (text or json)");
+}
+
+GS_TEST_MAIN(children_with_leaks_and_record, valid_forms, unknown_and_extra_words, malformed_pids,
+	     record_lengths_range_checked, formats_and_event_lists,
+	     echoed_words_are_short_and_printable, long_lines_and_small_buffers)
