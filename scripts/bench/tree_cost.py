@@ -125,7 +125,8 @@ def bench_attach(reps, n):
             stop(p)
 
 
-LOOP = 'a=$(date +%s%N); for i in $(seq {n}); do /bin/true; done; echo "loop $(( $(date +%s%N) - a ))"'
+LOOP = ('a=$(date +%s%N); for i in $(seq {n}); do /bin/true; done; '
+        'echo "loop $(( $(date +%s%N) - a ))"')
 
 
 def loop_ns(n, *gs_args):
