@@ -9,6 +9,7 @@
 #include "user/log.h"
 #include "user/python.h"
 #include "user/python_code.h"
+#include "user/python_merge.h"
 #include "user/python_names.h"
 #include "user/python_proc.h"
 #include "user/symcache.h"
@@ -262,45 +263,6 @@ static size_t name_frames(struct gs_python *py, struct target *t,
 	return n;
 }
 
-/* Python frames from *p to the end of their evaluation run, appended to out[*o..max) */
-static void emit_run(const struct gs_py_stack_event *ps, const __u64 *named, size_t *p, __u64 *out,
-		     size_t *o, size_t max)
-{
-	bool end = false;
-
-	while (*p < ps->nr_frames && !end) {
-		end = ps->frames[*p].flags & GS_PY_F_RUN_END;
-		if (named[*p] && *o < max)
-			out[(*o)++] = named[*p];
-		(*p)++;
-	}
-}
-
-/*
- * native[0] is the ip, the others return addresses (looked up one byte back, in the call).
- * Each evaluation-loop frame stands for one run of Python frames, innermost first.
- */
-static size_t merge(const struct target *t, const struct gs_py_stack_event *ps, const __u64 *named,
-		    const __u64 *native, size_t nr, __u64 *out, size_t max)
-{
-	size_t o = 0, p = 0;
-
-	for (size_t i = 0; i < nr && o < max; i++) {
-		__u64 at = i ? native[i] - 1 : native[i];
-
-		if (p < ps->nr_frames && gs_py_interp_in_eval(&t->interp, at))
-			emit_run(ps, named, &p, out, &o, max);
-		else
-			out[o++] = native[i];
-	}
-	if (p < ps->nr_frames && o < max) {
-		out[o++] = GS_PY_ADDR_MARKER;
-		while (p < ps->nr_frames)
-			emit_run(ps, named, &p, out, &o, max);
-	}
-	return o;
-}
-
 /* Where rec keeps its frames: *frames and *nr point into rec; false for other records */
 static bool record_frames(const void *rec, size_t *off, __u16 *nr)
 {
@@ -375,8 +337,8 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 	t = find_target(py, (pid_t)hdr->pid);
 	if (!slot || !slot->nr_named || !t || t->state != TARGET_ACTIVE)
 		return false;
-	n = merge(t, &slot->e, slot->named, (const __u64 *)((const char *)rec + off), nr, merged,
-		  GS_MAX_STACK);
+	n = gs_py_merge((const __u64 *)((const char *)rec + off), nr, slot->e.frames, slot->named,
+			slot->e.nr_frames, &t->interp.eval, merged, GS_MAX_STACK);
 	memcpy(out, rec, off);
 	memcpy((char *)out + off, merged, n * sizeof(merged[0]));
 	out->alloc.hdr.size = (__u32)(off + n * sizeof(merged[0]));

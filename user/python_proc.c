@@ -136,11 +136,11 @@ static enum gs_py_find describe(struct gs_symcache *sc, const struct gs_maps *ma
 			return GS_PY_UNSUPPORTED;
 	out->runtime = s->runtime + bias;
 	out->code_type = s->code_type + bias;
-	out->eval_start[0] = s->eval + bias;
-	out->eval_end[0] = out->eval_start[0] + s->eval_size;
+	out->eval.start[0] = s->eval + bias;
+	out->eval.end[0] = out->eval.start[0] + s->eval_size;
 	if (s->eval_cold) {
-		out->eval_start[1] = s->eval_cold + bias;
-		out->eval_end[1] = out->eval_start[1] + s->eval_cold_size;
+		out->eval.start[1] = s->eval_cold + bias;
+		out->eval.end[1] = out->eval.start[1] + s->eval_cold_size;
 	}
 	/* 3.11+: the code units follow the fixed part of the object, tp_basicsize bytes */
 	if (out->minor >= 11) {
@@ -178,12 +178,4 @@ enum gs_py_find gs_py_interp_find(struct gs_symcache *sc, const struct gs_maps *
 		return describe(sc, maps, m, &s, out, suffix_ok);
 	}
 	return GS_PY_NONE;
-}
-
-bool gs_py_interp_in_eval(const struct gs_py_interp *in, uint64_t addr)
-{
-	for (int i = 0; i < 2; i++)
-		if (addr >= in->eval_start[i] && addr < in->eval_end[i])
-			return true;
-	return false;
 }

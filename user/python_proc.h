@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "user/python_layout.h"
+#include "user/python_merge.h"
 
 struct gs_maps;
 struct gs_symcache;
@@ -15,13 +16,12 @@ struct gs_symcache;
 struct gs_py_interp {
 	const struct gs_py_layout *layout;
 	int major, minor;
-	uint64_t runtime;	/* _PyRuntime */
-	uint64_t code_type;	/* &PyCode_Type: a code object's ob_type */
-	uint64_t code_header;	/* 3.11+: bytes before the first code unit (tp_basicsize) */
-	uint64_t eval_start[2]; /* _PyEval_EvalFrameDefault and its .cold part, if any */
-	uint64_t eval_end[2];
-	char path[256];	 /* the file that holds the interpreter, for messages */
-	const char *why; /* GS_PY_UNSUPPORTED: what is not supported */
+	uint64_t runtime;	       /* _PyRuntime */
+	uint64_t code_type;	       /* &PyCode_Type: a code object's ob_type */
+	uint64_t code_header;	       /* 3.11+: bytes before the first code unit (tp_basicsize) */
+	struct gs_py_eval_ranges eval; /* _PyEval_EvalFrameDefault and its .cold part */
+	char path[256];		       /* the file that holds the interpreter, for messages */
+	const char *why;	       /* GS_PY_UNSUPPORTED: what is not supported */
 };
 
 enum gs_py_find {
@@ -37,8 +37,5 @@ enum gs_py_find {
  */
 enum gs_py_find gs_py_interp_find(struct gs_symcache *sc, const struct gs_maps *maps,
 				  struct gs_py_interp *out);
-
-/* True if addr (a return address, or a frame's ip) lies in the interpreter's eval loop. */
-bool gs_py_interp_in_eval(const struct gs_py_interp *in, uint64_t addr);
 
 #endif /* GS_PYTHON_PROC_H */
