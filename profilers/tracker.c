@@ -115,12 +115,12 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 {
 	bool cuda = gs_lib_attach__scan(t->attach, pid);
 
-	if (t->python)
-		gs_python__scan(t->python, pid);
-
 	/* probes of its own (a user's files under -a) go when it exits: follow that */
 	if (t->opts.all && !find_target(t, pid) && gs_links__count_pid(t->links, pid))
 		add_target(t, pid, GS_TARGET_TRACED);
+	/* only followed processes: their exits are seen, so their Python state is forgotten */
+	if (t->python && find_target(t, pid))
+		gs_python__scan(t->python, pid);
 	return cuda;
 }
 
