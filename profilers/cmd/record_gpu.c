@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,7 +10,6 @@
 #include "profilers/cmd/record_gpu_summary.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/cuda/gpu_correlate.h"
-#include "profilers/cuda/gpu_inject.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
@@ -79,58 +77,6 @@ void gs_record_gpu__free(struct gs_record_gpu *g)
 	gs_gpu_summary__free(g->summary);
 	gs_addr_map__free(g->named);
 	free(g);
-}
-
-int gs_record_gpu_library(char *lib, size_t len)
-{
-	static const char *const dirs[] = { "", "/../lib/gpusnoop" };
-	char exe[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return -errno;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(lib, len, "%s%s/%s", slash ? exe : ".", dirs[i], GS_CUPTI_LIB_NAME);
-		if (!access(lib, R_OK))
-			return 0;
-	}
-	gs_err("-e gpu: no %s beside %s or in %s/../lib/gpusnoop (built by make where CUPTI's "
-	       "headers are)",
-	       GS_CUPTI_LIB_NAME, exe, exe);
-	return -ENOENT;
-}
-
-int gs_record_gpu_setenv(void)
-{
-	const char *set = getenv("CUDA_INJECTION64_PATH");
-	char lib[PATH_MAX + 64];
-	int err = gs_record_gpu_library(lib, sizeof(lib));
-
-	if (err)
-		return err;
-	if (set && *set && strcmp(set, "none") && strcmp(set, lib)) {
-		gs_err("-e gpu: CUDA_INJECTION64_PATH already names %s; unset it to use %s", set,
-		       lib);
-		return -EEXIST;
-	}
-	return setenv("CUDA_INJECTION64_PATH", lib, 1) ? -errno : 0;
-}
-
-int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids)
-{
-	char lib[PATH_MAX + 64];
-	int err = gs_record_gpu_library(lib, sizeof(lib));
-
-	for (size_t i = 0; i < nr_pids && !err; i++) {
-		err = gs_gpu_inject(pids[i], lib);
-		if (err == -EBUSY)
-			err = 0; /* said; the recording goes on without its GPU activity */
-	}
-	return err;
 }
 
 /* A non-negative decimal below a million, the whole string; -1 otherwise. */
