@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* trace_writer.c: a memstream renders each event, gs_reorder orders them, chrome_trace writes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include "stitch/reorder.h"
 #include "stitch/trace_writer.h"
@@ -10,7 +11,9 @@ struct gs_trace_writer {
 	struct gs_chrome_trace render; /* one event at a time, into render_buf */
 	FILE *render_f;
 	char *render_buf;
-	size_t render_len;
+	size_t render_len;   /* what the memstream holds, as of its last fflush */
+	size_t render_start; /* where the event being rendered begins */
+	bool rendering;	     /* begun, not ended: an abandoned event is written over */
 	uint64_t render_ts_ns;
 	struct gs_reorder *reorder;
 };
@@ -52,9 +55,17 @@ void gs_trace_writer__free(struct gs_trace_writer *w)
 	free(w);
 }
 
+/* events follow each other in the memstream, which starts over only now and then */
+#define RENDER_RESTART_BYTES (1u << 20)
+
 struct gs_chrome_trace *gs_trace_writer__begin(struct gs_trace_writer *w, uint64_t ts_ns)
 {
-	rewind(w->render_f);
+	if (w->rendering || w->render_len >= RENDER_RESTART_BYTES) {
+		rewind(w->render_f);
+		w->render_len = 0;
+	}
+	w->render_start = w->render_len;
+	w->rendering = true;
 	gs_json__init(&w->render.json, w->render_f);
 	w->render_ts_ns = ts_ns;
 	return &w->render;
@@ -62,14 +73,17 @@ struct gs_chrome_trace *gs_trace_writer__begin(struct gs_trace_writer *w, uint64
 
 int gs_trace_writer__end(struct gs_trace_writer *w)
 {
-	long len = ftell(w->render_f);
-	size_t skip;
+	const char *event;
+	size_t len, skip;
 
-	if (fflush(w->render_f) || len <= 0)
+	w->rendering = false;
+	if (fflush(w->render_f) || w->render_len <= w->render_start)
 		return -ENOMEM;
+	event = w->render_buf + w->render_start;
+	len = w->render_len - w->render_start;
 	/* the event's own line break: the document writes one before each event */
-	skip = w->render_buf[0] == '\n';
-	return gs_trace_writer__push(w, w->render_ts_ns, w->render_buf + skip, (size_t)len - skip);
+	skip = event[0] == '\n';
+	return gs_trace_writer__push(w, w->render_ts_ns, event + skip, len - skip);
 }
 
 int gs_trace_writer__push(struct gs_trace_writer *w, uint64_t ts_ns, const char *json, size_t len)
