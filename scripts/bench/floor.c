@@ -15,13 +15,22 @@
 #include "user/proc_maps.h"
 
 /*
- * usage: gs_bench_floor PID FAMILIES
- * FAMILIES is "mem" (what `gpusnoop leaks` probes) or "all" (what `gpusnoop record` probes).
- * Every API of those families found in the CUDA runtime and driver PID maps gets the same
- * pair of probes gpusnoop puts there (entry and return, same bpf_cookie, same pid scope,
- * return probe first), running programs that do nothing. Prints "attached N" on stderr,
- * then waits for SIGINT or SIGTERM.
+ * usage: gs_bench_floor PID SET [--list]
+ * SET is what gets probed, with programs that do nothing:
+ *   all      what `gpusnoop record` probed before launches went entry-only: every API of its
+ *            families in the CUDA runtime and driver PID maps, entry and return
+ *   mem      what `gpusnoop leaks` probes: the allocation APIs, entry and return
+ *   min      the least `gpusnoop record` needs (issue #12): launches at entry only (all they
+ *            show is known there), everything else entry and return (a pointer, how long a
+ *            synchronization, copy or free blocked, a kernel name read back)
+ *   min-mem  the least `gpusnoop leaks` needs: allocations entry and return, frees entry
+ * Probes go in as gpusnoop puts them (same bpf_cookie, same pid scope, return probe first,
+ * one multi-uprobe link per program and file). Prints "attached N" on stderr, then probes
+ * the CUDA libraries PID maps later (every 10 ms) until SIGINT, SIGTERM or PID's exit.
+ * --list prints the functions probed now as PATH:SYMBOL lines (the map's path) and exits.
  */
+
+enum floor_set { SET_ALL, SET_MEM, SET_MIN, SET_MIN_MEM };
 
 static volatile sig_atomic_t stop;
 
@@ -30,17 +39,32 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid, const char *path,
-		      enum gs_cuda_lib lib, uint32_t families, size_t *nr)
+/* Whether the set wants api's return probe too. */
+static bool wants_return(enum floor_set set, const struct gs_cuda_api *api)
 {
+	if (set == SET_MIN && api->family == GS_FAM_LAUNCH)
+		return false;
+	if (set == SET_MIN_MEM && api->shape == GS_SHAPE_FREE)
+		return false;
+	return true;
+}
+
+static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid, const char *path,
+		      const char *shown, enum gs_cuda_lib lib, enum floor_set set, bool list,
+		      size_t *nr)
+{
+	uint32_t families = GS_FAM_BIT(GS_FAM_MEM);
 	struct gs_elf *elf = gs_elf__open(path);
 	size_t nr_apis;
 	const struct gs_cuda_api *apis = gs_cuda_apis(&nr_apis);
 
 	if (!elf) {
-		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		fprintf(stderr, "%s: %s\n", shown, strerror(errno));
 		return -errno;
 	}
+	if (set == SET_ALL || set == SET_MIN)
+		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
+			    GS_FAM_BIT(GS_FAM_SYNC) | GS_FAM_BIT(GS_FAM_COPY);
 	for (size_t i = 1; i < nr_apis; i++) {
 		const struct gs_cuda_api *api = &apis[i];
 		uint64_t vaddr, off, cookie;
@@ -51,14 +75,20 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 		vaddr = gs_elf__find_function(elf, api->name);
 		if (!vaddr || gs_elf__vaddr_to_offset(elf, vaddr, &off))
 			continue;
+		if (list) {
+			printf("%s:%s\n", shown, api->name);
+			continue;
+		}
 		cookie = api->id | (uint64_t)gs_cuda_api_call_flags(api) << 16;
-		err = gs_links__attach_uprobe(links, skel->progs.floor_exit, pid, path, off, true,
-					      cookie);
+		err = 0;
+		if (wants_return(set, api))
+			err = gs_links__attach_uprobe(links, skel->progs.floor_exit, pid, path, off,
+						      true, cookie);
 		err = err
 			      ?: gs_links__attach_uprobe(links, skel->progs.floor_enter, pid, path,
 							 off, false, cookie);
 		if (err) {
-			fprintf(stderr, "attach %s:%s: %s\n", path, api->name, strerror(-err));
+			fprintf(stderr, "attach %s:%s: %s\n", shown, api->name, strerror(-err));
 			gs_elf__free(elf);
 			return err;
 		}
@@ -68,38 +98,36 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int parse_set(const char *arg, enum floor_set *set)
 {
-	uint32_t families = GS_FAM_BIT(GS_FAM_MEM);
-	struct floor_bpf *skel = NULL;
-	struct gs_links *links = NULL;
-	struct gs_maps *maps = NULL;
-	size_t nr = 0;
-	int status = 1;
-	pid_t pid;
+	static const char *const names[] = { "all", "mem", "min", "min-mem" };
 
-	if (argc != 3 || (strcmp(argv[2], "mem") && strcmp(argv[2], "all"))) {
-		fprintf(stderr, "usage: %s PID mem|all\n", argv[0]);
-		return 1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			*set = (enum floor_set)i;
+			return 0;
+		}
 	}
-	pid = (pid_t)atoi(argv[1]);
-	if (!strcmp(argv[2], "all"))
-		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
-			    GS_FAM_BIT(GS_FAM_SYNC) | GS_FAM_BIT(GS_FAM_COPY);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	skel = floor_bpf__open_and_load();
-	links = gs_links__new();
-	maps = gs_maps__read(pid);
-	if (!skel || !links || !maps) {
-		fprintf(stderr, "set-up: %s\n", strerror(errno));
-		goto out;
-	}
-	for (size_t i = 0; i < maps->nr; i++) {
+	return -EINVAL;
+}
+
+/*
+ * Probes the CUDA libraries pid maps that are not probed yet (done[lib]): the stand-in runtime
+ * loads the driver at its first call, as the real one does, and gpusnoop follows it there.
+ */
+static int scan(struct floor_bpf *skel, struct gs_links *links, pid_t pid, enum floor_set set,
+		bool list, bool done[2], size_t *nr)
+{
+	struct gs_maps *maps = gs_maps__read(pid);
+	int err = 0;
+
+	if (!maps)
+		return -errno;
+	for (size_t i = 0; i < maps->nr && !err; i++) {
 		const struct gs_mapping *m = &maps->mappings[i];
 		char path[PATH_MAX];
 		enum gs_cuda_lib lib;
-		int fd, err;
+		int fd;
 
 		if (!m->exec || !m->path)
 			continue;
@@ -109,27 +137,71 @@ int main(int argc, char **argv)
 			lib = GS_LIB_DRIVER;
 		else
 			continue;
+		if (done[lib])
+			continue;
 		fd = gs_mapping__open(maps, m, NULL);
-		if (fd < 0)
-			goto out;
+		if (fd < 0) {
+			err = fd;
+			break;
+		}
 		/* the file checked against the snapshot, probed through its descriptor */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		err = attach_lib(skel, links, pid, path, lib, families, &nr);
+		gs_links__batch_begin(links); /* gpusnoop's multi-uprobe links, where it has them */
+		err = attach_lib(skel, links, pid, path, m->path, lib, set, list, nr);
+		err = gs_links__batch_end(links) ?: err;
 		close(fd);
-		if (err)
-			goto out;
+		done[lib] = true;
+	}
+	gs_maps__free(maps);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct floor_bpf *skel = NULL;
+	struct gs_links *links = NULL;
+	enum floor_set set;
+	bool list = argc == 4 && !strcmp(argv[3], "--list");
+	bool done[2] = { false, false };
+	size_t nr = 0;
+	int status = 1;
+	pid_t pid;
+
+	if ((argc != 3 && !list) || parse_set(argv[2], &set)) {
+		fprintf(stderr, "usage: %s PID all|mem|min|min-mem [--list]\n", argv[0]);
+		return 1;
+	}
+	pid = (pid_t)atoi(argv[1]);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	skel = floor_bpf__open();
+	if (skel && gs_links__prepare(skel->obj))
+		goto out;
+	if (skel && floor_bpf__load(skel)) {
+		floor_bpf__destroy(skel);
+		skel = NULL;
+	}
+	links = gs_links__new();
+	if (!skel || !links) {
+		fprintf(stderr, "set-up: %s\n", strerror(errno));
+		goto out;
+	}
+	if (scan(skel, links, pid, set, list, done, &nr))
+		goto out;
+	if (list) {
+		status = 0;
+		goto out;
 	}
 	if (!nr) {
 		fprintf(stderr, "pid %d maps no CUDA library\n", (int)pid);
 		goto out;
 	}
 	fprintf(stderr, "attached %zu\n", nr);
-	while (!stop)
-		pause();
+	while (!stop && !scan(skel, links, pid, set, list, done, &nr))
+		usleep(10000);
 	status = 0;
 out:
 	gs_links__free(links);
-	gs_maps__free(maps);
 	floor_bpf__destroy(skel);
 	return status;
 }

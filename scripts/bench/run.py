@@ -162,8 +162,15 @@ def start_tool(kind, pid, tmp):
         return Tool([FLOOR, str(pid), "all"], "attached")
     if kind == "floor-mem":
         return Tool([FLOOR, str(pid), "mem"], "attached")
+    if kind == "floor-min":
+        return Tool([FLOOR, str(pid), "min"], "attached")
+    if kind == "floor-min-mem":
+        return Tool([FLOOR, str(pid), "min-mem"], "attached")
     if kind == "record":
         return Tool([GPUSNOOP, "record", "-p", str(pid), "-o", "/dev/null"], "recording")
+    if kind == "record-latency":
+        return Tool([GPUSNOOP, "record", "-e", RECORD_EVENTS + ",cuda-launch-latency", "-p",
+                     str(pid), "-o", "/dev/null"], "recording")
     if kind == "leaks":
         return Tool([GPUSNOOP, "leaks", "-p", str(pid), "--format", "json", "-o",
                      os.path.join(tmp, "leaks.json")], "tracing CUDA allocations")
@@ -249,7 +256,10 @@ def median(xs):
 
 # --- (a)-(e): per-event overhead ------------------------------------------------------------
 
-OVERHEAD_KINDS = ["untraced", "floor", "floor-mem", "record", "leaks", "bpftrace"]
+OVERHEAD_KINDS = ["untraced", "floor", "floor-mem", "floor-min", "floor-min-mem", "record",
+                  "record-latency", "leaks", "bpftrace"]
+# record's default events (record --help), all CUDA events with stacks
+RECORD_EVENTS = "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
 
 def bench_overhead(args, tmp):
@@ -361,6 +371,93 @@ def bench_sustain(args, tmp, kind):
     out, err = finish(w, t)
     return {"calls": int(line[1]), "behind_ms": float(line[3]),
             "dropped": dropped_of(kind, out, err, tmp)}
+
+
+# --- start-up and shutdown -----------------------------------------------------------------
+
+LIFECYCLE_KINDS = ["record", "leaks", "profile", "bpftrace"]
+
+
+def lifecycle_argv(kind, pid, tmp):
+    """(argv, ready text, on stdout, output file or None) of one tool attached to pid."""
+    if kind == "record":
+        out = os.path.join(tmp, "life.json")
+        return [GPUSNOOP, "record", "-p", str(pid), "-o", out], "recording", False, out
+    if kind == "leaks":
+        out = os.path.join(tmp, "life-leaks.json")
+        return ([GPUSNOOP, "leaks", "-p", str(pid), "--format", "json", "-o", out],
+                "tracing CUDA allocations", False, out)
+    if kind == "profile":
+        out = os.path.join(tmp, "life.folded")
+        return [GPUSNOOP, "profile", "-p", str(pid), "-o", out], "profiling", False, out
+    # the peer: entry and return probes on the very functions record probes, empty bodies
+    path = os.path.join(tmp, "same-set.bt")
+    lines = subprocess.run([FLOOR, str(pid), "all", "--list"], check=True,
+                           stdout=subprocess.PIPE).stdout.decode().split()
+    probes = ",\n".join("%s:%s" % (kind_, l) for l in lines for kind_ in ("uprobe", "uretprobe"))
+    with open(path, "w") as f:
+        f.write('BEGIN { printf("peer tracing\\n"); }\n%s\n{ @n = count(); }\n' % probes)
+    return ["bpftrace", "-p", str(pid), path], "peer tracing", True, None
+
+
+def valid_output(kind, path):
+    if kind == "record":
+        with open(path) as f:
+            json.load(f)
+    elif kind == "leaks":
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    json.loads(line)
+    return True
+
+
+def lifecycle_run(kind, tmp):
+    """Start to ready, then SIGINT to a valid output file and to exit, on an idle target."""
+    QuietWatch().stop()
+    w = Workload([BENCH, "loop", "1", "1", "--hold"])
+    t = None
+    try:
+        argv, ready, on_stdout, out = lifecycle_argv(kind, w.pid, tmp)
+        if out and os.path.exists(out):
+            os.unlink(out)
+        t = Tool(argv, ready, on_stdout)
+        t.p.send_signal(signal.SIGINT)
+        t_sig = time.monotonic()
+        t_file = None
+        while t.p.poll() is None:
+            if out and t_file is None and os.path.exists(out):
+                t_file = time.monotonic()
+            time.sleep(0.001)
+        t_exit = time.monotonic()
+        if out and t_file is None and os.path.exists(out):
+            t_file = t_exit
+        t.stop()
+        if out and not valid_output(kind, out):
+            raise RuntimeError(kind + ": no valid output")
+        w.release()
+        w.line("done")
+        w.finish()
+    except BaseException:
+        if t:
+            t.kill()
+        w.kill()
+        raise
+    return {"ready": t.t_ready - t.t_start, "file": (t_file - t_sig) if t_file else None,
+            "exit": t_exit - t_sig}
+
+
+def bench_lifecycle(args, tmp):
+    res = {k: {"ready": [], "file": [], "exit": []} for k in LIFECYCLE_KINDS}
+    for _ in range(args.rounds):
+        order = LIFECYCLE_KINDS[:]
+        random.shuffle(order)
+        for kind in order:
+            r = lifecycle_run(kind, tmp)
+            for k, v in r.items():
+                if v is not None:
+                    res[kind][k].append(v)
+    return {k: {m: median(v) for m, v in d.items()} for k, d in res.items()}
 
 
 # --- symbolization of the first report for a process mapping libtorch -----------------------
@@ -593,13 +690,17 @@ def main():
                     print("  %-10s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
                 return
             a, b, bm = med["untraced"], med["floor"], med["floor-mem"]
+            fmin, fmin_mem = med["floor-min"], med["floor-min-mem"]
             rows.append(("overhead per iteration (4 launch + malloc + free = 6 calls): CPU ns "
                          "of the workload thread, median of %d interleaved runs" % args.rounds,
                          None, None))
             for k, label in [("untraced", "(a) untraced"),
                              ("floor", "(b) floor: empty probes, record's set"),
                              ("floor-mem", "(b') floor: empty probes, leaks' set"),
+                             ("floor-min", "(m) minimal floor of record: launches entry only"),
+                             ("floor-min-mem", "(m') minimal floor of leaks: frees entry only"),
                              ("record", "(c) gpusnoop record, all events + stacks"),
+                             ("record-latency", "(c') record + cuda-launch-latency"),
                              ("leaks", "(d) gpusnoop leaks"),
                              ("bpftrace", "(e) bpftrace peer script")]:
                 rows.append((label, "%.0f ns" % med[k],
@@ -607,6 +708,19 @@ def main():
                              "; +%.0f ns/call over (a)" % ((med[k] - a) / CALLS_PER_ITER))))
             rows.append(("(c)/(b) record vs floor", "%.2fx" % (med["record"] / b),
                          "cost above (a): %.2fx the floor's" % ((med["record"] - a) / (b - a))))
+            rows.append(("(c)-(a) / (m)-(a): record vs its minimal floor, added cost",
+                         "%.2fx" % ((med["record"] - a) / (fmin - a)),
+                         "target <= 1.3x; (b), today's same-probe-set floor, adds %.2fx (m)'s"
+                         % ((b - a) / (fmin - a))))
+            rows.append(("(c')-(c): the launch-latency opt-in",
+                         "+%.0f ns" % (med["record-latency"] - med["record"]),
+                         "+%.0f ns per launch; (c')-(a) / (m)-(a) = %.2fx"
+                         % ((med["record-latency"] - med["record"]) / 4,
+                            (med["record-latency"] - a) / (fmin - a))))
+            rows.append(("(d)-(a) / (m')-(a): leaks vs its minimal floor, added cost",
+                         "%.2fx" % ((med["leaks"] - a) / (fmin_mem - a)),
+                         "target <= 1.3x; (b'), allocations and frees entry + return, adds "
+                         "%.2fx (m')'s" % ((bm - a) / (fmin_mem - a))))
             rows.append(("(d)/(b) leaks vs floor", "%.2fx" % (med["leaks"] / b),
                          "vs (b'), same probe set: %.2fx; cost above (a): %.2fx (b')'s"
                          % (med["leaks"] / bm, (med["leaks"] - a) / (bm - a))))
@@ -615,6 +729,21 @@ def main():
         if want("python"):
             print("Python frames, %d rounds..." % args.rounds, file=sys.stderr)
             rows.extend(python_cost.bench(sys.modules[__name__], args, tmp))
+        if want("lifecycle"):
+            print("start-up and shutdown, %d rounds..." % args.rounds, file=sys.stderr)
+            life = bench_lifecycle(args, tmp)
+            rows.append(("start-up and shutdown on an idle held gs_bench (libcudart mapped): "
+                         "median of %d interleaved runs; bpftrace: entry + return probes on "
+                         "record's functions, empty bodies" % args.rounds, None, None))
+            for kind in LIFECYCLE_KINDS:
+                r = life[kind]
+                rows.append(("%s: start to ready" % kind, "%.3f s" % r["ready"],
+                             "target <= 0.5 s" if kind != "bpftrace" else "the peer"))
+                if kind != "bpftrace":
+                    rows.append(("%s: SIGINT to a valid output file" % kind,
+                                 "%.3f s" % r["file"], "target <= 0.2 s"))
+                rows.append(("%s: SIGINT to exit" % kind, "%.3f s" % r["exit"],
+                             "target <= 0.5 s" if kind != "bpftrace" else "the peer"))
         if want("gpu") and os.path.exists(INJECTION):
             print("GPU injection library, %d rounds..." % args.rounds, file=sys.stderr)
             g = bench_gpu(args)
