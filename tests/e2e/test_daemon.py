@@ -542,6 +542,9 @@ def daemon_reload_keeps_start_only_settings():
         d.g.wait_stderr("reload: torch, cuda-call-metrics unchanged: read at start only, "
                         "restart the daemon to change")
         d.g.wait_stderr("configuration reloaded")
+        # metrics-addr port 0: the reopened endpoint listens on a port of its own
+        reopened = [line for line in d.g.err.lines if "metrics on http://" in line][-1]
+        d.metrics_url = re.search(r"(http://\S+/metrics)", reopened).group(1)
         w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
         d.g.wait_stderr(f"{os.path.join(FIXTURES, 'torch', 'lib')}/libc10_cuda.so): CUDA tensors "
                         "from USDT")
