@@ -193,6 +193,30 @@ def gpu_inject_into_a_process_started_without_the_library():
 
 
 @test
+def gpu_driver_api_launches_linked():
+    """gs_driver_launch: 40 cuLaunchKernel of 8x4x2 blocks, 5 cuLaunchKernelEx of 9 blocks."""
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--",
+                                  os.path.join(BIN, "gs_driver_launch"), env=gpu_env(),
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace, _ = load(out)
+    rows = collections.defaultdict(list)
+    for e in gpu_rows(trace):
+        rows[e["name"]].append(ns(e["dur"]))
+    expect_eq(dict(rows), {"drv_kernel(float*)": [kernel_ns(64)] * 40,
+                           "lib_kernel(int*)": [kernel_ns(9)] * 5}, "kernel rows (ns)")
+    cpu = {e["args"]["correlation"]: e for e in trace["traceEvents"]
+           if e["ph"] == "X" and e.get("cat") == "cuda_driver" and "correlation" in e["args"]}
+    expect_eq(collections.Counter(e["name"] for e in cpu.values()),
+              {"cuLaunchKernel": 40, "cuLaunchKernelEx": 5}, "driver slices with an id")
+    for e in gpu_rows(trace):
+        expect_eq(cpu[e["args"]["correlation"]]["args"]["kernel"], e["name"], "linked launch")
+    md = trace["metadata"]["gpu"]
+    expect_eq((md["records"], md["linked"], md["not_linked"]), (45, 45, 0), "GPU record counts")
+
+
+@test
 def gpu_cupti_dropped_records_counted():
     out = os.path.join(tempfile.mkdtemp(), "gpu.json")
     # the stand-in drops records 5, 10, ... 35 of the 38, as CUPTI does when it overflows
