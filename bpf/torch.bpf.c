@@ -51,8 +51,11 @@ static __always_inline void emit_stacks(struct pt_regs *ctx, __u64 pid_tgid, str
 	m->flags = 0;
 	if (cfg_ustack && gs_emit_ustack(ctx, pid_tgid, m->ts))
 		m->flags |= GS_EV_F_USTACK;
-	if (gs_py_emit(pid_tgid, m->ts))
-		m->flags |= GS_EV_F_PYSTACK;
+	/*
+	 * Arithmetic, not a branch: two constants here would be two verifier states through
+	 * the stack walk that follows, and --stacks dwarf would pass the 1M-instruction limit.
+	 */
+	m->flags |= (__u16)(GS_EV_F_PYSTACK * (gs_py_emit(pid_tgid, m->ts) & 1));
 }
 
 static __always_inline void mark_stacks(struct gs_event_hdr *hdr, const struct stack_marks *m)

@@ -592,7 +592,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	err = opts->stacks == GS_STACKS_DWARF ? open_unwinder(t) : 0;
 	if (!err && opts->python) {
 		t->python = gs_python__new(t->symcache);
-		if (!t->python)
+		/* without privileges, loading the objects fails next and says what to grant */
+		if (!t->python && errno != EPERM && errno != EACCES)
 			gs_warn("python frames: %s; stacks stay native", strerror(errno));
 	}
 	err = err ?: open_objects(t);
