@@ -40,6 +40,8 @@
  * failed) is simply overwritten.
  */
 #define USTACK_SLOTS 64
+/* The flags of a followed tree's processes, as bpf/proc.bpf.c gives them at fork. */
+#define CHILD_FLAGS (GS_TARGET_TRACED | GS_TARGET_CHILDREN | GS_TARGET_STOP_ON_LOAD)
 
 struct target {
 	pid_t pid;
@@ -62,7 +64,7 @@ struct gs_tracker {
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
 	struct gs_python *python;     /* NULL with --no-python */
-	struct gs_proc_tree *tree;    /* parents and ranks of the -p/-- targets and their children */
+	struct gs_proc_tree *tree; /* parents and ranks of the -p/-- targets and their children */
 	struct ustack_slot ustacks[USTACK_SLOTS];
 	size_t next_ustack;
 	struct target *targets; /* in no order; found by pid through target_index */
@@ -164,12 +166,17 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 	drop_target(t, tg);
 }
 
-/* Known to -a mode from its first CUDA event on; follows its exit from then on. */
+/*
+ * Known to -a mode from its first CUDA event on; follows its exit from then on. In a followed
+ * tree, a process whose fork record was lost (ring buffer full) is known from its first event.
+ */
 static void note_process(struct gs_tracker *t, pid_t pid)
 {
-	if (!t->opts.all || find_target(t, pid))
+	if ((!t->opts.all && !t->opts.children) || find_target(t, pid))
 		return;
-	add_target(t, pid, GS_TARGET_TRACED);
+	add_target(t, pid, t->opts.all ? GS_TARGET_TRACED : CHILD_FLAGS);
+	if (!t->opts.all)
+		gs_proc_tree__add(t->tree, pid, 0);
 	gs_symcache__refresh(t->symcache, pid);
 	if (t->python)
 		gs_python__scan(t->python, pid);
@@ -294,9 +301,6 @@ static void on_libs_changed(struct gs_tracker *t, const struct gs_event_hdr *hdr
 	if (hdr->flags & GS_LIBS_F_STOPPED)
 		kill(pid, SIGCONT);
 }
-
-/* The flags of a followed tree's processes, as bpf/proc.bpf.c gives them at fork. */
-#define CHILD_FLAGS (GS_TARGET_TRACED | GS_TARGET_CHILDREN | GS_TARGET_STOP_ON_LOAD)
 
 /* A target's new process, before it first ran; it maps what its parent did. */
 static void on_fork(struct gs_tracker *t, const struct gs_proc_fork *e)
