@@ -598,7 +598,65 @@ out:
 	free(written);
 }
 
+/* Renders the one process at 2 s with the given place in a process tree, as text or JSON. */
+static char *render_in_tree(struct fixture *fx, pid_t ppid, int32_t rank, int32_t local_rank,
+			    bool json)
+{
+	struct gs_leak_proc_report proc;
+	struct gs_leak_report r = {
+		.reason = "final", .now_ns = 2 * S, .procs = &proc, .nr_procs = 1
+	};
+	struct gs_mem_proc *p = gs_mem_model__proc(&fx->m, NO_PID, false);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!p || gs_leak_proc_report__build(&proc, &fx->m, p, "worker", 2 * S, 0))
+		return NULL;
+	GS_EXPECT(proc.ppid == 0 && proc.rank == -1 && proc.local_rank == -1); /* none by default */
+	proc.ppid = ppid;
+	proc.rank = rank;
+	proc.local_rank = local_rank;
+	f = open_memstream(&text, &len);
+	if (f && json)
+		gs_leak_report__write_json(f, &r, fx->stacks);
+	else if (f)
+		gs_leak_report__write_text(f, &r, fx->stacks);
+	if (f)
+		fclose(f);
+	gs_leak_proc_report__release(&proc);
+	return text;
+}
+
+/* A process of a followed tree shows its parent and ranks; a root or rankless one does not. */
+GS_TEST(parent_and_ranks_of_a_process_tree)
+{
+	char *plain = NULL, *ranked = NULL, *local = NULL, *json = NULL;
+	yajl_val doc = NULL, proc;
+	struct fixture fx;
+
+	if (!GS_EXPECT(fixture_open(&fx)))
+		return;
+	alloc(&fx, "cudaMalloc", 1 * S, 0x1000, 64, 0, 0x1111);
+	plain = render_in_tree(&fx, 0, -1, -1, false);
+	ranked = render_in_tree(&fx, 41, 3, -1, false);
+	local = render_in_tree(&fx, 41, 3, 1, false);
+	json = render_in_tree(&fx, 41, 3, 1, true);
+	GS_EXPECT(plain && strstr(plain, "pid 2147483632 (worker): 64 B outstanding"));
+	GS_EXPECT(ranked && strstr(ranked, "pid 2147483632 (worker, parent 41, rank 3): "));
+	GS_EXPECT(local && strstr(local, "(worker, parent 41, rank 3, local rank 1): "));
+	proc = json_proc(json, &doc);
+	GS_EXPECT(proc && num(proc, "ppid") == 41 && num(proc, "rank") == 3 &&
+		  num(proc, "local_rank") == 1);
+	yajl_tree_free(doc);
+	free(plain);
+	free(ranked);
+	free(local);
+	free(json);
+	fixture_close(&fx);
+}
+
 GS_TEST_MAIN(groups_by_stack_and_api_largest_first, min_age_leaves_young_allocations_out,
 	     top_cuts_the_stacks_shown_not_the_totals, failed_free_restores_unknown_free_is_counted,
 	     failures_grouped_by_stack_and_error, failed_build_leaves_nothing_allocated,
-	     json_keys_are_the_readme_tables)
+	     json_keys_are_the_readme_tables, parent_and_ranks_of_a_process_tree)
