@@ -297,20 +297,26 @@ static struct gs_profile *sample_profile(void)
 	struct gs_profile *p = gs_profile__new();
 	/* innermost first, as the sampler hands them over */
 	struct gs_profile_frame a[] = {
-		{ "burn_a", EXE, 0x401010, false, NULL },
-		{ "main", EXE, 0x401100, false, NULL },
-		{ NULL, LIBC, 0x7f0000027249, false, NULL },
+		{ .name = "burn_a", .module = EXE, .address = 0x401010 },
+		{ .name = "main", .module = EXE, .address = 0x401100 },
+		{ .module = LIBC, .address = 0x7f0000027249 },
 	};
 	struct gs_profile_frame b[] = {
-		{ "burn_b", EXE, 0x401210, false, NULL },
-		{ "main", EXE, 0x401108, false, NULL },
-		{ NULL, LIBC, 0x7f0000027249, false, NULL },
+		{ .name = "burn_b", .module = EXE, .address = 0x401210 },
+		{ .name = "main", .module = EXE, .address = 0x401108 },
+		{ .module = LIBC, .address = 0x7f0000027249 },
 	};
 	struct gs_profile_frame k[] = {
-		{ "clear_page_erms", "[kernel.kallsyms]", 0xffffffff81a00010ULL, true, NULL },
-		{ "asm_exc_page_fault", "[kernel.kallsyms]", 0xffffffff81c00020ULL, true, NULL },
-		{ "operator;weird", EXE, 0x401300, false, NULL },
-		{ NULL, NULL, 0x1234, false, NULL },
+		{ .name = "clear_page_erms",
+		  .module = "[kernel.kallsyms]",
+		  .address = 0xffffffff81a00010ULL,
+		  .kernel = true },
+		{ .name = "asm_exc_page_fault",
+		  .module = "[kernel.kallsyms]",
+		  .address = 0xffffffff81c00020ULL,
+		  .kernel = true },
+		{ .name = "operator;weird", .module = EXE, .address = 0x401300 },
+		{ .address = 0x1234 },
 	};
 
 	if (!p)
@@ -535,8 +541,8 @@ GS_TEST(pprof_empty_profile)
 GS_TEST(many_stacks_grow_the_tables)
 {
 	struct gs_profile *p = gs_profile__new();
-	struct gs_profile_frame f[2] = { { "leaf", "/x", 0, false, NULL },
-					 { "root", "/x", 1, false, NULL } };
+	struct gs_profile_frame f[2] = { { .name = "leaf", .module = "/x", .address = 0 },
+					 { .name = "root", .module = "/x", .address = 1 } };
 	char *text, *line;
 	size_t lines = 0;
 
@@ -563,8 +569,10 @@ GS_TEST(many_stacks_grow_the_tables)
 GS_TEST(folded_hostile_names_stay_one_frame)
 {
 	struct gs_profile *p = gs_profile__new();
-	struct gs_profile_frame f[2] = { { NULL, "/lib/a;b\nc 9\rx.so", 0x10, false, NULL },
-					 { "main;fake\nevil 99", "/bin/t", 0x20, false, NULL } };
+	struct gs_profile_frame f[2] = {
+		{ .module = "/lib/a;b\nc 9\rx.so", .address = 0x10 },
+		{ .name = "main;fake\nevil 99", .module = "/bin/t", .address = 0x20 }
+	};
 	char *text;
 
 	if (!GS_EXPECT(p))
@@ -590,12 +598,21 @@ GS_TEST(pprof_mappings_placed_executable_first)
 	static const struct gs_profile_mapping libc_map2 = { 0x7f1000026000ULL, 0x7f100017b000ULL,
 							     0x26000, "fedcba9876543210", false };
 	struct gs_profile_frame s1[] = {
-		{ "clear_page_erms", "[kernel.kallsyms]", 0xffffffff81a00010ULL, true, NULL },
-		{ NULL, LIBC, 0x7f0000027249ULL, false, &libc_map },
-		{ "main", EXE, 0x555555555100ULL, false, &exe_map },
+		{ .name = "clear_page_erms",
+		  .module = "[kernel.kallsyms]",
+		  .address = 0xffffffff81a00010ULL,
+		  .kernel = true },
+		{ .module = LIBC, .address = 0x7f0000027249ULL, .mapping = &libc_map },
+		{ .name = "main",
+		  .module = EXE,
+		  .address = 0x555555555100ULL,
+		  .mapping = &exe_map },
 	};
 	struct gs_profile_frame s2[] = {
-		{ "memcpy", LIBC, 0x7f1000027000ULL, false, &libc_map2 },
+		{ .name = "memcpy",
+		  .module = LIBC,
+		  .address = 0x7f1000027000ULL,
+		  .mapping = &libc_map2 },
 	};
 	struct gs_pprof_info info = { .period_ns = 1 };
 	struct gs_profile *p = gs_profile__new();
