@@ -114,7 +114,8 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	if (cfg_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
 		return 0;
-	if (cfg_records)
+	/* a thread of a Python process: its Python frames need the record's walk */
+	if (cfg_records || bpf_map_lookup_elem(&py_procs, &pid))
 		emit_sample(ctx, pid_tgid);
 	else
 		count_sample(ctx, pid);

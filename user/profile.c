@@ -24,6 +24,7 @@ struct frame {
 	uint32_t mapping;      /* mapping id + 1; 0: no module */
 	uint64_t address;
 	bool kernel;
+	int32_t line; /* Python frames: the source line; 0: none */
 };
 
 /* A file's place in one process; only the module's name (all else 0) when unknown. */
@@ -224,6 +225,7 @@ static uint64_t frame_hash(const struct frame *f)
 	h = hash_bytes(h, &f->module, sizeof(f->module));
 	h = hash_bytes(h, &f->mapping, sizeof(f->mapping));
 	h = hash_bytes(h, &f->address, sizeof(f->address));
+	h = hash_bytes(h, &f->line, sizeof(f->line));
 	return hash_bytes(h, &f->kernel, sizeof(f->kernel));
 }
 
@@ -237,7 +239,7 @@ static bool frame_eq(const struct gs_profile *p, uint32_t id, const void *key)
 	const struct frame *a = &p->frames[id], *b = key;
 
 	return a->name == b->name && a->module == b->module && a->mapping == b->mapping &&
-	       a->address == b->address && a->kernel == b->kernel;
+	       a->address == b->address && a->kernel == b->kernel && a->line == b->line;
 }
 
 static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame *in)
@@ -253,7 +255,8 @@ static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame 
 			    .module = (uint32_t)module,
 			    .mapping = (uint32_t)mapping,
 			    .address = in->address,
-			    .kernel = in->kernel };
+			    .kernel = in->kernel,
+			    .line = in->line > 0 ? in->line : 0 };
 	if (index_reserve(&p->frame_index, p->nr_frames, p, frame_hash_of))
 		return -ENOMEM;
 	slot = index_find(&p->frame_index, frame_hash(&f), frame_eq, p, &f);
@@ -397,7 +400,12 @@ static void put_label(FILE *f, const struct gs_profile *p, const struct frame *f
 	const char *name = p->strings[fr->name], *module = p->strings[fr->module];
 	const char *base = strrchr(module, '/');
 
-	if (*name) {
+	if (*name && fr->line && *module) {
+		put_folded_text(f, name);
+		fputs(" (", f);
+		put_folded_text(f, module);
+		fprintf(f, ":%d)", (int)fr->line);
+	} else if (*name) {
 		put_folded_text(f, name);
 	} else if (*module) {
 		fputc('[', f);
@@ -707,6 +715,8 @@ int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_i
 		pb_uint(&tmp, 3, f->address);
 		if (function_of[i]) {
 			pb_uint(&packed, 1, function_of[i]);
+			if (f->line)
+				pb_uint(&packed, 2, (uint64_t)f->line);
 			pb_message(&tmp, 4, &packed);
 		}
 		pb_message(&b, PROFILE_LOCATION, &tmp);
@@ -717,7 +727,7 @@ int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_i
 		pb_uint(&tmp, 1, (uint64_t)id);
 		pb_uint(&tmp, 2, f->name);
 		pb_uint(&tmp, 3, f->name);   /* system_name */
-		pb_uint(&tmp, 4, f->module); /* filename: the binary, there is no source file */
+		pb_uint(&tmp, 4, f->module); /* filename: the binary; a Python function's source */
 		pb_message(&b, PROFILE_FUNCTION, &tmp);
 	}
 	for (size_t i = 0; i < p->nr_strings; i++)

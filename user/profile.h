@@ -26,6 +26,7 @@ struct gs_profile_frame {
 	bool kernel;
 	/* module's mapping; NULL: only its name is known (a mapping at 0, e.g. the kernel) */
 	const struct gs_profile_mapping *mapping;
+	int line; /* a Python frame's line (module: its source file); 0: none */
 };
 
 struct gs_profile *gs_profile__new(void);
@@ -44,7 +45,7 @@ size_t gs_profile__nr_stacks(const struct gs_profile *p);
  * Folded stacks, the input of flamegraph.pl and speedscope: one line per distinct stack,
  * "comm;outermost;...;innermost COUNT", sorted. A frame is its function name, the file's
  * base name in brackets when no symbol covers it, or [unknown]; kernel frames end in "_[k]"
- * (as perf's and bcc's do). Returns 0 or -errno of the stream.
+ * (as perf's and bcc's do); a frame with a line is "name (file:line)", as py-spy's are. Returns 0 or -errno of the stream.
  */
 int gs_profile__write_folded(const struct gs_profile *p, FILE *f);
 

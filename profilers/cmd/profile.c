@@ -78,6 +78,21 @@ static const struct gs_profile_mapping *user_mapping(struct profile *p, pid_t pi
 	return gs_profile_mappings__lookup(p->mappings, pid, addr, m) ? m : NULL;
 }
 
+/* A Python frame is its function in its source file, at a line (user/python.h) */
+static struct gs_profile_frame user_frame(struct profile *p, pid_t pid, const struct gs_frame *f,
+					  struct gs_profile_mapping *m)
+{
+	if (f->kind == GS_FRAME_PYTHON)
+		return (struct gs_profile_frame){ .name = f->symbol,
+						  .module = f->file,
+						  .address = f->address,
+						  .line = f->line > 0 ? f->line : 0 };
+	return (struct gs_profile_frame){ .name = f->symbol,
+					  .module = f->module,
+					  .address = f->address,
+					  .mapping = user_mapping(p, pid, f->address, m) };
+}
+
 static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
 		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
 {
@@ -103,13 +118,7 @@ static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user,
 		}
 		s = gs_stack_table__get(p->stacks, (uint32_t)id);
 		for (uint32_t i = 0; i < s->nr_frames; i++)
-			frames[n++] = (struct gs_profile_frame){
-				.name = s->frames[i].symbol,
-				.module = s->frames[i].module,
-				.address = s->frames[i].address,
-				.mapping = user_mapping(p, (pid_t)key->pid, s->frames[i].address,
-							&maps[i]),
-			};
+			frames[n++] = user_frame(p, (pid_t)key->pid, &s->frames[i], &maps[i]);
 	}
 	err = gs_profile__add(p->profile, (pid_t)key->pid, comm, frames, n, count);
 	if (err && !p->error) {
@@ -126,6 +135,18 @@ static void drain(struct profile *p)
 		gs_err("reading samples: %s", strerror(-err));
 		p->error = err;
 	}
+}
+
+/*
+ * A sample of a thread running Python comes as a record (bpf/cpu.bpf.c), its Python frames
+ * merged into its stack by the tracker; it counts like an aggregated one.
+ */
+static void on_sample(void *ctx, const struct gs_cpu_sample *e)
+{
+	struct gs_cpu_key key = { .pid = e->hdr.pid };
+
+	memcpy(key.comm, e->comm, sizeof(key.comm));
+	on_count(ctx, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1);
 }
 
 /* Stacks are symbolized while the process can still be read: before it is forgotten. */
@@ -257,7 +278,9 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
 int gs_cmd_profile(int argc, char **argv)
 {
 	struct profile p = { .hz = GS_CPU_DEFAULT_HZ };
-	struct gs_tracker_ops ops = { .ctx = &p, .proc_gone = on_proc_gone };
+	struct gs_tracker_ops ops = { .ctx = &p,
+				      .proc_gone = on_proc_gone,
+				      .cpu_sample = on_sample };
 	struct gs_tracker_opts topts;
 	struct gs_cpu_sampler_opts sopts;
 	uint64_t stats[GS_STAT__MAX], start_mono, start_real;

@@ -231,3 +231,44 @@ def unsupported_interpreter_is_logged_once_and_stays_native():
     frames = the_allocation(report, report["processes"][0]["pid"])
     expect_eq(python_frames(frames), [], "Python frames")
     assert frames, "native frames kept"
+
+
+def profile_busy(fmt, path):
+    python = interpreter("3.12")
+    status, _, err = run_gpusnoop("profile", "-F", "199", "--format", fmt, "-o", path, "--",
+                                  python, SCRIPT, CUDART, "busy", env={"GS_SPIN_SECONDS": "1"})
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+
+
+@test
+def profile_folded_names_python_frames_like_py_spy():
+    path = os.path.join(harness.tempfile.mkdtemp(), "p.folded")
+    profile_busy("folded", path)
+    with open(path) as f:
+        lines = f.read().splitlines()
+    lines_of = marked_lines()
+    want = f"<module> ({SCRIPT}:{lines_of['<module>']});main ({SCRIPT}:{lines_of['main.busy']})"
+    spin = f";spin ({SCRIPT}:"
+    busy = [l for l in lines if want + spin in l]
+    # most samples land in spin(), under main() under the module, outermost first
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+    in_spin = sum(int(l.rsplit(" ", 1)[1]) for l in busy)
+    assert in_spin * 2 > total, (in_spin, total, lines[:5])
+
+
+@test
+def profile_pprof_has_python_functions_and_lines():
+    import test_profile  # noqa: E402  (its protobuf reader)
+    path = os.path.join(harness.tempfile.mkdtemp(), "p.pb.gz")
+    profile_busy("pprof", path)
+    p = test_profile.read_pprof(path)
+    s = p["strings"]
+    # one function per (qualified name, file), one line per location
+    funcs = {(s[f[2]], s[f.get(4, 0)]): f[1] for f in p["functions"].values()}
+    assert ("spin", SCRIPT) in funcs and ("main", SCRIPT) in funcs, sorted(funcs)[:20]
+    spin_lines = {line.get(2) for loc in p["locations"].values() for line in loc["lines"]
+                  if line[1] == funcs[("spin", SCRIPT)]}
+    assert marked_lines()["spin"] in spin_lines, spin_lines
+    main_lines = {line.get(2) for loc in p["locations"].values() for line in loc["lines"]
+                  if line[1] == funcs[("main", SCRIPT)]}
+    expect_eq(main_lines, {marked_lines()["main.busy"]}, "main()'s line: the call to spin()")
