@@ -159,26 +159,39 @@ static void programs_for(struct gs_lib_attach *la, const struct gs_cuda_api *api
 	}
 }
 
-static void log_cuda_lib(pid_t scope, size_t attached, size_t wanted, const char *shown,
-			 const char *missing)
+/*
+ * What attach_cuda_lib() probed in one library. It is logged only once the probes are in
+ * (a batch's links are made at its end): a tester or a user who acts on the line must not
+ * race the probes.
+ */
+struct cuda_lib_probes {
+	size_t attached, wanted;
+	char missing[2048];
+};
+
+static void log_cuda_lib(pid_t scope, const char *shown, const struct cuda_lib_probes *p)
 {
+	if (!p->attached)
+		return;
 	if (scope > 0)
-		gs_info("pid %d: probing %zu/%zu CUDA functions in %s", (int)scope, attached,
-			wanted, shown);
+		gs_info("pid %d: probing %zu/%zu CUDA functions in %s", (int)scope, p->attached,
+			p->wanted, shown);
 	else
-		gs_info("probing %zu/%zu CUDA functions in %s (all processes)", attached, wanted,
-			shown);
-	if (*missing)
-		gs_dbg("  not in this version: %s", missing);
+		gs_info("probing %zu/%zu CUDA functions in %s (all processes)", p->attached,
+			p->wanted, shown);
+	if (*p->missing)
+		gs_dbg("  not in this version: %s", p->missing);
 }
 
 static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
-			   const char *shown, pid_t scope, enum gs_cuda_lib lib)
+			   const char *shown, pid_t scope, enum gs_cuda_lib lib,
+			   struct cuda_lib_probes *p)
 {
-	char missing[2048] = "";
-	size_t nr_apis, attached = 0, wanted = 0, len = 0;
+	size_t nr_apis, len = 0;
 	const struct gs_cuda_api *apis = gs_cuda_apis(&nr_apis);
 	int first_err = 0;
+
+	*p = (struct cuda_lib_probes){ .attached = 0 };
 
 	for (size_t i = 1; i < nr_apis; i++) {
 		const struct gs_cuda_api *api = &apis[i];
@@ -188,12 +201,12 @@ static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const c
 
 		if (api->lib != lib || !(la->families & GS_FAM_BIT(api->family)))
 			continue;
-		wanted++;
+		p->wanted++;
 		programs_for(la, api, &entry, &ret);
 		cookie = api->id | (uint64_t)gs_cuda_api_call_flags(api) << 16;
 		err = attach_symbol(la, elf, path, scope, api->name, entry, ret, cookie);
 		if (!err) {
-			attached++;
+			p->attached++;
 			continue;
 		}
 		if (err != -ENOENT) {
@@ -201,18 +214,17 @@ static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const c
 			if (!first_err)
 				first_err = err;
 		}
-		if (len < sizeof(missing))
-			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s",
+		if (len < sizeof(p->missing))
+			len += (size_t)snprintf(p->missing + len, sizeof(p->missing) - len, "%s%s",
 						len ? " " : "", api->name);
 	}
-	if (!wanted)
+	if (!p->wanted)
 		return -ENOENT;
-	if (!attached) {
-		gs_warn("%s: none of the %zu %s functions asked for could be probed", shown, wanted,
-			lib == GS_LIB_RUNTIME ? "runtime" : "driver");
+	if (!p->attached) {
+		gs_warn("%s: none of the %zu %s functions asked for could be probed", shown,
+			p->wanted, lib == GS_LIB_RUNTIME ? "runtime" : "driver");
 		return first_err ? first_err : -ENOENT;
 	}
-	log_cuda_lib(scope, attached, wanted, shown, missing);
 	la->saw_cuda = true;
 	return 0;
 }
@@ -242,7 +254,8 @@ static int scope_for_file(struct gs_lib_attach *la, const struct gs_maps *maps,
 }
 
 static int attach_role(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
-		       const char *shown, pid_t scope, enum lib_role role)
+		       const char *shown, pid_t scope, enum lib_role role,
+		       struct cuda_lib_probes *probes)
 {
 	int err;
 
@@ -255,9 +268,9 @@ static int attach_role(struct gs_lib_attach *la, struct gs_elf *elf, const char 
 				shown, DL_DEBUG_STATE, strerror(-err));
 		return err;
 	case ROLE_RUNTIME:
-		return attach_cuda_lib(la, elf, path, shown, scope, GS_LIB_RUNTIME);
+		return attach_cuda_lib(la, elf, path, shown, scope, GS_LIB_RUNTIME, probes);
 	case ROLE_DRIVER:
-		return attach_cuda_lib(la, elf, path, shown, scope, GS_LIB_DRIVER);
+		return attach_cuda_lib(la, elf, path, shown, scope, GS_LIB_DRIVER, probes);
 	}
 	return -EINVAL;
 }
@@ -270,6 +283,7 @@ static int attach_role(struct gs_lib_attach *la, struct gs_elf *elf, const char 
 static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
 			  const struct gs_mapping *m, enum lib_role role, pid_t scope)
 {
+	struct cuda_lib_probes probes = { .attached = 0 };
 	char path[32];
 	struct gs_elf *elf;
 	struct stat st;
@@ -304,11 +318,13 @@ static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	/* one multi-uprobe link per program for the file: one grace period to detach */
 	gs_links__batch_begin(la->links);
-	err = attach_role(la, elf, path, m->path, scope, role);
+	err = attach_role(la, elf, path, m->path, scope, role, &probes);
 	err2 = gs_links__batch_end(la->links);
 	if (err2)
 		gs_warn("%s: attaching its probes: %s", m->path, strerror(-err2));
 	err = err ?: err2;
+	if (!err)
+		log_cuda_lib(scope, m->path, &probes); /* now that they are in */
 out_remember:
 	/* remembered even on failure: retrying on every loader event would only repeat it */
 	remember_attached(la, scope, m);
@@ -387,6 +403,7 @@ void gs_lib_attach__command(struct gs_lib_attach *la, pid_t pid, const char *exe
 			    struct gs_elf *elf)
 {
 	const char *interp = gs_elf__interp(elf);
+	struct cuda_lib_probes probes;
 
 	if (la->by_file)
 		return; /* it stops at exec, and its new image is probed then (bpf/proc.bpf.c) */
@@ -402,8 +419,9 @@ void gs_lib_attach__command(struct gs_lib_attach *la, pid_t pid, const char *exe
 				DL_DEBUG_STATE);
 		gs_elf__free(ld);
 	}
-	if (gs_elf__find_function(elf, STATIC_CUDART_MARKER))
-		attach_cuda_lib(la, elf, exe, exe, pid, GS_LIB_RUNTIME);
+	if (gs_elf__find_function(elf, STATIC_CUDART_MARKER) &&
+	    !attach_cuda_lib(la, elf, exe, exe, pid, GS_LIB_RUNTIME, &probes))
+		log_cuda_lib(pid, exe, &probes);
 }
 
 void gs_lib_attach__forget(struct gs_lib_attach *la, pid_t pid)
