@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* python_lines.c: decoders of CPython's three line-table formats (Objects/lnotab_notes.txt). */
+#include <limits.h>
 #include <stdbool.h>
 #include "user/python_lines.h"
 
@@ -80,21 +81,23 @@ static bool location_delta(const uint8_t *tab, size_t len, size_t *pos, int code
 }
 
 /* 3.11+: entries of (b & 7) + 1 code units, each starting with a byte that has bit 7 set */
-static int locations_line(const uint8_t *tab, size_t len, int line, int64_t addr)
+static int locations_line(const uint8_t *tab, size_t len, int first, int64_t addr)
 {
-	int64_t start = 0;
+	int64_t start = 0, line = first;
 	size_t pos = 0;
 
 	while (pos < len) {
-		uint8_t first = tab[pos++];
-		int code = (first >> 3) & 15, delta;
-		int64_t end = start + ((first & 7) + 1) * 2;
+		uint8_t head = tab[pos++];
+		int code = (head >> 3) & 15, delta;
+		int64_t end = start + ((head & 7) + 1) * 2;
 
-		if (!(first & 0x80) || !location_delta(tab, len, &pos, code, &delta))
+		if (!(head & 0x80) || !location_delta(tab, len, &pos, code, &delta))
 			return -1;
 		line += delta;
+		if (line < INT_MIN || line > INT_MAX)
+			return -1; /* no real table gets there: sums of hostile varints do */
 		if (addr >= start && addr < end)
-			return code == 15 ? -1 : line;
+			return code == 15 ? -1 : (int)line;
 		start = end;
 		while (pos < len && !(tab[pos] & 0x80))
 			pos++; /* columns and end line: not needed for the line */
