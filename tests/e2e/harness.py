@@ -3,9 +3,11 @@
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -202,12 +204,36 @@ def require_root():
         raise Skip("kernel has no BTF")
 
 
+def selected(fn, only):
+    """True if the command line names fn: its name, its module, or a part of module.name."""
+    if not only:
+        return True
+    full = f"{fn.__module__}.{fn.__name__}"
+    return any(word in full for word in only)
+
+
 def main():
-    only = sys.argv[1:]
+    """Runs the selected tests with tempfile's directory set to one of the run's own.
+
+    Tests make their scratch directories with tempfile.mkdtemp() and leave them (a module may
+    share one across its tests); they all land in this directory, removed when the run ends,
+    so a run leaves nothing behind in /tmp. It is root's and 0755, as /tmp is searchable, for
+    the processes some tests run as nobody."""
+    scratch = tempfile.mkdtemp(prefix="gs-e2e-")
+    os.chmod(scratch, 0o755)
+    tempfile.tempdir = scratch
+    try:
+        return run_tests(sys.argv[1:])
+    finally:
+        tempfile.tempdir = None
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_tests(only):
     ci = os.environ.get("CI") == "true"
     passed = failed = skipped = 0
     for fn in TESTS:
-        if only and fn.__name__ not in only:
+        if not selected(fn, only):
             continue
         t0 = time.monotonic()
         try:
