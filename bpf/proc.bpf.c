@@ -10,6 +10,8 @@
 
 /* every exec is reported in all-process mode: a new image may carry a static cudart */
 const volatile bool cfg_report_all_execs = false;
+/* set by userspace when it stops answering: no process may be stopped for it any more */
+bool stops_off = false;
 
 /* pid_tgid: the process the record is about (gs_fill_hdr's layout) */
 static __always_inline void emit(__u16 type, __u16 flags, __u64 pid_tgid)
@@ -40,7 +42,7 @@ int dl_debug_state_enter(struct pt_regs *ctx)
 
 	if (!flags && !cfg_all_pids)
 		return 0;
-	if (flags && (*flags & GS_TARGET_STOP_ON_LOAD) && !bpf_send_signal(SIGSTOP))
+	if (flags && (*flags & GS_TARGET_STOP_ON_LOAD) && !stops_off && !bpf_send_signal(SIGSTOP))
 		ev_flags = GS_LIBS_F_STOPPED;
 	emit(GS_EV_LIBS_CHANGED, ev_flags, pid_tgid);
 	return 0;
@@ -61,7 +63,7 @@ int BPF_PROG(handle_exec, struct task_struct *task)
 
 	if (!flags && !cfg_report_all_execs)
 		return 0;
-	if (flags && (*flags & GS_TARGET_CHILDREN) && !bpf_send_signal(SIGSTOP))
+	if (flags && (*flags & GS_TARGET_CHILDREN) && !stops_off && !bpf_send_signal(SIGSTOP))
 		ev_flags = GS_EXEC_F_STOPPED;
 	emit(GS_EV_PROC_EXEC, ev_flags, pid_tgid);
 	return 0;

@@ -74,6 +74,7 @@ struct gs_tracker {
 	int child_status;
 	bool child_reaped;
 	bool child_execed; /* its exec was handled: its image is probed */
+	bool closing;	   /* records are no longer handled, stopped processes only let go */
 	uint64_t last_liveness_ns;
 };
 
@@ -423,6 +424,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 	const struct gs_event_hdr *hdr = data;
 	int type = gs_event_decode(data, size);
 
+	if (t->closing) {
+		if ((type == GS_EV_LIBS_CHANGED && (hdr->flags & GS_LIBS_F_STOPPED)) ||
+		    (type == GS_EV_PROC_EXEC && (hdr->flags & GS_EXEC_F_STOPPED)))
+			kill((pid_t)hdr->pid, SIGCONT);
+		return 0;
+	}
 	switch (type) {
 	case -EINVAL:
 		gs_warn("malformed ring buffer record (%zu bytes): skipped", size);
@@ -890,10 +897,25 @@ const struct gs_proc_tree_entry *gs_tracker__proc(const struct gs_tracker *t, pi
 	return gs_proc_tree__find(t->tree, pid);
 }
 
+/*
+ * Processes stop at exec and loader events until their record is handled (a followed tree's,
+ * a spawned command's): from here on none is stopped, and those whose record waits are let go.
+ */
+static void release_stopped(struct gs_tracker *t)
+{
+	t->closing = true;
+	t->objs.proc->bss->stops_off = true;
+	/* a program that read the flag just before it changed submits within microseconds */
+	ring_buffer__poll(t->rb, 10);
+	ring_buffer__consume(t->rb);
+}
+
 void gs_tracker__free(struct gs_tracker *t)
 {
 	if (!t)
 		return;
+	if (t->rb && t->objs.proc)
+		release_stopped(t);
 	if (t->child.release_fd >= 0) {
 		/* set-up failed before the command ran: it must not run untraced */
 		kill(t->child.pid, SIGKILL);

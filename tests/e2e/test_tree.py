@@ -216,6 +216,17 @@ def child_that_execs_a_cuda_program_is_traced_from_its_first_call():
 
 
 @test
+def processes_stopped_for_gpusnoop_go_on_when_it_ends():
+    # gpusnoop ends at -d while the tree's processes keep stopping at exec and loader events;
+    # its stdout closes only once the shell, left running, has finished every step
+    loop = "for i in $(seq 3000); do /bin/true; done; echo finished"
+    status, out, err = run_gpusnoop("leaks", "-d", "1", "--", "bash", "-c", loop,
+                                    timeout=RUN_TIMEOUT)
+    expect_eq(status, 1, f"gpusnoop status: no CUDA in the tree ({err})")
+    expect_eq(out.splitlines()[-1], "finished", "the shell's last line")
+
+
+@test
 def daemon_ctl_leaks_and_record_children():
     d = Daemon()
     w = Workload("gs_ranks", env={"GS_RANKS": "3", "GS_RANKS_HOLD": "1"})
