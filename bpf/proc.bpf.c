@@ -92,7 +92,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	e = gs_reserve(sizeof(*e));
 	if (!e)
-		return 0; /* counted; userspace adopts it from the targets map */
+		return 0; /* counted; userspace adopts it at its first event */
 	gs_fill_hdr(&e->hdr, GS_EV_PROC_FORK, sizeof(*e),
 		    (__u64)pid << 32 | (__u32)BPF_CORE_READ(child, pid));
 	e->ppid = ppid;
