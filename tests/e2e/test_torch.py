@@ -245,6 +245,27 @@ def torch_record_counter_tracks():
     expect_eq([e for e in ev if e["ph"] == "X"], [], "slices")
 
 
+@test
+def torch_record_segments_are_not_cuda_memory():
+    """With cuda-mem and torch-mem, a segment is PyTorch's reserved memory, as in leaks."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.json")
+        status, out, err = run_gpusnoop("record", "-e", "cuda-mem,torch-mem", "-o", path, "--",
+                                        os.path.join(BIN, "gs_torch"))
+        expect_eq(status, 0, f"gpusnoop status ({err})")
+        with open(path) as f:
+            ev = json.load(f)["traceEvents"]
+    calls = [e for e in ev if e["ph"] == "X" and e["name"] == "cudaMalloc"]
+    # A, B, C, D, then the 1 GiB request and its retry, both failing
+    expect_eq(len(calls), 6, "the caching allocator's cudaMalloc calls, as slices")
+    # gs_torch makes no raw CUDA allocation: its process has no CUDA memory track at all
+    expect_eq([e["args"] for e in ev if e["ph"] == "C" and e["name"] == "CUDA memory"], [],
+              "CUDA memory counter")
+    last = {e["name"]: e["args"]["bytes"] for e in ev if e["ph"] == "C"}
+    expect_eq((last["PyTorch cuda:0 reserved"], last["PyTorch cuda:1 reserved"]),
+              (20 * MiB, 2 * MiB), "reserved at the end")
+
+
 def have_system_torch():
     try:
         subprocess.run(["/usr/bin/python3", "-c", "import torch"], check=True, timeout=60,
