@@ -13,7 +13,7 @@
 
 /*
  * Whether this kernel has multi-uprobe links that filter by process (not only by thread, as
- * the first version did: Linux 6.6-6.8). Asks the kernel each call (two syscalls that fail
+ * the first version did, fixed in 2024). Asks the kernel each call (two syscalls that fail
  * early); callers ask once per BPF object.
  */
 bool gs_has_uprobe_multi(void);

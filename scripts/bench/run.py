@@ -422,6 +422,7 @@ def lifecycle_run(kind, tmp):
         if out and os.path.exists(out):
             os.unlink(out)
         t = Tool(argv, ready, on_stdout)
+        time.sleep(0.5)  # idle; bpftrace 0.17 loses a SIGINT sent right after BEGIN ran
         t.p.send_signal(signal.SIGINT)
         t_sig = time.monotonic()
         t_file = None
