@@ -28,9 +28,9 @@ struct gs_leak_group {
 struct gs_leak_proc_report {
 	pid_t pid;
 	const char *comm;
-	pid_t ppid;		     /* the target that started it; 0: a root, or unknown */
-	int32_t rank, local_rank;    /* from its environment (profilers/proc_tree.h); -1: none */
-	bool exited; /* what it held when it exited (or replaced itself by exec) */
+	pid_t ppid;		  /* the target that started it; 0: a root, or unknown */
+	int32_t rank, local_rank; /* from its environment (profilers/proc_tree.h); -1: none */
+	bool exited;		  /* what it held when it exited (or replaced itself by exec) */
 	bool exec;
 	uint64_t outstanding_bytes, outstanding_allocations;
 	uint64_t failed_allocations, failed_frees, unknown_frees;

@@ -24,8 +24,8 @@ enum gs_stack_mode {
 struct gs_tracker_opts {
 	const pid_t *pids; /* -p */
 	size_t nr_pids;
-	bool all;	   /* -a */
-	bool children;	   /* the targets' new processes too, at any depth (-- CMD; -p --children) */
+	bool all;      /* -a */
+	bool children; /* the targets' new processes too, at any depth (-- CMD; -p --children) */
 	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
