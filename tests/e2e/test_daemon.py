@@ -548,6 +548,7 @@ def daemon_reload_keeps_start_only_settings():
         w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
         d.g.wait_stderr(f"{os.path.join(FIXTURES, 'torch', 'lib')}/libc10_cuda.so): CUDA tensors "
                         "from USDT")
+        d.wait_probed()  # the caching allocator's cudaMalloc too: its segments are the point
         w.release()
         w.wait_line("oom CUDA out of memory")
         d.g.wait_stderr(f"pid {w.pid} (gs_torch): torch-oom: report")
