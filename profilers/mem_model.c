@@ -22,16 +22,19 @@ void gs_mem_model__release(struct gs_mem_model *m)
 int gs_mem_model__alloc(struct gs_mem_model *m, const struct gs_mem_alloc *e,
 			struct gs_mem_effect *fx)
 {
-	*fx = (struct gs_mem_effect){ .route = GS_ROUTE_SEGMENT };
 	/*
 	 * What the caching allocator (libc10_cuda) allocates is PyTorch's reserved memory, not
 	 * a raw allocation; a failed one is no OOM either: the allocator frees its cache and
 	 * retries, and PyTorch's own OOM follows if that fails too.
 	 */
-	if (m->torch_on && gs_torch_acct__segment_alloc(&m->torch, e))
+	if (m->torch_on && gs_torch_acct__segment_alloc(&m->torch, e)) {
+		*fx = (struct gs_mem_effect){ .route = GS_ROUTE_SEGMENT };
 		return 0;
-	fx->route = GS_ROUTE_RAW;
-	fx->cuda_oom = e->ret == GS_CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*fx = (struct gs_mem_effect){
+		.route = GS_ROUTE_RAW,
+		.cuda_oom = e->ret == GS_CUDA_ERROR_OUT_OF_MEMORY,
+	};
 	return gs_mem_accounting__alloc(&m->raw, e, &fx->stack_id);
 }
 
@@ -40,7 +43,6 @@ int gs_mem_model__free(struct gs_mem_model *m, const struct gs_mem_free *e,
 {
 	struct gs_alloc freed;
 
-	*fx = (struct gs_mem_effect){ .route = GS_ROUTE_SEGMENT };
 	/*
 	 * The segment table first. An allocation is classified once, by its caller, when it is
 	 * made; its free can only be classified by the pointer. The segment table knows its
@@ -48,9 +50,11 @@ int gs_mem_model__free(struct gs_mem_model *m, const struct gs_mem_free *e,
 	 * unknown free: asked first, it would count every segment free as one (or, holding the
 	 * segments as well, count PyTorch's reserved memory twice).
 	 */
-	if (m->torch_on && gs_torch_acct__segment_free(&m->torch, e))
+	if (m->torch_on && gs_torch_acct__segment_free(&m->torch, e)) {
+		*fx = (struct gs_mem_effect){ .route = GS_ROUTE_SEGMENT };
 		return 0;
-	fx->route = GS_ROUTE_RAW;
+	}
+	*fx = (struct gs_mem_effect){ .route = GS_ROUTE_RAW };
 	if (gs_mem_accounting__free(&m->raw, e, &freed))
 		fx->freed_size = freed.size;
 	/* only the process entry can have failed to be made */
