@@ -94,6 +94,14 @@ struct gs_stack_vma {
 	__u64 start, end;
 };
 
+/* each thread's stack mapping, as last found: bpf_find_vma() costs more than the walk */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gs_stack_vma);
+} stack_vmas SEC(".maps");
+
 static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
 	struct gs_stack_vma *v = data;
@@ -101,6 +109,26 @@ static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma
 	v->start = BPF_CORE_READ(vma, vm_start);
 	v->end = BPF_CORE_READ(vma, vm_end);
 	return 0;
+}
+
+/*
+ * The end of the mapping that holds sp, 0 if none. The thread's cached mapping answers
+ * while sp lies inside it; a stack that grew below it or a switched stack (a coroutine, a
+ * signal stack) looks the mapping up again. The bound only stops the walk early: every read
+ * is a checked user read.
+ */
+static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
+{
+	struct gs_stack_vma *c, vma = {};
+
+	c = bpf_task_storage_get(&stack_vmas, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c && sp >= c->start && sp < c->end)
+		return c->end;
+	if (bpf_find_vma(task, sp, gs_stack_vma_cb, &vma, 0) || !vma.end)
+		return 0;
+	if (c)
+		*c = vma;
+	return vma.end;
 }
 
 /*
@@ -118,39 +146,41 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 						__u64 lo)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct gs_stack_vma vma = {};
-	struct return_instance *ri;
-	__u64 frame[2], tramp;
+	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
+	__u64 frame[2], tramp = 0, end = gs_stack_end(task, lo);
 	__u16 n = 1;
 
 	/* no stack mapping (or mmap_lock busy): let the kernel walk, faults and all */
-	if (bpf_find_vma(task, lo, gs_stack_vma_cb, &vma, 0) || !vma.end) {
+	if (!end) {
 		n = gs_user_stack_kernel(ctx, frames);
 		if (n)
 			frames[0] = ip; /* at a function's entry the kernel's walk starts in it */
 		return n;
 	}
+	/* as the kernel's walk does since 6.11: a pending uretprobe's trampoline is not a caller */
+	if (ri)
+		tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	if (ri && ip == tramp) {
+		ip = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
 	frames[0] = ip;
+	/*
+	 * One loop, the trampoline fix-up inside it: a second loop after it made the verifier
+	 * walk that loop once per frame count the first could end with (300k instructions).
+	 */
 	for (int i = 1; i < GS_MAX_STACK; i++) {
-		if (fp < lo || fp > vma.end - sizeof(frame) || (fp & 7) ||
+		if (fp < lo || fp > end - sizeof(frame) || (fp & 7) ||
 		    bpf_probe_read_user(frame, sizeof(frame), (void *)fp))
 			break;
+		if (ri && frame[1] == tramp) {
+			frame[1] = BPF_CORE_READ(ri, orig_ret_vaddr);
+			ri = BPF_CORE_READ(ri, next);
+		}
 		frames[i] = frame[1];
 		n++;
 		lo = fp + sizeof(frame); /* callers' frames lie above */
 		fp = frame[0];
-	}
-
-	/* as the kernel's walk does since 6.11: a pending uretprobe's trampoline is not a caller */
-	ri = BPF_CORE_READ(task, utask, return_instances);
-	if (!ri)
-		return n;
-	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-	for (int i = 0; i < GS_MAX_STACK && i < n && ri; i++) {
-		if (frames[i] != tramp)
-			continue;
-		frames[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
-		ri = BPF_CORE_READ(ri, next);
 	}
 	return n;
 }
