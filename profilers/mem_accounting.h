@@ -9,7 +9,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
-#include "profilers/pid_index.h"
+#include "user/pid_index.h"
 #include "user/alloc_table.h"
 
 struct gs_stack_table;

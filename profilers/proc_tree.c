@@ -9,11 +9,13 @@
 #include <unistd.h>
 #include "profilers/proc_tree.h"
 #include "user/array.h"
+#include "user/pid_index.h"
 #include "user/proc_info.h"
 
 struct gs_proc_tree {
 	struct gs_proc_tree_entry *entries;
 	size_t nr, cap;
+	struct gs_pid_index newest; /* pid -> its newest entry: a reused pid's live process */
 };
 
 struct gs_proc_tree *gs_proc_tree__new(void)
@@ -26,16 +28,15 @@ void gs_proc_tree__free(struct gs_proc_tree *tree)
 	if (!tree)
 		return;
 	free(tree->entries);
+	gs_pid_index__release(&tree->newest);
 	free(tree);
 }
 
 static struct gs_proc_tree_entry *find(const struct gs_proc_tree *tree, pid_t pid)
 {
-	/* the newest first: a reused pid's live process, and the one asked about most */
-	for (size_t i = tree->nr; i-- > 0;)
-		if (tree->entries[i].pid == pid)
-			return &tree->entries[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&tree->newest, pid, &pos) ? &tree->entries[pos] : NULL;
 }
 
 const struct gs_proc_tree_entry *gs_proc_tree__find(const struct gs_proc_tree *tree, pid_t pid)
@@ -163,7 +164,8 @@ int gs_proc_tree__add(struct gs_proc_tree *tree, pid_t pid, pid_t ppid)
 	struct gs_proc_tree_entry *e = find(tree, pid);
 
 	if (!e || e->exited) {
-		if (GS_ARRAY_RESERVE(tree->entries, tree->nr, tree->cap, 16))
+		if (GS_ARRAY_RESERVE(tree->entries, tree->nr, tree->cap, 16) ||
+		    gs_pid_index__set(&tree->newest, pid, tree->nr))
 			return -ENOMEM;
 		e = &tree->entries[tree->nr++];
 	}

@@ -16,7 +16,7 @@
 #include "proc.skel.h"
 #include "profilers/bpf_objects.h"
 #include "profilers/lib_attach.h"
-#include "profilers/pid_index.h"
+#include "user/pid_index.h"
 #include "profilers/proc_tree.h"
 #include "profilers/tracker.h"
 #include "user/array.h"

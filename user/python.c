@@ -6,7 +6,9 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "user/array.h"
 #include "user/log.h"
+#include "user/pid_index.h"
 #include "user/python.h"
 #include "user/python_code.h"
 #include "user/python_merge.h"
@@ -43,7 +45,8 @@ struct gs_python {
 	struct gs_symcache *symcache; /* borrowed */
 	struct target **targets;      /* pointers: each holds its interp, which codes borrows */
 	size_t nr_targets, cap_targets;
-	struct pystack_slot *slots; /* PYSTACK_SLOTS */
+	struct gs_pid_index target_index; /* pid -> position in targets */
+	struct pystack_slot *slots;	  /* PYSTACK_SLOTS */
 	size_t next_slot;
 };
 
@@ -83,6 +86,7 @@ void gs_python__free(struct gs_python *py)
 	for (size_t i = 0; i < py->nr_targets; i++)
 		free_target(py->targets[i]);
 	free(py->targets);
+	gs_pid_index__release(&py->target_index);
 	free(py->slots);
 	if (py->map_fd >= 0)
 		close(py->map_fd);
@@ -96,28 +100,22 @@ int gs_python__share_map(struct gs_python *py, struct bpf_map *py_procs)
 
 static struct target *find_target(const struct gs_python *py, pid_t pid)
 {
-	for (size_t i = 0; i < py->nr_targets; i++)
-		if (py->targets[i]->pid == pid)
-			return py->targets[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&py->target_index, pid, &pos) ? py->targets[pos] : NULL;
 }
 
 static struct target *add_target(struct gs_python *py, pid_t pid)
 {
 	struct target *t;
 
-	if (py->nr_targets == py->cap_targets) {
-		size_t cap = py->cap_targets ? py->cap_targets * 2 : 16;
-		struct target **grown = realloc(py->targets, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		py->targets = grown;
-		py->cap_targets = cap;
-	}
-	t = calloc(1, sizeof(*t));
-	if (!t)
+	if (GS_ARRAY_RESERVE(py->targets, py->nr_targets, py->cap_targets, 16))
 		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t || gs_pid_index__set(&py->target_index, pid, py->nr_targets)) {
+		free(t);
+		return NULL;
+	}
 	t->pid = pid;
 	py->targets[py->nr_targets++] = t;
 	return t;
@@ -180,15 +178,17 @@ void gs_python__scan(struct gs_python *py, pid_t pid)
 void gs_python__forget(struct gs_python *py, pid_t pid)
 {
 	__u32 key = (__u32)pid;
+	size_t pos;
 
-	for (size_t i = 0; i < py->nr_targets; i++) {
-		if (py->targets[i]->pid != pid)
-			continue;
-		bpf_map_delete_elem(py->map_fd, &key);
-		free_target(py->targets[i]);
-		py->targets[i] = py->targets[--py->nr_targets];
+	if (!gs_pid_index__get(&py->target_index, pid, &pos))
 		return;
-	}
+	bpf_map_delete_elem(py->map_fd, &key);
+	free_target(py->targets[pos]);
+	gs_pid_index__remove(&py->target_index, pid);
+	/* the last entry fills the hole; its index entry follows (it exists: no allocation) */
+	py->targets[pos] = py->targets[--py->nr_targets];
+	if (pos < py->nr_targets)
+		gs_pid_index__set(&py->target_index, py->targets[pos]->pid, pos);
 }
 
 static size_t name_frames(struct gs_python *py, struct target *t,

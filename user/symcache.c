@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "user/array.h"
 #include "user/elf_file.h"
 #include "user/log.h"
 #include "user/perf_map.h"
+#include "user/pid_index.h"
 #include "user/proc_maps.h"
 #include "user/python_names.h"
 #include "user/symcache.h"
@@ -34,7 +36,8 @@ struct gs_symcache {
 	size_t nr_files, cap_files;
 	struct proc_snapshot *procs;
 	size_t nr_procs, cap_procs;
-	struct gs_py_names *py_names; /* NULL until a Python frame is named */
+	struct gs_pid_index proc_index; /* pid -> position in procs */
+	struct gs_py_names *py_names;	/* NULL until a Python frame is named */
 };
 
 struct gs_symcache *gs_symcache__new(void)
@@ -62,15 +65,15 @@ void gs_symcache__free(struct gs_symcache *cache)
 	gs_py_names__free(cache->py_names);
 	free(cache->files);
 	free(cache->procs);
+	gs_pid_index__release(&cache->proc_index);
 	free(cache);
 }
 
 static struct proc_snapshot *find_proc(struct gs_symcache *cache, pid_t pid)
 {
-	for (size_t i = 0; i < cache->nr_procs; i++)
-		if (cache->procs[i].pid == pid)
-			return &cache->procs[i];
-	return NULL;
+	size_t pos;
+
+	return gs_pid_index__get(&cache->proc_index, pid, &pos) ? &cache->procs[pos] : NULL;
 }
 
 int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
@@ -81,16 +84,10 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 	if (!maps)
 		return -errno;
 	if (!p) {
-		if (cache->nr_procs == cache->cap_procs) {
-			size_t cap = cache->cap_procs ? cache->cap_procs * 2 : 16;
-			struct proc_snapshot *grown = realloc(cache->procs, cap * sizeof(*grown));
-
-			if (!grown) {
-				gs_maps__free(maps);
-				return -ENOMEM;
-			}
-			cache->procs = grown;
-			cache->cap_procs = cap;
+		if (GS_ARRAY_RESERVE(cache->procs, cache->nr_procs, cache->cap_procs, 16) ||
+		    gs_pid_index__set(&cache->proc_index, pid, cache->nr_procs)) {
+			gs_maps__free(maps);
+			return -ENOMEM;
 		}
 		p = &cache->procs[cache->nr_procs++];
 		p->pid = pid;
@@ -116,7 +113,11 @@ void gs_symcache__forget(struct gs_symcache *cache, pid_t pid)
 		return;
 	gs_maps__free(p->maps);
 	gs_perf_map__free(p->perf_map);
+	gs_pid_index__remove(&cache->proc_index, pid);
+	/* the last entry fills the hole; its index entry follows (it exists: no allocation) */
 	*p = cache->procs[--cache->nr_procs];
+	if (p != &cache->procs[cache->nr_procs])
+		gs_pid_index__set(&cache->proc_index, p->pid, (size_t)(p - cache->procs));
 }
 
 const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid)

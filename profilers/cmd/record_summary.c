@@ -5,6 +5,8 @@
 #include <string.h>
 #include "profilers/leak_report.h"
 #include "profilers/cmd/record_summary.h"
+#include "user/array.h"
+#include "user/pid_index.h"
 #include "user/text_escape.h"
 
 #define TOP_KERNELS 10
@@ -23,8 +25,9 @@ struct proc_sync {
 struct gs_record_summary {
 	struct kernel_count *kernels; /* open addressing by name */
 	size_t nr_kernels, nr_slots;
-	struct proc_sync *syncs;
-	size_t nr_syncs;
+	struct proc_sync *syncs; /* in order of first sync */
+	size_t nr_syncs, cap_syncs;
+	struct gs_pid_index sync_index; /* pid -> position in syncs */
 	uint64_t copy_bytes[GS_COPY__MAX], copy_calls[GS_COPY__MAX];
 };
 
@@ -51,6 +54,7 @@ void gs_record_summary__free(struct gs_record_summary *s)
 		free(s->kernels[i].name);
 	free(s->kernels);
 	free(s->syncs);
+	gs_pid_index__release(&s->sync_index);
 	free(s);
 }
 
@@ -105,16 +109,15 @@ void gs_record_summary__launch(struct gs_record_summary *s, const char *kernel)
 void gs_record_summary__sync(struct gs_record_summary *s, pid_t pid, const char *comm,
 			     uint64_t dur_ns)
 {
-	struct proc_sync *p = NULL, *grown;
+	struct proc_sync *p;
+	size_t pos;
 
-	for (size_t i = 0; i < s->nr_syncs && !p; i++)
-		if (s->syncs[i].pid == pid)
-			p = &s->syncs[i];
-	if (!p) {
-		grown = realloc(s->syncs, (s->nr_syncs + 1) * sizeof(*grown));
-		if (!grown)
+	if (gs_pid_index__get(&s->sync_index, pid, &pos)) {
+		p = &s->syncs[pos];
+	} else {
+		if (GS_ARRAY_RESERVE(s->syncs, s->nr_syncs, s->cap_syncs, 16) ||
+		    gs_pid_index__set(&s->sync_index, pid, s->nr_syncs))
 			return;
-		s->syncs = grown;
 		p = &s->syncs[s->nr_syncs++];
 		p->pid = pid;
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);

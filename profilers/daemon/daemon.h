@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include "profilers/daemon/config.h"
 #include "profilers/mem_model.h"
-#include "profilers/pid_index.h"
+#include "user/pid_index.h"
 
 #define MAX_FLAG_OVERRIDES 8
 #define MAX_RECORDINGS	   GS_DAEMON_MAX_RECORDINGS

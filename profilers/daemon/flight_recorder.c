@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon/flight_recorder.h"
-#include "profilers/pid_index.h"
+#include "user/pid_index.h"
 #include "user/array.h"
 
 struct ring {

@@ -8,7 +8,7 @@
 #include "profilers/cuda/api.h"
 #include "profilers/leak_report.h"
 #include "profilers/mem_model.h"
-#include "profilers/pid_index.h"
+#include "user/pid_index.h"
 #include "tests/unit/harness.h"
 #include "user/stack_table.h"
 #include "user/symcache.h"

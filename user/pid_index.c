@@ -2,7 +2,7 @@
 /* pid_index.c: pid -> array position, open addressing with backward-shift deletion. */
 #include <errno.h>
 #include <stdlib.h>
-#include "profilers/pid_index.h"
+#include "user/pid_index.h"
 
 static size_t home(pid_t pid, size_t cap)
 {

@@ -9,11 +9,10 @@
 #include <sys/types.h>
 
 /*
- * The per-process tables (memory accounting, PyTorch accounting, the daemon's counters and
- * flight recorder) keep their entries in an array, for iteration in a stable order, and
- * find them through this hash: a fleet host's thousands of processes cost no linear search
- * per event. Zero-initialised it is empty; an open-addressing table, linear probing,
- * deletion by backward shift (no tombstones to rehash away).
+ * Per-process tables keep their entries in an array, for iteration in a stable order, and
+ * find them through this hash: a host's thousands of processes cost no linear search per
+ * event. Zero-initialised it is empty; an open-addressing table, linear probing, deletion by
+ * backward shift (no tombstones to rehash away).
  */
 struct gs_pid_slot {
 	pid_t pid;
