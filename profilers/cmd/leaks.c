@@ -11,6 +11,7 @@
 #include "profilers/mem_model.h"
 #include "profilers/options.h"
 #include "profilers/proc_tree.h"
+#include "profilers/run_loop.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
@@ -42,6 +43,8 @@ struct leaks {
 	 * appended and synced whole, and a failed one cut off, so FILE only holds whole reports.
 	 */
 	struct gs_out *out;
+	/* --interval's reports; interval_ns 0: none */
+	uint64_t interval_ns, next_report_ns;
 	int error; /* first fatal error inside a callback */
 };
 
@@ -280,38 +283,40 @@ static const struct argp leaks_argp = {
 	NULL,	       NULL,
 };
 
-static int run_loop(struct leaks *l)
+/* The interval reports; a failed one stops the loop through l->error (gs_out__sync). */
+static int tick(void *ctx, uint64_t now_ns)
 {
-	uint64_t start = gs_clock_ns(CLOCK_MONOTONIC), next_report = 0;
-	uint64_t duration_ns = (uint64_t)(l->opts.common.duration_s * 1e9);
-	uint64_t interval_ns = (uint64_t)(l->opts.interval_s * 1e9);
+	struct leaks *l = ctx;
 
-	if (interval_ns)
-		next_report = start + interval_ns;
-	while (!gs_stop_requested && !l->error) {
-		uint64_t now;
-		int n = gs_tracker__poll(l->tracker, POLL_MS);
-
-		if (n < 0) {
-			gs_err("reading events: %s", strerror(-n));
-			return n;
-		}
-		/* a followed tree ends with the final report of the whole tree */
-		if (gs_tracker__done(l->tracker) && !gs_tracker__children(l->tracker))
-			return 0;
-		if (gs_tracker__done(l->tracker))
-			break;
-		now = gs_clock_ns(CLOCK_MONOTONIC);
-		if (duration_ns && now - start >= duration_ns)
-			break;
-		if (interval_ns && now >= next_report) {
-			write_report(l, "interval", NULL, NULL);
-			next_report += interval_ns;
-		}
+	if (l->interval_ns && now_ns >= l->next_report_ns) {
+		write_report(l, "interval", NULL, NULL);
+		l->next_report_ns += l->interval_ns;
 	}
-	gs_tracker__poll(l->tracker, 0); /* what arrived before the stop */
-	if (l->error)
-		return l->error;
+	return 0;
+}
+
+static int run(struct leaks *l)
+{
+	struct gs_run_loop loop = {
+		.tracker = l->tracker,
+		.start_ns = gs_clock_ns(CLOCK_MONOTONIC),
+		.duration_s = l->opts.common.duration_s,
+		.poll_ms = POLL_MS,
+		.error = &l->error,
+		.ctx = l,
+		.tick = tick,
+	};
+	enum gs_run_end end;
+	int err;
+
+	l->interval_ns = (uint64_t)(l->opts.interval_s * 1e9);
+	l->next_report_ns = loop.start_ns + l->interval_ns;
+	err = gs_run_loop(&loop, &end);
+	if (err)
+		return err;
+	/* each target's exit report was its last word; a followed tree ends with the whole tree */
+	if (end == GS_RUN_TARGETS_GONE && !gs_tracker__children(l->tracker))
+		return 0;
 	return write_report(l, "final", NULL, NULL);
 }
 
@@ -352,7 +357,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		goto out_free;
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
 		l.opts.common.all ? " of every process" : "");
-	err = run_loop(&l);
+	err = run(&l);
 	/* the reports are whole and in place before the probes go */
 	if (!err) {
 		err = gs_out__close(l.out);

@@ -20,6 +20,7 @@
 #include "profilers/leak_report.h"
 #include "profilers/mem_model.h"
 #include "profilers/options.h"
+#include "profilers/run_loop.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/array.h"
@@ -625,10 +626,11 @@ _Static_assert(GS_CTL_LINE_MAX == GS_CTL_REQUEST_MAX, "one request line limit");
  * Waits for events, control clients or a client's deadline, whichever comes first: a client
  * is served as far as its bytes go and never waited for, so none holds events or others.
  */
-static int wait_for_work(struct gs_daemon *d)
+static int wait_for_work(void *ctx, int timeout_ms)
 {
+	struct gs_daemon *d = ctx;
 	struct pollfd fds[1 + GS_CTL_POLLFDS_MAX];
-	int timeout = POLL_MS, ctl_ms = gs_ctl_server__timeout_ms(d->ctl);
+	int timeout = timeout_ms, ctl_ms = gs_ctl_server__timeout_ms(d->ctl);
 	size_t nfds;
 
 	fds[0] = (struct pollfd){ .fd = gs_tracker__fd(d->tracker), .events = POLLIN };
@@ -636,43 +638,48 @@ static int wait_for_work(struct gs_daemon *d)
 	if (ctl_ms >= 0 && ctl_ms < timeout)
 		timeout = ctl_ms;
 	if (poll(fds, nfds, timeout) < 0 && errno != EINTR) {
-		gs_err("waiting for events: %s", strerror(errno));
-		return -errno;
+		int err = -errno; /* before gs_err can change it */
+
+		gs_err("waiting for events: %s", strerror(-err));
+		return err;
 	}
 	return 0;
 }
 
-static int run_loop(struct gs_daemon *d)
+/* After each wait and drain: a requested reload, the clients, recordings, schedules, metrics. */
+static int tick(void *ctx, uint64_t now_ns)
 {
-	uint64_t next_metrics = 0;
+	struct gs_daemon *d = ctx;
 
-	while (!gs_stop_requested && !d->error) {
-		uint64_t now;
-		int n = wait_for_work(d);
-
-		/* what the poll found, and records below the wake-up threshold */
-		if (!n)
-			n = gs_tracker__poll(d->tracker, 0);
-		if (n < 0) {
-			gs_err("reading events: %s", strerror(-n));
-			return n;
-		}
-		if (reload_requested) {
-			reload_requested = 0;
-			reload(d);
-			if (d->error) /* nothing is open any more */
-				break;
-		}
-		gs_ctl_server__serve(d->ctl, on_ctl_request, d);
-		gs_daemon__reap_recordings(d);
-		now = gs_clock_ns(CLOCK_MONOTONIC);
-		gs_daemon__run_schedules(d, now);
-		if (now >= next_metrics) {
-			publish_metrics(d);
-			next_metrics = now + METRICS_EVERY_NS;
-		}
+	if (reload_requested) {
+		reload_requested = 0;
+		reload(d);
+		if (d->error) /* nothing is open any more */
+			return d->error;
 	}
-	return d->error;
+	gs_ctl_server__serve(d->ctl, on_ctl_request, d);
+	gs_daemon__reap_recordings(d);
+	now_ns = gs_clock_ns(CLOCK_MONOTONIC); /* after the clients were served */
+	gs_daemon__run_schedules(d, now_ns);
+	if (now_ns >= d->next_metrics_ns) {
+		publish_metrics(d);
+		d->next_metrics_ns = now_ns + METRICS_EVERY_NS;
+	}
+	return 0;
+}
+
+static int run(struct gs_daemon *d)
+{
+	struct gs_run_loop loop = {
+		.tracker = d->tracker,
+		.poll_ms = POLL_MS,
+		.error = &d->error,
+		.ctx = d,
+		.wait = wait_for_work,
+		.tick = tick,
+	};
+
+	return gs_run_loop(&loop, NULL);
 }
 
 enum {
@@ -749,8 +756,8 @@ static const struct argp_child daemon_children[] = {
 	{ 0 },
 };
 
-static const struct argp daemon_argp = { daemon_options, daemon_parse,	  NULL, daemon_doc,
-					 daemon_children, NULL,		  NULL };
+static const struct argp daemon_argp = { daemon_options,  daemon_parse, NULL, daemon_doc,
+					 daemon_children, NULL,		NULL };
 
 int gs_cmd_daemon(int argc, char **argv)
 {
@@ -805,7 +812,7 @@ int gs_cmd_daemon(int argc, char **argv)
 	d.start_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	gs_info("daemon: following every CUDA process; reports in %s, control socket %s",
 		d.cfg.output_dir, d.cfg.socket_path);
-	status = run_loop(&d) ? 1 : 0;
+	status = run(&d) ? 1 : 0;
 	gs_info("daemon: stopping");
 	gs_daemon__stop_recordings(&d);
 out_free:

@@ -67,6 +67,7 @@ struct gs_daemon {
 	struct gs_pid_index proc_index; /* pid -> position in procs */
 	uint64_t start_ns;
 	uint64_t next_schedule_ns[GS_DAEMON_MAX_SCHEDULES];
+	uint64_t next_metrics_ns; /* 0: publish at the first tick */
 	struct gs_daemon_recording recordings[MAX_RECORDINGS];
 	size_t nr_recordings;
 	uint64_t oom_events, torch_ooms, oom_kills, recordings_started, reports_written,
