@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* event_decode.c: size checks of every record kind against the shared ABI. */
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 #include "user/event_decode.h"
 
 /* The layouts are ABI between bpf/ and user space: a change must be deliberate. */
@@ -28,99 +30,114 @@ _Static_assert(sizeof(struct gs_gpu_record) == 24 + 8 + GS_GPU_RECORD_BYTES + GS
 _Static_assert(sizeof(struct gs_gpu_api) == 40, "gs_gpu_api layout");
 _Static_assert(sizeof(struct gs_gpu_clock) == 48, "gs_gpu_clock layout");
 
-int gs_event_decode(const void *data, size_t size)
+/* Bytes a record of a fixed-size type needs; 0 for a type that is not one. */
+static size_t fixed_need(unsigned int type)
 {
-	const struct gs_event_hdr *hdr = data;
-	const struct gs_mem_alloc *alloc = data;
-	const struct gs_mem_free_ret *free_ret = data;
-	const struct gs_cuda_call *call = data;
-	const struct gs_cpu_sample *sample = data;
-	const struct gs_torch_mem *tmem = data;
-	const struct gs_torch_oom *toom = data;
-	const struct gs_ustack_event *ustack = data;
-	const struct gs_py_stack_event *pystack = data;
-	size_t need;
-
-	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
-		return -EINVAL;
-	switch (hdr->type) {
+	switch (type) {
 	case GS_EV_PROC_EXEC:
 	case GS_EV_PROC_EXIT:
 	case GS_EV_PROC_OOM_KILL:
 	case GS_EV_LIBS_CHANGED:
-		need = sizeof(struct gs_proc_event);
-		break;
+		return sizeof(struct gs_proc_event);
 	case GS_EV_PROC_FORK:
-		need = sizeof(struct gs_proc_fork);
-		break;
-	case GS_EV_MEM_ALLOC:
-		need = offsetof(struct gs_mem_alloc, frames);
-		if (hdr->size < need || alloc->nr_frames > GS_MAX_STACK)
-			return -EINVAL;
-		need += alloc->nr_frames * sizeof(alloc->frames[0]);
-		break;
+		return sizeof(struct gs_proc_fork);
 	case GS_EV_MEM_FREE:
-		need = sizeof(struct gs_mem_free);
-		break;
-	case GS_EV_MEM_FREE_RET:
-		need = offsetof(struct gs_mem_free_ret, frames);
-		if (hdr->size < need || free_ret->nr_frames > GS_MAX_STACK)
-			return -EINVAL;
-		need += free_ret->nr_frames * sizeof(free_ret->frames[0]);
-		break;
-	case GS_EV_CUDA_CALL:
-		need = offsetof(struct gs_cuda_call, frames);
-		if (hdr->size < need || call->nr_frames > GS_MAX_STACK)
-			return -EINVAL;
-		need += call->nr_frames * sizeof(call->frames[0]);
-		break;
-	case GS_EV_CPU_SAMPLE:
-		need = offsetof(struct gs_cpu_sample, frames);
-		if (hdr->size < need || sample->nr_frames > GS_MAX_STACK ||
-		    sample->nr_kernel > GS_CPU_KERNEL_STACK)
-			return -EINVAL;
-		need += sample->nr_frames * sizeof(sample->frames[0]);
-		break;
-	case GS_EV_TORCH_MEM:
-		need = offsetof(struct gs_torch_mem, frames);
-		if (hdr->size < need || tmem->nr_frames > GS_MAX_STACK)
-			return -EINVAL;
-		need += tmem->nr_frames * sizeof(tmem->frames[0]);
-		break;
-	case GS_EV_TORCH_OOM:
-		need = offsetof(struct gs_torch_oom, frames);
-		if (hdr->size < need || toom->nr_frames > GS_MAX_STACK)
-			return -EINVAL;
-		need += toom->nr_frames * sizeof(toom->frames[0]);
-		break;
+		return sizeof(struct gs_mem_free);
 	case GS_EV_USTACK:
-		need = sizeof(struct gs_ustack_event);
-		if (hdr->size < need || ustack->st.size > GS_USTACK_BYTES)
-			return -EINVAL;
-		break;
+		return sizeof(struct gs_ustack_event);
 	case GS_EV_PYCODE:
-		need = sizeof(struct gs_py_code_event);
-		break;
-	case GS_EV_PYSTACK:
-		need = offsetof(struct gs_py_stack_event, frames);
-		if (hdr->size < need || pystack->nr_frames > GS_PY_MAX_FRAMES)
-			return -EINVAL;
-		need += pystack->nr_frames * sizeof(pystack->frames[0]);
-		break;
+		return sizeof(struct gs_py_code_event);
 	case GS_EV_GPU_RECORD: /* sizes inside: profilers/cuda/gpu_activity.c */
-		need = sizeof(struct gs_gpu_record);
-		break;
+		return sizeof(struct gs_gpu_record);
 	case GS_EV_GPU_API:
-		need = sizeof(struct gs_gpu_api);
-		break;
+		return sizeof(struct gs_gpu_api);
 	case GS_EV_GPU_DROPPED:
-		need = sizeof(struct gs_gpu_dropped);
-		break;
+		return sizeof(struct gs_gpu_dropped);
 	case GS_EV_GPU_CLOCK:
-		need = sizeof(struct gs_gpu_clock);
-		break;
+		return sizeof(struct gs_gpu_clock);
 	default:
-		return -ENOENT;
+		return 0;
+	}
+}
+
+/* gs_event_decode() reads each framed type's count as a __u16 */
+#define NR_FRAMES_IS_U16(ev) \
+	_Static_assert(sizeof(((const struct ev *)0)->nr_frames) == 2, #ev " nr_frames is __u16")
+NR_FRAMES_IS_U16(gs_mem_alloc);
+NR_FRAMES_IS_U16(gs_mem_free_ret);
+NR_FRAMES_IS_U16(gs_cuda_call);
+NR_FRAMES_IS_U16(gs_cpu_sample);
+NR_FRAMES_IS_U16(gs_torch_mem);
+NR_FRAMES_IS_U16(gs_torch_oom);
+NR_FRAMES_IS_U16(gs_py_stack_event);
+
+/* A record type whose fixed part holds a __u16 nr_frames count of frames[] entries. */
+struct framed_layout {
+	unsigned int type;
+	size_t frames_off, nr_off, frame_size, max_frames;
+};
+
+#define FRAMED(type, ev, max)                                                      \
+	{                                                                          \
+		type, offsetof(struct ev, frames), offsetof(struct ev, nr_frames), \
+			sizeof(((const struct ev *)0)->frames[0]), max             \
+	}
+
+static const struct framed_layout framed_layouts[] = {
+	FRAMED(GS_EV_MEM_ALLOC, gs_mem_alloc, GS_MAX_STACK),
+	FRAMED(GS_EV_MEM_FREE_RET, gs_mem_free_ret, GS_MAX_STACK),
+	FRAMED(GS_EV_CUDA_CALL, gs_cuda_call, GS_MAX_STACK),
+	FRAMED(GS_EV_CPU_SAMPLE, gs_cpu_sample, GS_MAX_STACK),
+	FRAMED(GS_EV_TORCH_MEM, gs_torch_mem, GS_MAX_STACK),
+	FRAMED(GS_EV_TORCH_OOM, gs_torch_oom, GS_MAX_STACK),
+	FRAMED(GS_EV_PYSTACK, gs_py_stack_event, GS_PY_MAX_FRAMES),
+};
+
+static const struct framed_layout *framed_layout(unsigned int type)
+{
+	for (size_t i = 0; i < sizeof(framed_layouts) / sizeof(framed_layouts[0]); i++)
+		if (framed_layouts[i].type == type)
+			return &framed_layouts[i];
+	return NULL;
+}
+
+/* The counts inside a record's fixed part (present: checked by the caller) within bounds. */
+static bool inner_counts_ok(const void *data, unsigned int type)
+{
+	const struct gs_cpu_sample *sample = data;
+	const struct gs_ustack_event *ustack = data;
+
+	if (type == GS_EV_CPU_SAMPLE)
+		return sample->nr_kernel <= GS_CPU_KERNEL_STACK;
+	if (type == GS_EV_USTACK)
+		return ustack->st.size <= GS_USTACK_BYTES;
+	return true;
+}
+
+int gs_event_decode(const void *data, size_t size)
+{
+	const struct gs_event_hdr *hdr = data;
+	const struct framed_layout *f = NULL;
+	size_t need;
+
+	if (size < sizeof(*hdr) || hdr->size < sizeof(*hdr) || hdr->size > size)
+		return -EINVAL;
+	need = fixed_need(hdr->type);
+	if (!need) {
+		f = framed_layout(hdr->type);
+		if (!f)
+			return -ENOENT;
+		need = f->frames_off;
+	}
+	if (hdr->size < need || !inner_counts_ok(data, hdr->type))
+		return -EINVAL;
+	if (f) {
+		__u16 nr;
+
+		memcpy(&nr, (const char *)data + f->nr_off, sizeof(nr));
+		if (nr > f->max_frames)
+			return -EINVAL;
+		need += nr * f->frame_size;
 	}
 	return hdr->size < need ? -EINVAL : hdr->type;
 }
