@@ -8,6 +8,7 @@
 #include "profilers/cuda/api.h"
 #include "profilers/leak_report.h"
 #include "profilers/torch/syms.h"
+#include "user/array.h"
 #include "user/event_decode.h"
 #include "user/json.h"
 #include "user/losses.h"
@@ -465,15 +466,8 @@ static int group_add(struct grouping *g, const struct gs_alloc *a)
 			return 0;
 		}
 	}
-	if (g->nr == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 16;
-		struct gs_leak_group *grown = realloc(g->groups, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		g->groups = grown;
-		g->cap = cap;
-	}
+	if (GS_ARRAY_RESERVE(g->groups, g->nr, g->cap, 16))
+		return -ENOMEM;
 	g->groups[g->nr] = (struct gs_leak_group){ .bytes = a->size,
 						   .count = 1,
 						   .oldest_ts_ns = a->ts_ns,

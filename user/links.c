@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "user/array.h"
 #include "user/links.h"
 #include "user/uprobe_multi.h"
 
@@ -216,25 +217,9 @@ size_t gs_links__count_pid(const struct gs_links *links, pid_t pid)
 	return n;
 }
 
-static int grow(struct gs_links *links)
-{
-	size_t cap;
-	struct scoped_link *grown;
-
-	if (links->nr < links->cap)
-		return 0;
-	cap = links->cap ? links->cap * 2 : 64;
-	grown = realloc(links->links, cap * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	links->links = grown;
-	links->cap = cap;
-	return 0;
-}
-
 static int add(struct gs_links *links, struct bpf_link *link, int fd, pid_t pid)
 {
-	int err = grow(links);
+	int err = GS_ARRAY_RESERVE(links->links, links->nr, links->cap, 64);
 
 	if (err) {
 		if (link)
@@ -271,15 +256,8 @@ static int queue(struct gs_links *links, struct bpf_program *prog, pid_t pid, co
 {
 	struct pending *p;
 
-	if (links->nr_pending == links->cap_pending) {
-		size_t cap = links->cap_pending ? links->cap_pending * 2 : 64;
-
-		p = realloc(links->pending, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		links->pending = p;
-		links->cap_pending = cap;
-	}
+	if (GS_ARRAY_RESERVE(links->pending, links->nr_pending, links->cap_pending, 64))
+		return -ENOMEM;
 	p = &links->pending[links->nr_pending];
 	*p = (struct pending){ .prog = prog,
 			       .pid = pid,

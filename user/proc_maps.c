@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include "user/array.h"
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
 #include "user/safe_open.h"
@@ -81,16 +82,9 @@ struct gs_maps *gs_maps__parse(pid_t pid, const char *text)
 
 		if (!line)
 			goto out_nomem;
-		if (maps->nr == cap) {
-			struct gs_mapping *grown;
-
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(maps->mappings, cap * sizeof(*grown));
-			if (!grown) {
-				free(line);
-				goto out_nomem;
-			}
-			maps->mappings = grown;
+		if (GS_ARRAY_RESERVE(maps->mappings, maps->nr, cap, 64)) {
+			free(line);
+			goto out_nomem;
 		}
 		err = parse_line(line, &maps->mappings[maps->nr]);
 		free(line);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "user/array.h"
 #include "user/profile.h"
 
 /*
@@ -70,22 +71,6 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 }
 
 #define HASH_SEED 1469598103934665603ULL
-
-static int grow_array(void **arr, size_t *cap, size_t nr, size_t elem)
-{
-	size_t new_cap;
-	void *grown;
-
-	if (nr < *cap)
-		return 0;
-	new_cap = *cap ? *cap * 2 : 64;
-	grown = realloc(*arr, new_cap * elem);
-	if (!grown)
-		return -ENOMEM;
-	*arr = grown;
-	*cap = new_cap;
-	return 0;
-}
 
 /* Slot of the id equal per eq(), or of the empty slot where it belongs. */
 static size_t index_find(const struct index *ix, uint64_t hash,
@@ -153,7 +138,7 @@ static int64_t intern_string(struct gs_profile *p, const char *s)
 	slot = index_find(&p->string_index, string_hash(s), string_eq, p, s);
 	if (p->string_index.slots[slot])
 		return p->string_index.slots[slot] - 1;
-	if (grow_array((void **)&p->strings, &p->cap_strings, p->nr_strings, sizeof(char *)))
+	if (GS_ARRAY_RESERVE(p->strings, p->nr_strings, p->cap_strings, 64))
 		return -ENOMEM;
 	copy = strdup(s);
 	if (!copy)
@@ -211,7 +196,7 @@ static int64_t intern_mapping(struct gs_profile *p, uint32_t module,
 	slot = index_find(&p->mapping_index, mapping_hash(&m), mapping_eq, p, &m);
 	if (p->mapping_index.slots[slot])
 		return p->mapping_index.slots[slot];
-	if (grow_array((void **)&p->mappings, &p->cap_mappings, p->nr_mappings, sizeof(m)))
+	if (GS_ARRAY_RESERVE(p->mappings, p->nr_mappings, p->cap_mappings, 64))
 		return -ENOMEM;
 	p->mappings[p->nr_mappings] = m;
 	p->mapping_index.slots[slot] = (uint32_t)p->nr_mappings + 1;
@@ -262,7 +247,7 @@ static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame 
 	slot = index_find(&p->frame_index, frame_hash(&f), frame_eq, p, &f);
 	if (p->frame_index.slots[slot])
 		return p->frame_index.slots[slot] - 1;
-	if (grow_array((void **)&p->frames, &p->cap_frames, p->nr_frames, sizeof(f)))
+	if (GS_ARRAY_RESERVE(p->frames, p->nr_frames, p->cap_frames, 64))
 		return -ENOMEM;
 	p->frames[p->nr_frames] = f;
 	p->frame_index.slots[slot] = (uint32_t)p->nr_frames + 1;
@@ -359,7 +344,7 @@ int gs_profile__add(struct gs_profile *p, pid_t pid, const char *comm,
 		err = 0;
 		goto out_free;
 	}
-	if (grow_array((void **)&p->stacks, &p->cap_stacks, p->nr_stacks, sizeof(s)))
+	if (GS_ARRAY_RESERVE(p->stacks, p->nr_stacks, p->cap_stacks, 64))
 		goto out_free;
 	p->stacks[p->nr_stacks] = s;
 	p->stack_index.slots[slot] = (uint32_t)p->nr_stacks + 1;

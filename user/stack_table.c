@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/array.h"
 #include "user/json.h"
 #include "user/python_names.h"
 #include "user/stack_table.h"
@@ -114,15 +115,8 @@ void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid)
 
 		if (!s->addrs || s->pid != pid)
 			continue;
-		if (t->nr_free == t->cap_free) {
-			size_t cap = t->cap_free ? t->cap_free * 2 : 64;
-			uint32_t *grown = realloc(t->free_ids, cap * sizeof(*grown));
-
-			if (!grown)
-				break; /* the stack stays, interned: only memory is not given back */
-			t->free_ids = grown;
-			t->cap_free = cap;
-		}
+		if (GS_ARRAY_RESERVE(t->free_ids, t->nr_free, t->cap_free, 64))
+			break; /* the stack stays, interned: only memory is not given back */
 		free_stack(s);
 		*s = (struct gs_stack){ 0 };
 		t->free_ids[t->nr_free++] = (uint32_t)id;
@@ -198,15 +192,8 @@ int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64
 		return -ENOMEM;
 	if (t->nr_free)
 		return fill_slot(t, t->free_ids[--t->nr_free], pid, addrs, nr, hash);
-	if (t->nr == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct gs_stack *grown = realloc(t->stacks, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		t->stacks = grown;
-		t->cap = cap;
-	}
+	if (GS_ARRAY_RESERVE(t->stacks, t->nr, t->cap, 256))
+		return -ENOMEM;
 	t->nr++;
 	return fill_slot(t, (uint32_t)(t->nr - 1), pid, addrs, nr, hash);
 }

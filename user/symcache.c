@@ -147,15 +147,8 @@ struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, 
 	for (size_t i = cache->nr_files; i-- > 0;)
 		if (same_file(&cache->files[i], st))
 			return cache->files[i].elf;
-	if (cache->nr_files == cache->cap_files) {
-		size_t cap = cache->cap_files ? cache->cap_files * 2 : 32;
-		struct cached_file *grown = realloc(cache->files, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		cache->files = grown;
-		cache->cap_files = cap;
-	}
+	if (GS_ARRAY_RESERVE(cache->files, cache->nr_files, cache->cap_files, 32))
+		return NULL;
 	f = &cache->files[cache->nr_files++];
 	*f = (struct cached_file){
 		.dev = st->st_dev,

@@ -15,6 +15,7 @@
 #include "profilers/probe_quota.h"
 #include "profilers/torch/attach.h"
 #include "profilers/torch/syms.h"
+#include "user/array.h"
 #include "user/elf_file.h"
 #include "user/links.h"
 #include "user/log.h"
@@ -87,19 +88,8 @@ static bool known(const struct gs_torch_attach *ta, pid_t scope, const struct gs
 /* true the first time (scope, file) is seen; remembered even if attaching then fails */
 static bool first_time(struct gs_torch_attach *ta, pid_t scope, const struct gs_mapping *m)
 {
-	struct probed_file *grown;
-
-	if (known(ta, scope, m))
+	if (known(ta, scope, m) || GS_ARRAY_RESERVE(ta->files, ta->nr_files, ta->cap_files, 16))
 		return false;
-	if (ta->nr_files == ta->cap_files) {
-		size_t cap = ta->cap_files ? ta->cap_files * 2 : 16;
-
-		grown = realloc(ta->files, cap * sizeof(*grown));
-		if (!grown)
-			return false;
-		ta->files = grown;
-		ta->cap_files = cap;
-	}
 	ta->files[ta->nr_files++] =
 		(struct probed_file){ .scope = scope, .dev = m->dev, .inode = m->inode };
 	return true;
