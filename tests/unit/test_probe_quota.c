@@ -42,6 +42,31 @@ GS_TEST(an_exit_gives_its_slots_back)
 	gs_probe_quota__free(q);
 }
 
+GS_TEST(an_exit_leaves_the_other_processes_slots)
+{
+	struct gs_probe_quota *q = gs_probe_quota__new(10);
+
+	if (!GS_EXPECT(q))
+		return;
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 10, 1, 100));
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 11, 1, 100));
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 11, 1, 101));
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 12, 1, 100));
+	gs_probe_quota__release_pid(q, 10); /* the first process: the last one takes its place */
+	GS_EXPECT_EQ(gs_probe_quota__held(q, 1000), 3);
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 13, 1, 102)); /* where the last one was */
+	GS_EXPECT_EQ(gs_probe_quota__held(q, 1000), 4);
+	/* the others' files are still theirs: taking them again takes no new slot */
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 12, 1, 100));
+	GS_EXPECT(gs_probe_quota__take(q, 1000, 11, 1, 101));
+	GS_EXPECT_EQ(gs_probe_quota__held(q, 1000), 4);
+	gs_probe_quota__release_pid(q, 12);
+	GS_EXPECT_EQ(gs_probe_quota__held(q, 1000), 3);
+	gs_probe_quota__release_pid(q, 11);
+	GS_EXPECT_EQ(gs_probe_quota__held(q, 1000), 1);
+	gs_probe_quota__free(q);
+}
+
 GS_TEST(many_users_and_processes)
 {
 	struct gs_probe_quota *q = gs_probe_quota__new(GS_PROBE_QUOTA_PER_USER);
@@ -60,4 +85,5 @@ GS_TEST(many_users_and_processes)
 	gs_probe_quota__free(q);
 }
 
-GS_TEST_MAIN(a_user_gets_at_most_its_slots, an_exit_gives_its_slots_back, many_users_and_processes)
+GS_TEST_MAIN(a_user_gets_at_most_its_slots, an_exit_gives_its_slots_back,
+	     an_exit_leaves_the_other_processes_slots, many_users_and_processes)
