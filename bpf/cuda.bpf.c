@@ -20,19 +20,11 @@ struct call {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, GS_MAX_INFLIGHT);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct call);
 } calls SEC(".maps");
-
-/* too big for the BPF stack next to the event; one per CPU (programs do not migrate) */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct call);
-} scratch SEC(".maps");
 
 /* The arguments a call's entry sees: registers, then per flags stack slots and a struct. */
 static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args)
@@ -58,20 +50,18 @@ int cuda_call_enter(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 zero = 0;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, (__u32)pid_tgid, now))
+	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
 		return 0;
-	c = bpf_map_lookup_elem(&scratch, &zero);
+	c = gs_call_slot(&calls);
 	if (!c)
 		return 0;
 	__builtin_memset(c, 0, sizeof(*c));
-	c->head.entry_ts_ns = now;
 	c->head.api = (__u16)cookie;
 	c->flags = (__u32)(cookie >> 16);
 	read_args(ctx, c->flags, c->args);
-	gs_call_save(&calls, c);
+	c->head.entry_ts_ns = now;
 	return 0;
 }
 
@@ -117,13 +107,12 @@ SEC("uretprobe")
 int cuda_call_exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
 	struct gs_cuda_call *e;
 	struct call *c;
 	__u64 ts = 0;
 	int py = 0;
 
-	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c)
 		return 0;
 	if (c->flags & GS_CALL_F_USER_STACK) {
@@ -132,7 +121,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 	}
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
-		bpf_map_delete_elem(&calls, &tid);
+		gs_call_end(&c->head);
 		return 0;
 	}
 	__builtin_memcpy(e->args, c->args, sizeof(e->args));
@@ -150,7 +139,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 	if ((c->flags & GS_CALL_F_READ_STR2) &&
 	    bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)c->args[2]) < 0)
 		gs_count(GS_STAT_USER_READ_FAILED);
-	bpf_map_delete_elem(&calls, &tid);
+	gs_call_end(&c->head);
 
 	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,

@@ -28,9 +28,9 @@ const volatile bool cfg_free_returns = false;
 const volatile bool cfg_ustack = false;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, GS_MAX_INFLIGHT);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct call);
 } calls SEC(".maps");
 
@@ -39,18 +39,24 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
-	struct call c = {};
+	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, (__u32)pid_tgid, now))
+	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
 		return 0;
-	c.out_ptr = out_ptr;
-	c.size = size;
-	c.pitch_ptr = pitch_ptr;
-	c.height = height;
-	c.head.entry_ts_ns = now;
-	c.head.api = bpf_get_attach_cookie(ctx);
-	c.kind = CALL_ALLOC;
-	gs_call_save(&calls, &c);
+	c = gs_call_slot(&calls);
+	if (!c)
+		return 0;
+	c->head.entry_ts_ns = now;
+	c->head.api = bpf_get_attach_cookie(ctx);
+	c->head.pad = 0;
+	c->head.depth = 0;
+	c->out_ptr = out_ptr;
+	c->size = size;
+	c->pitch_ptr = pitch_ptr;
+	c->height = height;
+	c->free_ptr = 0;
+	c->kind = CALL_ALLOC;
+	c->pad = 0;
 	return 0;
 }
 
@@ -72,14 +78,13 @@ SEC("uretprobe")
 int BPF_KRETPROBE(mem_alloc_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
 	struct gs_mem_alloc *e;
 	bool ustack = false;
 	struct call *c;
 	int py = 0;
 	__u64 ts;
 
-	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_ALLOC)
 		return 0;
 
@@ -89,7 +94,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	py = gs_py_emit(pid_tgid, ts);
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
-		bpf_map_delete_elem(&calls, &tid);
+		gs_call_end(&c->head);
 		return 0;
 	}
 	e->ret = (__s32)ret;
@@ -109,7 +114,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 			e->size = pitch * c->height;
 		}
 	}
-	bpf_map_delete_elem(&calls, &tid);
+	gs_call_end(&c->head);
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
 	e->nr_frames = gs_user_stack(ctx, e->frames);
@@ -134,23 +139,28 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 	struct gs_mem_free *e;
-	struct call c = {};
+	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, (__u32)pid_tgid, now))
+	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
 		return 0;
-	c.free_ptr = ptr;
-	c.head.entry_ts_ns = now;
-	c.head.api = bpf_get_attach_cookie(ctx);
-	c.kind = CALL_FREE;
-	if (gs_call_save(&calls, &c))
+	c = gs_call_slot(&calls);
+	if (!c)
 		return 0;
+	c->head.entry_ts_ns = now;
+	c->head.api = bpf_get_attach_cookie(ctx);
+	c->head.pad = 0;
+	c->head.depth = 0;
+	c->out_ptr = c->size = c->pitch_ptr = c->height = 0;
+	c->free_ptr = ptr;
+	c->kind = CALL_FREE;
+	c->pad = 0;
 
 	e = gs_reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
 	e->ptr = ptr;
-	e->api = c.head.api;
+	e->api = c->head.api;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
 	gs_submit(e);
 	return 0;
@@ -160,18 +170,17 @@ SEC("uretprobe")
 int BPF_KRETPROBE(mem_free_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
 	struct gs_mem_free_ret *e;
 	bool ustack = false;
 	struct call *c;
 	int py = 0;
 	__u64 ts;
 
-	c = gs_call_outermost(&calls, tid, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
 	if (!c || c->kind != CALL_FREE)
 		return 0;
 	if ((__s32)ret == 0 && !cfg_free_returns) {
-		bpf_map_delete_elem(&calls, &tid);
+		gs_call_end(&c->head);
 		return 0;
 	}
 	ts = bpf_ktime_get_ns();
@@ -181,14 +190,14 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 		py = gs_py_emit(pid_tgid, ts);
 	e = gs_reserve(sizeof(*e));
 	if (!e) {
-		bpf_map_delete_elem(&calls, &tid);
+		gs_call_end(&c->head);
 		return 0;
 	}
 	e->ptr = c->free_ptr;
 	e->entry_ts_ns = c->head.entry_ts_ns;
 	e->api = c->head.api;
 	e->ret = (__s32)ret;
-	bpf_map_delete_elem(&calls, &tid);
+	gs_call_end(&c->head);
 	e->nr_frames = cfg_free_returns ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
 		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
