@@ -89,6 +89,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_free_returns = o->opts.free_returns;
 	o->mem->rodata->cfg_ustack = o->opts.ustack;
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+	o->mem->rodata->cfg_python = o->opts.python != NULL;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: gs_python__share_map(o->opts.python, o->mem->maps.py_procs);
@@ -109,6 +110,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 	}
 	o->cuda->rodata->cfg_all_pids = o->opts.all;
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+	o->cuda->rodata->cfg_python = o->opts.python != NULL;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
 	err = err ?: gs_python__share_map(o->opts.python, o->cuda->maps.py_procs);
@@ -153,6 +155,7 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 		o->torch->rodata->cfg_all_pids = o->opts.all;
 		o->torch->rodata->cfg_ustack = o->opts.ustack;
 		o->torch->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+		o->torch->rodata->cfg_python = o->opts.python != NULL;
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
 		err = err ?: gs_python__share_map(o->opts.python, o->torch->maps.py_procs);
