@@ -197,5 +197,55 @@ out:
 	gs_symcache__free(cache);
 }
 
+/* A child that waits until its pipe closes; -1 when fork failed. */
+static pid_t waiting_child(int *write_end)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		_exit(read(fds[0], &c, 1) < 0 ? 1 : 0);
+	}
+	close(fds[0]);
+	*write_end = fds[1];
+	return pid;
+}
+
+GS_TEST(forgetting_one_process_keeps_the_others_snapshots)
+{
+	struct gs_symcache *cache = gs_symcache__new();
+	int fd_a = -1, fd_b = -1;
+	pid_t a = waiting_child(&fd_a), b = waiting_child(&fd_b);
+	const struct gs_maps *of_a;
+
+	if (!GS_EXPECT(cache) || !GS_EXPECT(a > 0) || !GS_EXPECT(b > 0))
+		goto out;
+	GS_EXPECT_EQ(gs_symcache__refresh(cache, getpid()), 0);
+	GS_EXPECT_EQ(gs_symcache__refresh(cache, a), 0);
+	of_a = gs_symcache__maps(cache, a);
+	/* the first entry goes, the last takes its place, then b comes after it */
+	gs_symcache__forget(cache, getpid());
+	GS_EXPECT_EQ(gs_symcache__refresh(cache, b), 0);
+	GS_EXPECT(gs_symcache__maps(cache, a) == of_a); /* still the snapshot, not b's */
+	GS_EXPECT(gs_symcache__maps(cache, b) != of_a);
+out:
+	if (fd_a >= 0)
+		close(fd_a);
+	if (fd_b >= 0)
+		close(fd_b);
+	if (a > 0)
+		waitpid(a, NULL, 0);
+	if (b > 0)
+		waitpid(b, NULL, 0);
+	gs_symcache__free(cache);
+}
+
 GS_TEST_MAIN(resolve_own_function, resolve_unmapped, resolve_libc_function, maps_snapshots,
-	     elf_cached_per_file, resolve_after_exit)
+	     elf_cached_per_file, resolve_after_exit,
+	     forgetting_one_process_keeps_the_others_snapshots)
