@@ -14,10 +14,10 @@ $(BENCH_OUT)/floor.skel.h: $(BENCH_OUT)/floor.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(BENCH_FLOOR): scripts/bench/floor.c $(BENCH_OUT)/floor.skel.h $(OUTPUT)/profilers/cuda_api.o \
+$(BENCH_FLOOR): scripts/bench/floor.c $(BENCH_OUT)/floor.skel.h $(OUTPUT)/profilers/cuda/api.o \
 		$(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(BENCH_OUT) $< $(OUTPUT)/profilers/cuda_api.o $(LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) -I$(BENCH_OUT) $< $(OUTPUT)/profilers/cuda/api.o $(LIB) $(LDLIBS) -o $@
 
 # BENCH_ARGS: e.g. "--rounds 9 --sustain-seconds 10 --only overhead,drain"
 bench: gpusnoop $(FIXTURES) $(BENCH_FLOOR)
