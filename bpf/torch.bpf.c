@@ -24,16 +24,22 @@ struct pending {
 	__u64 out_ptr; /* NativeCachingAllocator::malloc's void **devPtr; 0 for alloc_cpu */
 	__u64 stream;
 	__s8 device;
-	__u8 source;
+	__u8 source; /* GS_TORCH_SRC_*; 0: the thread has no call pending */
 	__u8 pad[6];
 };
 
+/* in task storage: one slot per thread, written in place, no hash update and delete per call */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, GS_MAX_INFLIGHT);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct pending);
 } pendings SEC(".maps");
+
+static __always_inline struct pending *pending_get(__u64 flags)
+{
+	return bpf_task_storage_get(&pendings, bpf_get_current_task_btf(), NULL, flags);
+}
 
 /* --stacks dwarf: a GS_EV_USTACK slice precedes each record that carries a stack */
 const volatile bool cfg_ustack = false;
@@ -185,19 +191,20 @@ static __always_inline int save_pending(__u64 size, __u64 out_ptr, __s8 device, 
 					__u8 source)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	struct pending p = {
-		.size = size,
-		.out_ptr = out_ptr,
-		.stream = stream,
-		.device = device,
-		.source = source,
-	};
+	struct pending *p;
 
 	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
-	if (bpf_map_update_elem(&pendings, &tid, &p, BPF_ANY))
+	p = pending_get(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
 		gs_count(GS_STAT_INFLIGHT_FULL);
+		return 0;
+	}
+	p->size = size;
+	p->out_ptr = out_ptr;
+	p->stream = stream;
+	p->device = device;
+	p->source = source;
 	return 0;
 }
 
@@ -206,15 +213,14 @@ static __always_inline int emit_pending(struct pt_regs *ctx, __u64 ret, __u8 sou
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct stack_marks marks;
-	__u32 tid = (__u32)pid_tgid;
 	struct gs_torch_mem *e;
-	struct pending *p = bpf_map_lookup_elem(&pendings, &tid);
+	struct pending *p = pending_get(0);
 
 	if (!p || p->source != source)
 		return 0;
 	e = reserve_mem(ctx, pid_tgid, true, &marks);
 	if (!e) {
-		bpf_map_delete_elem(&pendings, &tid);
+		p->source = 0;
 		return 0;
 	}
 	e->size = p->size;
@@ -227,7 +233,7 @@ static __always_inline int emit_pending(struct pt_regs *ctx, __u64 ret, __u8 sou
 		e->ptr = ret;
 		e->device_type = GS_TORCH_DEV_CPU;
 	}
-	bpf_map_delete_elem(&pendings, &tid);
+	p->source = 0;
 	if (!e->ptr) {
 		bpf_ringbuf_discard(e, 0);
 		return 0;
@@ -355,7 +361,6 @@ SEC("uprobe")
 int BPF_KPROBE(cxa_throw_enter, void *obj, void *tinfo)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
 	char name[OOM_TYPE_NAME_LEN] = {};
 	const char want[OOM_TYPE_NAME_LEN] = OOM_TYPE_NAME;
 	struct pending *p;
@@ -369,11 +374,11 @@ int BPF_KPROBE(cxa_throw_enter, void *obj, void *tinfo)
 	for (int i = 0; i < OOM_TYPE_NAME_LEN; i++)
 		if (name[i] != want[i])
 			return 0;
-	p = bpf_map_lookup_elem(&pendings, &tid);
+	p = pending_get(0);
 	if (p && p->source == GS_TORCH_SRC_SYMBOLS) {
 		size = p->size;
 		device = GS_TORCH_DEV_CUDA | ((__u64)(__u8)p->device << 8);
-		bpf_map_delete_elem(&pendings, &tid);
+		p->source = 0;
 	}
 	return emit_oom(ctx, GS_TORCH_OOM_THROW, size, 0, 0, device);
 }
