@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "proc.skel.h"
 #include "profilers/bpf_objects.h"
+#include "profilers/cuda/gpu_attach.h"
 #include "profilers/lib_attach.h"
 #include "user/pid_index.h"
 #include "profilers/proc_tree.h"
@@ -61,6 +62,7 @@ struct gs_tracker {
 	struct ring_buffer *rb;
 	struct gs_links *links;
 	struct gs_lib_attach *attach; /* library discovery and probes */
+	struct gs_gpu_attach *gpu;    /* opts.gpu: the injection library's probes */
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
 	struct gs_python *python;     /* NULL with --no-python */
@@ -118,6 +120,10 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 {
 	bool cuda = gs_lib_attach__scan(t->attach, pid);
 
+	if (t->gpu && gs_gpu_attach__scan(t->gpu, gs_symcache__maps(t->symcache, pid),
+					  t->opts.all ? -1 : pid))
+		cuda = true;
+
 	/* probes of its own (a user's files under -a) go when it exits: follow that */
 	if (t->opts.all && !find_target(t, pid) && gs_links__count_pid(t->links, pid))
 		add_target(t, pid, GS_TARGET_TRACED);
@@ -163,6 +169,8 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 	 * forgotten, so that a long-running -a session or daemon does not pile them up.
 	 */
 	gs_lib_attach__forget(t->attach, pid);
+	if (t->gpu)
+		gs_gpu_attach__forget(t->gpu, pid);
 	gs_symcache__forget(t->symcache, pid);
 	drop_target(t, tg);
 }
@@ -482,6 +490,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case GS_EV_TORCH_OOM:
 		on_torch_oom(t, data);
 		break;
+	case GS_EV_GPU_RECORD:
+	case GS_EV_GPU_API:
+	case GS_EV_GPU_DROPPED:
+	case GS_EV_GPU_CLOCK:
+		note_process(t, (pid_t)hdr->pid);
+		if (t->ops.gpu_event)
+			t->ops.gpu_event(t->ops.ctx, hdr, size);
+		break;
 	default:
 		gs_dbg("unknown record type %u", hdr->type);
 	}
@@ -608,6 +624,10 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 			gs_warn("python frames: %s; stacks stay native", strerror(errno));
 	}
 	err = err ?: open_objects(t);
+	if (!err && opts->gpu) {
+		t->gpu = gs_gpu_attach__open(t, t->links, opts->all);
+		err = t->gpu ? 0 : -errno;
+	}
 	if (err)
 		goto out_free;
 	*out = t;
@@ -930,6 +950,7 @@ void gs_tracker__free(struct gs_tracker *t)
 	ring_buffer__free(t->rb);
 	gs_links__free(t->links);
 	gs_lib_attach__free(t->attach);
+	gs_gpu_attach__free(t->gpu); /* after the links to its programs */
 	gs_bpf_objects__close(&t->objs);
 	gs_python__free(t->python);
 	gs_symcache__free(t->symcache);

@@ -32,6 +32,7 @@ struct gs_tracker_opts {
 	bool free_returns; /* report every free's return, not only failures */
 	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
 	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
+	bool gpu;	   /* GPU activity where the CUPTI injection library is loaded */
 	enum gs_stack_mode stacks;
 	bool python; /* Python frames merged into the stacks of CPython processes */
 };
@@ -48,6 +49,8 @@ struct gs_tracker_ops {
 	void (*oom_kill)(void *ctx, pid_t pid);
 	void (*torch_mem)(void *ctx, const struct gs_torch_mem *e);
 	void (*torch_oom)(void *ctx, const struct gs_torch_oom *e);
+	/* a GS_EV_GPU_* record (size: as it came, checked by gs_event_decode()); needs opts.gpu */
+	void (*gpu_event)(void *ctx, const struct gs_event_hdr *hdr, size_t size);
 	/* a target exited, or replaced its image with exec (its CUDA memory is gone either way) */
 	void (*proc_gone)(void *ctx, pid_t pid, bool exec);
 };

@@ -18,6 +18,7 @@
 #include "profilers/options.h"
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
+#include "profilers/cmd/record_gpu.h"
 #include "profilers/cmd/record_summary.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/torch/accounting.h"
@@ -48,12 +49,14 @@
 /* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
 #define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
-enum { OPT_OUTPUT_FD = 0x3000 };
+enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT };
 
 struct record_opts {
 	struct gs_common_opts common;
 	uint32_t families;
 	bool cpu;	  /* -e cpu: CPU samples */
+	bool gpu;	  /* -e gpu: GPU activity from the CUPTI injection library */
+	bool inject;	  /* --inject: load that library into the -p processes */
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 	bool output_fd_gz;
@@ -69,6 +72,7 @@ struct record {
 	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
+	struct gs_record_gpu *gpu; /* -e gpu */
 	/* the output file: each event rendered alone, then written in timestamp order */
 	struct gs_trace_writer *writer;
 	struct gs_chrome_trace *render; /* the event being rendered */
@@ -381,6 +385,19 @@ static void dims_arg(struct gs_json *j, const char *key, const uint32_t dims[3])
 	gs_json__end_array(j);
 }
 
+/* Ends a launch or copy slice; with -e gpu, with its correlation id and flow to its GPU work. */
+static void gpu_slice_end(struct record *r, struct gs_json *j, const struct gs_cuda_api *api,
+			  const struct gs_cuda_call *e)
+{
+	uint32_t id = r->gpu ? gs_record_gpu__slice_args(r->gpu, j, &e->hdr, e->entry_ts_ns,
+							 api->lib == GS_LIB_DRIVER)
+			     : 0;
+
+	end_slice(r, j);
+	if (id)
+		gs_record_gpu__slice_flow(r->gpu, &e->hdr, e->entry_ts_ns, id);
+}
+
 static void record_launch(struct record *r, const struct gs_cuda_api *api,
 			  const struct gs_cuda_call *e)
 {
@@ -403,7 +420,7 @@ static void record_launch(struct record *r, const struct gs_cuda_api *api,
 	hex_arg(j, "stream", l.stream);
 	error_args(j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
-	end_slice(r, j);
+	gpu_slice_end(r, j, api, e);
 }
 
 static void record_sync(struct record *r, const struct gs_cuda_api *api,
@@ -437,7 +454,7 @@ static void record_copy(struct record *r, const struct gs_cuda_api *api,
 		hex_arg(j, "stream", c.stream);
 	error_args(j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
-	end_slice(r, j);
+	gpu_slice_end(r, j, api, e);
 	if (!e->ret)
 		gs_record_summary__copy(r->summary, c.kind, c.bytes);
 }
@@ -570,9 +587,35 @@ static void on_cpu_sample(void *ctx, const struct gs_cpu_sample *e)
 	end_slice(r, j);
 }
 
+static void on_gpu_event(void *ctx, const struct gs_event_hdr *hdr, size_t size)
+{
+	struct record *r = ctx;
+	int err = r->gpu ? gs_record_gpu__event(r->gpu, hdr, size) : 0;
+
+	if (err)
+		fatal(r, err);
+}
+
+/* How record_gpu.c renders into the ordered output: an event of its own per call. */
+static struct gs_chrome_trace *gpu_render_begin(void *ctx, uint64_t ts_ns)
+{
+	return render_begin(ctx, ts_ns);
+}
+
+static void gpu_render_end(void *ctx)
+{
+	struct record *r = ctx;
+
+	render_end(r);
+	r->events++;
+}
+
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
+
+	if (r->gpu)
+		gs_record_gpu__proc_gone(r->gpu, pid);
 
 	gs_kernel_names__forget(r->names, pid);
 	gs_mem_model__proc_gone(&r->mem, pid, exec);
@@ -585,13 +628,18 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 
 static void write_metadata(struct record *r)
 {
-	struct gs_json *j = gs_trace_writer__metadata(r->writer);
+	struct gs_json *j;
 	uint64_t stats[GS_STAT__MAX];
 	char stamp[64];
 	struct utsname u;
 	struct tm tm;
 	time_t secs = (time_t)(r->start_real_ns / 1000000000ULL);
 
+	gs_trace_writer__flush(r->writer);
+	if (r->gpu) /* Kineto's top-level keys, where HTA looks for them */
+		gs_record_gpu__top_level(
+			r->gpu, gs_chrome_trace__top_level(gs_trace_writer__trace(r->writer)));
+	j = gs_trace_writer__metadata(r->writer);
 	gs_tracker__stats(r->tracker, stats);
 	uname(&u);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
@@ -616,6 +664,8 @@ static void write_metadata(struct record *r)
 	gs_json__u64(j, "window_ns", REORDER_WINDOW_NS);
 	gs_json__u64(j, "late_events", gs_trace_writer__late(r->writer));
 	gs_json__end_object(j);
+	if (r->gpu)
+		gs_record_gpu__metadata(r->gpu, j);
 	if (r->sampler) {
 		gs_json__begin_object(j, "cpu_sampling");
 		gs_json__string(j, "event", gs_cpu_sampler__event(r->sampler));
@@ -651,6 +701,8 @@ static int tick(void *ctx, uint64_t now_ns)
 {
 	struct loop_state *st = ctx;
 
+	if (st->r->gpu)
+		gs_record_gpu__advance(st->r->gpu, now_ns);
 	gs_trace_writer__advance(st->r->writer, now_ns);
 	show_status(st->r, now_ns, &st->last_status, &st->last_events);
 	return 0;
@@ -671,6 +723,8 @@ static int run_loop(struct record *r)
 	int err = gs_run_loop(&loop, NULL);
 
 	gs_status_line__clear();
+	if (r->gpu)
+		gs_record_gpu__advance(r->gpu, UINT64_MAX);
 	gs_trace_writer__flush(r->writer);
 	return err ?: r->error;
 }
@@ -678,6 +732,10 @@ static int run_loop(struct record *r)
 static const struct argp_option record_options[] = {
 	{ "events", 'e', "EVENTS", 0, "What to record: a comma list of the events below", 0 },
 	{ "freq", 'F', "HZ", 0, "CPU samples per second on each CPU with -e cpu (default 99)", 0 },
+	{ "inject", OPT_INJECT, NULL, 0,
+	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
+	  "(ptrace; risks in the README)",
+	  0 },
 	/* internal: the daemon's recordings write to a descriptor it made, never to a name */
 	{ "output-fd", OPT_OUTPUT_FD, "FD[,gz]", OPTION_HIDDEN, "Write to this open descriptor",
 	  0 },
@@ -693,10 +751,12 @@ static int parse_events(const char *arg, struct record_opts *o)
 
 	if (!list)
 		return -ENOMEM;
-	o->cpu = false;
+	o->cpu = o->gpu = false;
 	for (tok = strtok_r(list, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "cpu"))
 			o->cpu = true;
+		else if (!strcmp(tok, "gpu"))
+			o->gpu = true;
 		else if (len + strlen(tok) + 2 < sizeof(cuda))
 			len += (size_t)snprintf(cuda + len, sizeof(cuda) - len, "%s%s",
 						len ? "," : "", tok);
@@ -705,8 +765,13 @@ static int parse_events(const char *arg, struct record_opts *o)
 	}
 	free(list);
 	o->families = 0;
-	if (!err && (*cuda || !o->cpu))
+	if (!err && (*cuda || !(o->cpu || o->gpu)))
 		err = gs_parse_event_families(cuda, &o->families);
+	/* GPU work is linked to the launch and copy slices that made it: whole slices, entry
+	 * to return, which span the moment the call reports its correlation id */
+	if (o->gpu)
+		o->families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_LAUNCH_LATENCY) |
+			       GS_FAM_BIT(GS_FAM_COPY) | GS_FAM_BIT(GS_FAM_NAMES);
 	return err;
 }
 
@@ -721,11 +786,14 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'e':
 		if (parse_events(arg, o))
-			argp_error(state, "unknown events '%s' (%s, cpu)", arg,
+			argp_error(state, "unknown events '%s' (%s, cpu, gpu)", arg,
 				   GS_EVENT_FAMILY_NAMES);
 		break;
 	case 'F':
 		o->freq = arg;
+		break;
+	case OPT_INJECT:
+		o->inject = true;
 		break;
 	case OPT_OUTPUT_FD: {
 		char *end;
@@ -757,12 +825,13 @@ static const char record_doc[] =
 	"Chrome Trace Event JSON timeline (open it in ui.perfetto.dev).\v"
 	"The trace goes to -o FILE (gzip-compressed when FILE ends in .gz), else stdout. It is "
 	"complete when -d expires, on Ctrl-C or SIGTERM, or when the last target exits.\n\n"
-	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu. Without -e:\n"
+	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu, gpu. Without -e:\n"
 	"  -e " DEFAULT_EVENTS "\n\n"
 	"EXAMPLES:\n"
 	"  gpusnoop record -p 1234 -d 10 -o trace.json.gz   # 10 s of pid 1234\n"
 	"  gpusnoop record -e cuda-launch,cuda-sync -o t.json -- ./train\n"
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
+	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {
@@ -784,7 +853,12 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		gs_err("--output-fd and -o: give one");
 		return -EINVAL;
 	}
-	return 0;
+	if (o->inject && (!o->gpu || !o->common.nr_pids)) {
+		gs_err("--inject: it needs -e gpu and -p PID");
+		return -EINVAL;
+	}
+	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH */
+	return o->gpu && o->common.argv ? gs_record_gpu_setenv() : 0;
 }
 
 /* The output file and its parts, and the CPU sampler with -e cpu. 0 or -errno (logged). */
@@ -806,7 +880,14 @@ static int open_parts(struct record *r)
 	r->summary = gs_record_summary__new();
 	/* the document begins here; a failure before the end removes its temporary file */
 	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
-	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer) {
+	if (r->opts.gpu) {
+		r->gpu = gs_record_gpu__new(&(struct gs_record_gpu_emit){
+			.ctx = r, .begin = gpu_render_begin, .end = gpu_render_end });
+		if (r->gpu && r->opts.common.argv)
+			gs_record_gpu__default_rank(r->gpu);
+	}
+	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer ||
+	    (r->opts.gpu && !r->gpu)) {
 		gs_err("out of memory");
 		return -ENOMEM;
 	}
@@ -826,6 +907,18 @@ static int open_parts(struct record *r)
 	return 0;
 }
 
+/* Resolves the targets and attaches; --inject then loads the injection library into them. */
+static int start_targets(struct record *r)
+{
+	int err = gs_tracker__start(r->tracker);
+
+	if (err || !r->opts.inject)
+		return err;
+	err = gs_record_gpu_inject(r->opts.common.pids, r->opts.common.nr_pids);
+	gs_tracker__poll(r->tracker, 0); /* the loader's event: the library's probes go in */
+	return err;
+}
+
 int gs_cmd_record(int argc, char **argv)
 {
 	struct record r = { .opts = { .output_fd = -1 }, .argc = argc, .argv = argv };
@@ -838,6 +931,7 @@ int gs_cmd_record(int argc, char **argv)
 		.cpu_sample = on_cpu_sample,
 		.torch_mem = on_torch_mem,
 		.torch_oom = on_torch_oom,
+		.gpu_event = on_gpu_event,
 		.proc_gone = on_proc_gone,
 	};
 	struct gs_tracker_opts topts;
@@ -857,6 +951,7 @@ int gs_cmd_record(int argc, char **argv)
 			(r.opts.families & GS_FAM_BIT(GS_FAM_TORCH) ? GS_FAM_BIT(GS_FAM_MEM) : 0));
 	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
 	topts.free_returns = true; /* every free is a slice with its duration */
+	topts.gpu = r.opts.gpu;
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */
@@ -867,7 +962,7 @@ int gs_cmd_record(int argc, char **argv)
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	/* from here on the file is always finished, whatever stops the recording */
-	err = gs_tracker__start(r.tracker);
+	err = start_targets(&r);
 	if (!err) {
 		gs_info("recording%s; Ctrl-C to stop", r.opts.common.all ? " every process" : "");
 		err = run_loop(&r);
@@ -883,6 +978,7 @@ int gs_cmd_record(int argc, char **argv)
 	status = 0;
 	gs_record_summary__print(r.summary, stderr, r.events, gs_tracker__dropped(r.tracker),
 				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r.start_mono_ns) / 1e9);
+	gs_record_gpu__summary(r.gpu, stderr);
 	if (r.opts.families && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
 		status = 1;
@@ -897,6 +993,7 @@ out_free:
 	free(r.stack_json);
 	gs_mem_model__release(&r.mem);
 	gs_record_summary__free(r.summary);
+	gs_record_gpu__free(r.gpu);
 	gs_addr_map__free(r.named);
 	gs_kernel_names__free(r.names);
 	gs_stack_table__free(r.stacks);

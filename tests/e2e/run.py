@@ -21,6 +21,7 @@ import test_cli  # noqa: E402,F401
 import test_oom_exit  # noqa: E402,F401
 import test_tree  # noqa: E402,F401
 import test_python  # noqa: E402,F401
+import test_gpu  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())
