@@ -375,11 +375,21 @@ def bench_sustain(args, tmp, kind):
 
 # --- start-up and shutdown -----------------------------------------------------------------
 
-LIFECYCLE_KINDS = ["record", "leaks", "profile", "bpftrace"]
+LIFECYCLE_KINDS = ["record", "leaks", "profile", "leaks-torch", "record-torch", "bpftrace"]
+# the PyTorch stand-in (maps libc10.so and libc10_cuda.so): torch.bpf.o is loaded for it too
+TORCH = os.path.join(OUT, "fixtures", "bin", "gs_torch")
+TORCH_LIBS = os.path.join(OUT, "fixtures", "torch", "lib")
+
+
+def lifecycle_workload(kind):
+    if kind.endswith("-torch"):
+        return Workload([TORCH, "--hold"], env=dict(os.environ, LD_LIBRARY_PATH=TORCH_LIBS))
+    return Workload([BENCH, "loop", "1", "1", "--hold"])
 
 
 def lifecycle_argv(kind, pid, tmp):
     """(argv, ready text, on stdout, output file or None) of one tool attached to pid."""
+    kind = kind.removesuffix("-torch")
     if kind == "record":
         out = os.path.join(tmp, "life.json")
         return [GPUSNOOP, "record", "-p", str(pid), "-o", out], "recording", False, out
@@ -415,7 +425,7 @@ def valid_output(kind, path):
 def lifecycle_run(kind, tmp):
     """Start to ready, then SIGINT to a valid output file and to exit, on an idle target."""
     QuietWatch().stop()
-    w = Workload([BENCH, "loop", "1", "1", "--hold"])
+    w = lifecycle_workload(kind)
     t = None
     try:
         argv, ready, on_stdout, out = lifecycle_argv(kind, w.pid, tmp)
@@ -434,11 +444,14 @@ def lifecycle_run(kind, tmp):
         if out and t_file is None and os.path.exists(out):
             t_file = t_exit
         t.stop()
-        if out and not valid_output(kind, out):
+        if out and not valid_output(kind.removesuffix("-torch"), out):
             raise RuntimeError(kind + ": no valid output")
-        w.release()
-        w.line("done")
-        w.finish()
+        if kind.endswith("-torch"):
+            w.kill()  # its run holds again after its OOM; only the start-up counts here
+        else:
+            w.release()
+            w.line("done")
+            w.finish()
     except BaseException:
         if t:
             t.kill()
@@ -733,13 +746,15 @@ def main():
         if want("lifecycle"):
             print("start-up and shutdown, %d rounds..." % args.rounds, file=sys.stderr)
             life = bench_lifecycle(args, tmp)
-            rows.append(("start-up and shutdown on an idle held gs_bench (libcudart mapped): "
-                         "median of %d interleaved runs; bpftrace: entry + return probes on "
-                         "record's functions, empty bodies" % args.rounds, None, None))
+            rows.append(("start-up and shutdown on an idle held gs_bench (libcudart mapped; "
+                         "*-torch: the PyTorch stand-in gs_torch, libc10 mapped too): median "
+                         "of %d interleaved runs; bpftrace: entry + return probes on record's "
+                         "functions, empty bodies" % args.rounds, None, None))
             for kind in LIFECYCLE_KINDS:
                 r = life[kind]
+                target = "target <= 1 s" if kind.endswith("-torch") else "target <= 0.5 s"
                 rows.append(("%s: start to ready" % kind, "%.3f s" % r["ready"],
-                             "target <= 0.5 s" if kind != "bpftrace" else "the peer"))
+                             target if kind != "bpftrace" else "the peer"))
                 if kind != "bpftrace":
                     rows.append(("%s: SIGINT to a valid output file" % kind,
                                  "%.3f s" % r["file"], "target <= 0.2 s"))
