@@ -9,6 +9,7 @@
 #include "stitch/merge.h"
 #include "stitch/trace_writer.h"
 #include "stitch/trace_parse.h"
+#include "stitch/top_keys.h"
 #include "user/array.h"
 #include "user/text_escape.h"
 
@@ -94,6 +95,7 @@ struct stitch {
 	int64_t base;
 	struct src *cur;		/* the input being parsed */
 	struct gs_trace_writer *writer; /* the output, in timestamp order */
+	struct gs_top_keys top_keys;	/* distributedInfo, deviceProperties */
 	struct text ev;			/* the event being built */
 	struct gs_stitch_stats *stats;
 	char *err;
@@ -257,6 +259,7 @@ static int p1_top(void *ctx, const char *key, const char *json, size_t len)
 {
 	struct stitch *st = ctx;
 	struct src *s = st->cur;
+	int err;
 
 	if (is_kineto_key(key))
 		s->kineto_keys = true;
@@ -272,6 +275,9 @@ static int p1_top(void *ctx, const char *key, const char *json, size_t len)
 			return -EBADMSG;
 		s->has_base = true;
 	}
+	err = gs_top_keys__add(&st->top_keys, key, json, len);
+	if (err)
+		return err;
 	if (strcmp(key, "displayTimeUnit")) {
 		if (s->top.len)
 			text_add(&s->top, ",", 1);
@@ -778,7 +784,13 @@ out:
 
 static void write_metadata(struct stitch *st)
 {
-	struct gs_json *j = gs_trace_writer__metadata(st->writer);
+	struct gs_json *j;
+
+	gs_trace_writer__flush(st->writer);
+	/* Kineto's keys at the top, where HTA looks for the rank and the devices */
+	gs_top_keys__write(&st->top_keys,
+			   gs_chrome_trace__top_level(gs_trace_writer__trace(st->writer)));
+	j = gs_trace_writer__metadata(st->writer);
 
 	gs_json__string(j, "tool", "gpusnoop");
 #ifdef GS_VERSION
@@ -923,6 +935,7 @@ out:
 		free(st.doms[i].pids.v);
 	free(st.doms);
 	text_free(&st.ev);
+	gs_top_keys__free(&st.top_keys);
 	gs_trace_writer__free(st.writer);
 	free(st.srcs);
 	return ret;

@@ -246,22 +246,30 @@ def gpu_library_dormant_without_gpusnoop():
 HTA_PYTHON = os.environ.get("GS_HTA_PYTHON", "/var/cache/gpusnoop-tests/venv/bin/python")
 
 
-@test
-def gpu_traces_of_two_ranks_load_in_holistic_trace_analysis():
+def hta_check(trace_dir):
+    """Holistic Trace Analysis' view of the traces in trace_dir (hta_check.py's JSON)."""
     if not os.access(HTA_PYTHON, os.X_OK):
         raise Skip(f"{HTA_PYTHON} missing: `make setup-test` installs Holistic Trace Analysis")
-    trace_dir = tempfile.mkdtemp()
-    for rank in (0, 1):
-        out = os.path.join(trace_dir, f"rank{rank}.json")
-        status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--",
-                                      os.path.join(BIN, "gs_gpu"),
-                                      env=gpu_env(RANK=str(rank), WORLD_SIZE="2"),
-                                      timeout=LOAD_TIMEOUT)
-        expect_eq(status, 0, f"record status; stderr:\n{err}")
     p = subprocess.run([HTA_PYTHON, os.path.join(os.path.dirname(__file__), "hta_check.py"),
                         trace_dir], capture_output=True, timeout=LOAD_TIMEOUT)
     expect_eq(p.returncode, 0, f"hta_check status; stderr:\n{p.stderr.decode()[-3000:]}")
-    hta = json.loads(p.stdout)
+    return json.loads(p.stdout)
+
+
+def record_rank(out, rank, world_size):
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--",
+                                  os.path.join(BIN, "gs_gpu"),
+                                  env=gpu_env(RANK=str(rank), WORLD_SIZE=str(world_size)),
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+
+
+@test
+def gpu_traces_of_two_ranks_load_in_holistic_trace_analysis():
+    trace_dir = tempfile.mkdtemp()
+    for rank in (0, 1):
+        record_rank(os.path.join(trace_dir, f"rank{rank}.json"), rank, 2)
+    hta = hta_check(trace_dir)
     expect_eq(hta["ranks"], [0, 1], "ranks HTA found (from distributedInfo)")
     # HTA keeps whole microseconds of start and duration: within 2 us of the device time
     want = {name: (len(v), v[0] / 1000) for (name, _), v in EXPECTED.items()}
@@ -275,6 +283,26 @@ def gpu_traces_of_two_ranks_load_in_holistic_trace_analysis():
         expect_eq(got["Memcpy HtoD"]["type"], "MEMORY", "copies are memory")
         streams = {i["stream"] for i in hta["idle"] if i["rank"] == rank}
         expect_eq(streams, {DEFAULT_STREAM, FIRST_STREAM}, f"rank {rank}: idle time per stream")
+
+
+@test
+def gpu_stitch_keeps_rank_and_devices():
+    tmp = tempfile.mkdtemp()
+    for rank in (1, 0):
+        record_rank(os.path.join(tmp, f"rank{rank}.json"), rank, 2)
+    out_dir = os.path.join(tmp, "stitched")
+    os.mkdir(out_dir)
+    out = os.path.join(out_dir, "both.json")
+    status, _, err = run_gpusnoop("stitch", os.path.join(tmp, "rank1.json"),
+                                  os.path.join(tmp, "rank0.json"), "-o", out, timeout=120)
+    expect_eq(status, 0, f"stitch status; stderr:\n{err}")
+    trace, text = load(out)
+    # the first input's distributedInfo, the space HTA's "rank":\s+(\d+) needs kept
+    expect_eq(trace["distributedInfo"], {"rank": 1, "world_size": 2}, "distributedInfo")
+    assert '"rank": 1' in text and '"rank": 0' not in text, trace["distributedInfo"]
+    expect_eq(trace["deviceProperties"], [{"id": 0}], "deviceProperties, one per device id")
+    expect_eq(len(gpu_rows(trace)), 2 * RECORDS, "both ranks' GPU rows")
+    expect_eq(hta_check(out_dir)["ranks"], [1], "the rank HTA finds in the stitched trace")
 
 
 @test

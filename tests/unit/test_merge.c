@@ -499,6 +499,56 @@ GS_TEST(malformed_inputs_name_file_and_offset)
 	}
 }
 
+/* two ranks' gpusnoop traces with Kineto's top-level keys, as record -e gpu writes them */
+static const char rank3[] =
+	"{\"deviceProperties\":[{\"id\":0}],"
+	"\"distributedInfo\":{\"rank\": 3, \"world_size\": 4},\"traceEvents\":[\n"
+	"{\"ph\":\"X\",\"name\":\"r3\",\"pid\":100,\"tid\":100,\"ts\":1000.000,\"dur\":1}\n" META(
+		"h1", "1000000000000000000");
+static const char rank5[] =
+	"{\"deviceProperties\":[{\"id\":1,\"name\":\"a, \\\"b]\"},{\"id\":0,\"name\":\"dup\"},"
+	"{\"name\":\"no id\"}],\"distributedInfo\":{\"rank\":5,\"note\":\"x:y, z\"},"
+	"\"traceEvents\":[\n"
+	"{\"ph\":\"X\",\"name\":\"r5\",\"pid\":100,\"tid\":100,\"ts\":1000.000,\"dur\":1}\n" META(
+		"h2", "2000000000000000000");
+
+GS_TEST(ranks_keep_distributed_info_and_devices_by_id)
+{
+	const char *in[] = { rank3, rank5, kineto };
+	yajl_val devs, dist;
+	struct result r;
+
+	stitch(&r, in, 3, NULL);
+	if (!GS_EXPECT_EQ(r.ret, 0)) {
+		printf("  %s\n", r.err);
+		goto out;
+	}
+	dist = get(r.doc, "distributedInfo");
+	devs = get(r.doc, "deviceProperties");
+	if (!GS_EXPECT(YAJL_IS_OBJECT(dist)) || !GS_EXPECT(YAJL_IS_ARRAY(devs)))
+		goto out;
+	/* the first input's, with the space HTA's "rank":\s+(\d+) needs */
+	GS_EXPECT(strstr(r.text, "\"distributedInfo\":{\"rank\": 3, \"world_size\": 4}") != NULL);
+	GS_EXPECT(strstr(r.text, "\"rank\": 5") == NULL);
+	GS_EXPECT_EQ(dist->u.object.len, 2);
+	/* device 0 from rank3, device 1 and the entry without an id from rank5; Kineto's 0 dup */
+	GS_EXPECT(strstr(r.text, "\"deviceProperties\":[{\"id\":0},{\"id\":1,\"name\":\"a, "
+				 "\\\"b]\"},{\"name\":\"no id\"}]") != NULL);
+	GS_EXPECT_EQ(devs->u.array.len, 3);
+	GS_EXPECT_STR_EQ(field(&r, find(&r, "r5", "X"), "name"), "r5");
+	result_free(&r);
+	/* rank5 first: its compact object gains the space after each key, its strings do not */
+	in[0] = rank5;
+	in[1] = rank3;
+	stitch(&r, in, 2, NULL);
+	if (!GS_EXPECT_EQ(r.ret, 0))
+		goto out;
+	GS_EXPECT(strstr(r.text, "\"distributedInfo\":{\"rank\": 5, \"note\": \"x:y, z\"}") !=
+		  NULL);
+out:
+	result_free(&r);
+}
+
 GS_TEST(kineto_alone_is_refused)
 {
 	const char *in[] = { kineto };
@@ -530,4 +580,5 @@ GS_TEST_MAIN(one_host_keeps_its_timestamps_and_pids,
 	     kineto_offset_and_absolute_timestamps, kineto_clock_that_is_not_wall_clock_is_reported,
 	     two_ranks_on_two_hosts_keep_their_processes_and_flows_apart,
 	     events_later_than_the_window_are_written_and_counted,
-	     malformed_inputs_name_file_and_offset, kineto_alone_is_refused, stop_flag_interrupts)
+	     malformed_inputs_name_file_and_offset, ranks_keep_distributed_info_and_devices_by_id,
+	     kineto_alone_is_refused, stop_flag_interrupts)
