@@ -115,7 +115,7 @@ static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 	return tg;
 }
 
-/* Attaches to what pid maps; under -a, a process with probes of its own is followed. */
+/* Attaches to what pid maps; under -a, a CUDA user or one with probes of its own is followed. */
 static bool scan_process(struct gs_tracker *t, pid_t pid)
 {
 	bool cuda = gs_lib_attach__scan(t->attach, pid);
@@ -124,9 +124,17 @@ static bool scan_process(struct gs_tracker *t, pid_t pid)
 					  t->opts.all ? -1 : pid))
 		cuda = true;
 
-	/* probes of its own (a user's files under -a) go when it exits: follow that */
-	if (t->opts.all && !find_target(t, pid) && gs_links__count_pid(t->links, pid))
-		add_target(t, pid, GS_TARGET_TRACED);
+	/*
+	 * Under -a, what is kept of a process goes when it exits: a CUDA user's snapshot (kept
+	 * to name its first records) and probes of its own (a user's files) are followed from
+	 * here, even if no record of it ever comes; nothing is kept of any other process.
+	 */
+	if (t->opts.all && !find_target(t, pid)) {
+		if (cuda || gs_links__count_pid(t->links, pid))
+			add_target(t, pid, GS_TARGET_TRACED);
+		else
+			gs_symcache__forget(t->symcache, pid);
+	}
 	/* only followed processes: their exits are seen, so their Python state is forgotten */
 	if (t->python && find_target(t, pid))
 		gs_python__scan(t->python, pid);
