@@ -27,6 +27,7 @@
 
 #define DL_DEBUG_STATE	     "_dl_debug_state"
 #define STATIC_CUDART_MARKER "cudaMalloc"
+#define PLAIN_EXES	     64 /* executables last found without a static cudart */
 
 enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
 
@@ -34,6 +35,12 @@ enum lib_role { ROLE_LD_SO, ROLE_RUNTIME, ROLE_DRIVER };
 struct attached_file {
 	pid_t scope;
 	uint64_t dev, inode;
+};
+
+/* a file as it was when checked: an inode number is reused once its file is deleted */
+struct exe_id {
+	uint64_t dev, inode, size;
+	struct timespec mtime;
 };
 
 struct gs_lib_attach {
@@ -48,6 +55,8 @@ struct gs_lib_attach {
 	bool by_file; /* a followed tree: every file probed for all processes, BPF filters */
 	uint32_t families;
 	bool saw_cuda;
+	struct exe_id plain_exes[PLAIN_EXES]; /* a ring: bounded however many programs run */
+	size_t next_plain;
 };
 
 struct gs_lib_attach *gs_lib_attach__new(struct gs_bpf_objects *objs, struct gs_links *links,
@@ -364,6 +373,50 @@ static bool scan_torch(struct gs_lib_attach *la, const struct gs_maps *maps, pid
 	return gs_torch_attach__scan(la->torch_attach, maps, scope);
 }
 
+static bool same_exe(const struct exe_id *id, const struct stat *st)
+{
+	return id->dev == st->st_dev && id->inode == st->st_ino &&
+	       id->size == (uint64_t)st->st_size && id->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       id->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/*
+ * Whether the executable m holds a static cudart. Under -a every program run on the host
+ * comes by: its symbols are parsed for this check alone, not kept in the symcache (which
+ * keeps a file's for good), and the last PLAIN_EXES found without one are not parsed again.
+ */
+static bool static_cudart(struct gs_lib_attach *la, const struct gs_maps *maps,
+			  const struct gs_mapping *m)
+{
+	struct gs_elf *elf;
+	struct stat st;
+	bool found;
+	int fd = gs_mapping__open(maps, m, &st);
+
+	if (fd < 0)
+		return false;
+	for (size_t i = 0; i < PLAIN_EXES; i++) {
+		if (same_exe(&la->plain_exes[i], &st)) {
+			close(fd);
+			return false;
+		}
+	}
+	elf = gs_elf__open_fd(fd);
+	close(fd);
+	found = elf && gs_elf__find_function(elf, STATIC_CUDART_MARKER);
+	gs_elf__free(elf);
+	if (!found) {
+		la->plain_exes[la->next_plain] = (struct exe_id){
+			.dev = st.st_dev,
+			.inode = st.st_ino,
+			.size = (uint64_t)st.st_size,
+			.mtime = st.st_mtim,
+		};
+		la->next_plain = (la->next_plain + 1) % PLAIN_EXES;
+	}
+	return found;
+}
+
 bool gs_lib_attach__scan(struct gs_lib_attach *la, pid_t pid)
 {
 	pid_t scope = la->all || la->by_file ? -1 : pid;
@@ -377,7 +430,6 @@ bool gs_lib_attach__scan(struct gs_lib_attach *la, pid_t pid)
 	gs_read_exe_path(pid, exe, sizeof(exe));
 	for (size_t i = 0; i < maps->nr; i++) {
 		const struct gs_mapping *m = &maps->mappings[i];
-		struct gs_elf *elf;
 
 		if (!m->exec || !m->path)
 			continue;
@@ -389,8 +441,7 @@ bool gs_lib_attach__scan(struct gs_lib_attach *la, pid_t pid)
 			cuda |= attach_mapping(la, maps, m, ROLE_DRIVER, scope) == 0;
 		} else if (*exe && !strcmp(m->path, exe)) {
 			/* a statically linked cudart lives in the executable itself */
-			elf = gs_symcache__elf(la->symcache, maps, m);
-			if (elf && gs_elf__find_function(elf, STATIC_CUDART_MARKER))
+			if (static_cudart(la, maps, m))
 				cuda |= attach_mapping(la, maps, m, ROLE_RUNTIME, scope) == 0;
 		}
 	}
