@@ -25,6 +25,7 @@
 #include "profilers/tracker.h"
 #include "stitch/chrome_trace.h"
 #include "stitch/trace_writer.h"
+#include "profilers/cmd/record_ranks.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"
@@ -73,8 +74,11 @@ struct record {
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
 	struct gs_record_gpu *gpu; /* -e gpu */
-	/* the output file: each event rendered alone, then written in timestamp order */
+	/* the output file: each event rendered alone, then written in timestamp order; with
+	 * -o DIR/ a sink for what comes after a failure, the events going to ranks' files */
 	struct gs_trace_writer *writer;
+	struct gs_record_ranks *ranks;	/* -o DIR/: one file per rank */
+	struct gs_trace_writer *cur;	/* the writer of the event being rendered */
 	struct gs_chrome_trace *render; /* the event being rendered */
 	struct gs_cpu_sampler *sampler;
 	struct gs_kallsyms *kallsyms;
@@ -95,17 +99,40 @@ static void fatal(struct record *r, int err)
 	}
 }
 
-/* Starts rendering one event, which goes to the file in order of ts_ns. */
-static struct gs_chrome_trace *render_begin(struct record *r, uint64_t ts_ns)
+/* pid's output: 0, the one file (or the sink); i + 1, the i-th file of -o DIR/, its rank's. */
+static size_t output_of(struct record *r, pid_t pid)
 {
-	r->render = gs_trace_writer__begin(r->writer, ts_ns);
+	const struct gs_proc_tree_entry *e;
+	long i;
+
+	if (!r->ranks)
+		return 0;
+	e = gs_tracker__proc(r->tracker, pid);
+	i = gs_record_ranks__file(r->ranks, e ? e->rank : -1, pid);
+	if (i < 0) {
+		fatal(r, (int)i);
+		return 0; /* the sink: the recording stops and removes its files */
+	}
+	return (size_t)i + 1;
+}
+
+static struct gs_trace_writer *writer_at(struct record *r, size_t output)
+{
+	return output ? r->ranks->files[output - 1].writer : r->writer;
+}
+
+/* Starts rendering one event of pid, which goes to its file in order of ts_ns. */
+static struct gs_chrome_trace *render_begin(struct record *r, pid_t pid, uint64_t ts_ns)
+{
+	r->cur = writer_at(r, output_of(r, pid));
+	r->render = gs_trace_writer__begin(r->cur, ts_ns);
 	return r->render;
 }
 
 /* The rendered event into the writer's reorder window. */
 static void render_end(struct record *r)
 {
-	if (gs_trace_writer__end(r->writer))
+	if (gs_trace_writer__end(r->cur))
 		fatal(r, -ENOMEM);
 }
 
@@ -119,13 +146,13 @@ static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 		/* the processes of a tree (ranks of a launcher) apart at a glance */
 		gs_proc_tree_label(gs_tracker__proc(r->tracker, pid),
 				   gs_tracker__comm(r->tracker, pid), label, sizeof(label));
-		gs_chrome_trace__process_name(render_begin(r, ts_ns), pid, label);
+		gs_chrome_trace__process_name(render_begin(r, pid, ts_ns), pid, label);
 		render_end(r);
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}
 	if (!gs_addr_map__get(r->named, pid, (uint64_t)tid, &seen)) {
 		gs_read_comm(pid, tid, comm, sizeof(comm));
-		gs_chrome_trace__thread_name(render_begin(r, ts_ns), pid, tid, comm);
+		gs_chrome_trace__thread_name(render_begin(r, pid, ts_ns), pid, tid, comm);
 		render_end(r);
 		gs_addr_map__set(r->named, pid, (uint64_t)tid, 1);
 	}
@@ -147,8 +174,9 @@ static struct gs_json *begin_slice(struct record *r, const struct gs_event_hdr *
 	char dur[32];
 
 	name_tracks(r, (pid_t)hdr->pid, (pid_t)hdr->tid, start);
-	j = gs_chrome_trace__event(render_begin(r, start), "X", gs_cuda_api_name(api_id),
-				   category(api), hdr->pid, hdr->tid, start);
+	j = gs_chrome_trace__event(render_begin(r, (pid_t)hdr->pid, start), "X",
+				   gs_cuda_api_name(api_id), category(api), hdr->pid, hdr->tid,
+				   start);
 	gs_chrome_trace_format_us(hdr->ts_ns - start, dur, sizeof(dur));
 	gs_json__raw(j, "dur", dur);
 	gs_json__begin_object(j, "args");
@@ -245,7 +273,7 @@ static void end_slice(struct record *r, struct gs_json *j)
 static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 {
 	if (gs_mem_model__proc(&r->mem, pid, false)) {
-		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, MEMORY_COUNTER, ts_ns,
+		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, MEMORY_COUNTER, ts_ns,
 					 "bytes", gs_mem_model__cuda_bytes(&r->mem, pid));
 		render_end(r);
 	}
@@ -267,13 +295,13 @@ static void torch_counters(struct record *r, pid_t pid, uint64_t ts_ns)
 			continue; /* a new segment, until its first tensor names the device */
 		gs_torch_device_name(d->key, dev, sizeof(dev));
 		snprintf(name, sizeof(name), "PyTorch %s allocated", dev);
-		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, name, ts_ns, "bytes",
+		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes",
 					 d->allocated);
 		render_end(r);
 		if (d->key >> 8 == GS_TORCH_DEV_CPU)
 			continue;
 		snprintf(name, sizeof(name), "PyTorch %s reserved", dev);
-		gs_chrome_trace__counter(render_begin(r, ts_ns), pid, name, ts_ns, "bytes",
+		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes",
 					 d->reserved);
 		render_end(r);
 	}
@@ -307,8 +335,9 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 	if (!fx.torch_oom)
 		return;
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
-	j = gs_chrome_trace__event(render_begin(r, e->hdr.ts_ns), "i", "PyTorch out of memory",
-				   "torch_oom", e->hdr.pid, e->hdr.tid, e->hdr.ts_ns);
+	j = gs_chrome_trace__event(render_begin(r, (pid_t)e->hdr.pid, e->hdr.ts_ns), "i",
+				   "PyTorch out of memory", "torch_oom", e->hdr.pid, e->hdr.tid,
+				   e->hdr.ts_ns);
 	gs_json__string(j, "s", "t");
 	gs_json__begin_object(j, "args");
 	gs_torch_device_name(fx.oom.device, dev, sizeof(dev));
@@ -569,7 +598,7 @@ static void on_cpu_sample(void *ctx, const struct gs_cpu_sample *e)
 		name = s->frames[0].symbol;
 	}
 	name_tracks(r, pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
-	j = gs_chrome_trace__event(render_begin(r, e->hdr.ts_ns), "i", name, "cpu_sample", pid,
+	j = gs_chrome_trace__event(render_begin(r, pid, e->hdr.ts_ns), "i", name, "cpu_sample", pid,
 				   e->hdr.tid, e->hdr.ts_ns);
 	gs_json__string(j, "s", "t");
 	gs_json__begin_object(j, "args");
@@ -597,9 +626,15 @@ static void on_gpu_event(void *ctx, const struct gs_event_hdr *hdr, size_t size)
 }
 
 /* How record_gpu.c renders into the ordered output: an event of its own per call. */
-static struct gs_chrome_trace *gpu_render_begin(void *ctx, uint64_t ts_ns)
+static struct gs_chrome_trace *gpu_render_begin(void *ctx, pid_t pid, uint64_t ts_ns)
 {
-	return render_begin(ctx, ts_ns);
+	return render_begin(ctx, pid, ts_ns);
+}
+
+/* Which output pid's events go to, so that each file names its own GPU tracks. */
+static size_t gpu_output(void *ctx, pid_t pid)
+{
+	return output_of(ctx, pid);
 }
 
 static void gpu_render_end(void *ctx)
@@ -626,7 +661,8 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	gs_addr_map__forget_pid(r->named, pid, NULL);
 }
 
-static void write_metadata(struct record *r)
+/* One file's end: Kineto's top-level keys (rank NULL: the recording's) and the metadata. */
+static void write_file_metadata(struct record *r, size_t output, const long *rank)
 {
 	struct gs_json *j;
 	uint64_t stats[GS_STAT__MAX];
@@ -634,12 +670,14 @@ static void write_metadata(struct record *r)
 	struct utsname u;
 	struct tm tm;
 	time_t secs = (time_t)(r->start_real_ns / 1000000000ULL);
+	struct gs_trace_writer *w = writer_at(r, output);
 
-	gs_trace_writer__flush(r->writer);
+	gs_trace_writer__flush(w);
 	if (r->gpu) /* Kineto's top-level keys, where HTA looks for them */
-		gs_record_gpu__top_level(
-			r->gpu, gs_chrome_trace__top_level(gs_trace_writer__trace(r->writer)));
-	j = gs_trace_writer__metadata(r->writer);
+		gs_record_gpu__top_level(r->gpu,
+					 gs_chrome_trace__top_level(gs_trace_writer__trace(w)),
+					 output, rank);
+	j = gs_trace_writer__metadata(w);
 	gs_tracker__stats(r->tracker, stats);
 	uname(&u);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
@@ -662,7 +700,7 @@ static void write_metadata(struct record *r)
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");
 	gs_json__u64(j, "window_ns", REORDER_WINDOW_NS);
-	gs_json__u64(j, "late_events", gs_trace_writer__late(r->writer));
+	gs_json__u64(j, "late_events", gs_trace_writer__late(w));
 	gs_json__end_object(j);
 	if (r->gpu)
 		gs_record_gpu__metadata(r->gpu, j);
@@ -674,7 +712,29 @@ static void write_metadata(struct record *r)
 		gs_json__u64(j, "samples", r->cpu_samples);
 		gs_json__end_object(j);
 	}
-	gs_trace_writer__finish(r->writer);
+	gs_trace_writer__finish(w);
+}
+
+static void write_metadata(struct record *r)
+{
+	write_file_metadata(r, 0, NULL);
+	for (size_t i = 0; r->ranks && i < r->ranks->nr; i++)
+		write_file_metadata(r, i + 1, &r->ranks->files[i].rank);
+}
+
+/* Every file's events older than the reorder window into the file. */
+static void advance_files(struct record *r, uint64_t now_ns)
+{
+	gs_trace_writer__advance(r->writer, now_ns);
+	for (size_t i = 0; r->ranks && i < r->ranks->nr; i++)
+		gs_trace_writer__advance(r->ranks->files[i].writer, now_ns);
+}
+
+static void flush_files(struct record *r)
+{
+	gs_trace_writer__flush(r->writer);
+	for (size_t i = 0; r->ranks && i < r->ranks->nr; i++)
+		gs_trace_writer__flush(r->ranks->files[i].writer);
 }
 
 /* A live status line, only for a person watching a terminal. */
@@ -703,7 +763,7 @@ static int tick(void *ctx, uint64_t now_ns)
 
 	if (st->r->gpu)
 		gs_record_gpu__advance(st->r->gpu, now_ns);
-	gs_trace_writer__advance(st->r->writer, now_ns);
+	advance_files(st->r, now_ns);
 	show_status(st->r, now_ns, &st->last_status, &st->last_events);
 	return 0;
 }
@@ -725,7 +785,7 @@ static int run_loop(struct record *r)
 	gs_status_line__clear();
 	if (r->gpu)
 		gs_record_gpu__advance(r->gpu, UINT64_MAX);
-	gs_trace_writer__flush(r->writer);
+	flush_files(r);
 	return err ?: r->error;
 }
 
@@ -853,6 +913,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		gs_err("--output-fd and -o: give one");
 		return -EINVAL;
 	}
+	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
+		gs_err("-o DIR/ writes a file per process or rank: not with -a; name a file");
+		return -EINVAL;
+	}
 	if (o->inject && (!o->gpu || !o->common.nr_pids)) {
 		gs_err("--inject: it needs -e gpu and -p PID");
 		return -EINVAL;
@@ -870,6 +934,9 @@ static int open_parts(struct record *r)
 	if (r->opts.output_fd >= 0)
 		err = gs_out__open_fd(&r->out, r->opts.output_fd, "the output descriptor",
 				      r->opts.output_fd_gz ? GS_OUT_GZIP : GS_OUT_PLAIN);
+	else if (gs_record_ranks_wanted(r->opts.common.output))
+		err = gs_record_ranks__open(&r->ranks, r->opts.common.output, REORDER_WINDOW_NS)
+			      ?: gs_out__open(&r->out, "/dev/null", GS_OUT_PLAIN); /* the sink */
 	else
 		err = gs_out__open(&r->out, r->opts.common.output, 0);
 	if (err)
@@ -881,8 +948,10 @@ static int open_parts(struct record *r)
 	/* the document begins here; a failure before the end removes its temporary file */
 	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
 	if (r->opts.gpu) {
-		r->gpu = gs_record_gpu__new(&(struct gs_record_gpu_emit){
-			.ctx = r, .begin = gpu_render_begin, .end = gpu_render_end });
+		r->gpu = gs_record_gpu__new(&(struct gs_record_gpu_emit){ .ctx = r,
+									  .begin = gpu_render_begin,
+									  .end = gpu_render_end,
+									  .output = gpu_output });
 		if (r->gpu && r->opts.common.argv)
 			gs_record_gpu__default_rank(r->gpu);
 	}
@@ -971,7 +1040,8 @@ int gs_cmd_record(int argc, char **argv)
 	if (err) /* a failed start or recording replaces no file: out_free removes its temporary */
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
-	err = gs_out__close(r.out);
+	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
+	err = gs_out__close(r.out) ?: err;
 	r.out = NULL;
 	if (err)
 		goto out_free;
@@ -988,6 +1058,7 @@ out_free:
 	gs_cpu_sampler__free(r.sampler);
 	gs_kallsyms__free(r.kallsyms);
 	gs_trace_writer__free(r.writer);
+	gs_record_ranks__free(r.ranks);
 	for (size_t i = 0; i < r.nr_stack_json; i++)
 		free(r.stack_json[i]);
 	free(r.stack_json);

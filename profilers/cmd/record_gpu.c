@@ -38,11 +38,11 @@ struct gs_record_gpu {
 	struct gs_record_gpu_emit emit;
 	struct gs_gpu_correlate *corr;
 	struct gs_gpu_summary *summary;
-	struct gs_addr_map *named; /* (device, stream + 1) named; stream key 0: the device */
+	/* (output, track_key()) of the tracks named in each output */
+	struct gs_addr_map *named;
 	struct pending *pending;
 	size_t nr_pending, cap_pending, first_pending;
 	struct counts n;
-	bool device_seen[MAX_DEVICES];
 	bool rank_read;	       /* from the first process that made a CUDA call */
 	long rank, world_size; /* -1: unknown */
 };
@@ -148,28 +148,33 @@ void gs_record_gpu__default_rank(struct gs_record_gpu *g)
 		rank_from_vars(g, vals);
 }
 
-/* The track names of a device (pid) and a stream (tid), once each. */
-static void name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op)
+/* A device's track (stream NULL) or a stream's, as a key of g->named. */
+static uint64_t track_key(uint32_t device, const uint32_t *stream)
 {
+	return (uint64_t)device << 33 | (stream ? (uint64_t)*stream + 1 : 0);
+}
+
+/* The track names of a device (pid) and a stream (tid), once each in each output. */
+static void name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op, pid_t pid)
+{
+	pid_t out = g->emit.output ? (pid_t)g->emit.output(g->emit.ctx, pid) : 0;
 	char name[32];
 	uint64_t seen;
 
-	if (!gs_addr_map__get(g->named, (pid_t)op->device, 0, &seen)) {
+	if (!gs_addr_map__get(g->named, out, track_key(op->device, NULL), &seen)) {
 		snprintf(name, sizeof(name), "GPU %u", op->device);
-		gs_chrome_trace__process_name(g->emit.begin(g->emit.ctx, op->start_ns), op->device,
-					      name);
+		gs_chrome_trace__process_name(g->emit.begin(g->emit.ctx, pid, op->start_ns),
+					      op->device, name);
 		g->emit.end(g->emit.ctx);
-		gs_addr_map__set(g->named, (pid_t)op->device, 0, 1);
+		gs_addr_map__set(g->named, out, track_key(op->device, NULL), 1);
 	}
-	if (!gs_addr_map__get(g->named, (pid_t)op->device, (uint64_t)op->stream + 1, &seen)) {
+	if (!gs_addr_map__get(g->named, out, track_key(op->device, &op->stream), &seen)) {
 		snprintf(name, sizeof(name), "stream %u", op->stream);
-		gs_chrome_trace__thread_name(g->emit.begin(g->emit.ctx, op->start_ns), op->device,
-					     op->stream, name);
+		gs_chrome_trace__thread_name(g->emit.begin(g->emit.ctx, pid, op->start_ns),
+					     op->device, op->stream, name);
 		g->emit.end(g->emit.ctx);
-		gs_addr_map__set(g->named, (pid_t)op->device, (uint64_t)op->stream + 1, 1);
+		gs_addr_map__set(g->named, out, track_key(op->device, &op->stream), 1);
 	}
-	if (op->device < MAX_DEVICES)
-		g->device_seen[op->device] = true;
 }
 
 static void dims_arg(struct gs_json *j, const char *key, const int32_t dims[3])
@@ -209,14 +214,14 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 	char dur[32], title[64];
 	struct gs_json *j;
 
-	name_tracks(g, op);
+	name_tracks(g, op, p->pid);
 	if (op->kind == GS_GPU_MEMCPY) {
 		snprintf(title, sizeof(title), "Memcpy %s", gs_gpu_copy_kind_name(op->copy_kind));
 		name = title;
 	} else if (op->kind == GS_GPU_MEMSET) {
 		name = "Memset";
 	}
-	t = g->emit.begin(g->emit.ctx, op->start_ns);
+	t = g->emit.begin(g->emit.ctx, p->pid, op->start_ns);
 	j = gs_chrome_trace__event(t, "X", name, gs_gpu_op_category(op->kind), op->device,
 				   op->stream, op->start_ns);
 	gs_chrome_trace_format_us(op->end_ns - op->start_ns, dur, sizeof(dur));
@@ -228,7 +233,7 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 	g->emit.end(g->emit.ctx);
 	if (!linked)
 		return;
-	t = g->emit.begin(g->emit.ctx, op->start_ns);
+	t = g->emit.begin(g->emit.ctx, p->pid, op->start_ns);
 	j = gs_chrome_trace__event(t, "f", FLOW_CAT, FLOW_CAT, op->device, op->stream,
 				   op->start_ns);
 	gs_json__u64(j, "id", op->correlation);
@@ -405,7 +410,7 @@ void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hd
 
 	if (!correlation)
 		return;
-	t = g->emit.begin(g->emit.ctx, entry_ns);
+	t = g->emit.begin(g->emit.ctx, (pid_t)hdr->pid, entry_ns);
 	j = gs_chrome_trace__event(t, "s", FLOW_CAT, FLOW_CAT, hdr->pid, hdr->tid, entry_ns);
 	gs_json__u64(j, "id", correlation);
 	gs_chrome_trace__end_event(t);
@@ -422,27 +427,30 @@ void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid)
 	gs_gpu_correlate__forget_pid(g->corr, pid);
 }
 
-void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j)
+void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j, size_t output,
+			      const long *rank)
 {
+	long r = rank ? *rank : g->rank;
 	char info[96];
+	uint64_t seen;
 
 	gs_json__begin_array(j, "deviceProperties");
-	for (size_t i = 0; i < MAX_DEVICES; i++) {
-		if (!g->device_seen[i])
+	for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+		if (!gs_addr_map__get(g->named, (pid_t)output, track_key(i, NULL), &seen))
 			continue;
 		gs_json__begin_object(j, NULL);
 		gs_json__u64(j, "id", i);
 		gs_json__end_object(j);
 	}
 	gs_json__end_array(j);
-	if (g->rank < 0)
+	if (r < 0)
 		return;
 	/* HTA finds the rank by searching the text for "rank": N, space included */
 	if (g->world_size >= 0)
-		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", g->rank,
+		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", r,
 			 g->world_size);
 	else
-		snprintf(info, sizeof(info), "{\"rank\": %ld}", g->rank);
+		snprintf(info, sizeof(info), "{\"rank\": %ld}", r);
 	gs_json__raw(j, "distributedInfo", info);
 }
 

@@ -19,11 +19,13 @@
  */
 #define GS_RECORD_GPU_LINK_DELAY_NS 500000000ULL
 
-/* How record renders one event into its time-ordered output. */
+/* How record renders one event of a process into its time-ordered output. */
 struct gs_record_gpu_emit {
 	void *ctx;
-	struct gs_chrome_trace *(*begin)(void *ctx, uint64_t ts_ns);
+	struct gs_chrome_trace *(*begin)(void *ctx, pid_t pid, uint64_t ts_ns);
 	void (*end)(void *ctx);
+	/* the output pid's events go to, whose GPU tracks are named once; NULL: one output */
+	size_t (*output)(void *ctx, pid_t pid);
 };
 
 struct gs_record_gpu;
@@ -66,8 +68,12 @@ void gs_record_gpu__advance(struct gs_record_gpu *g, uint64_t now_ns);
 void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid);
 /* The rank of a spawned command's environment, for processes gone before it was read. */
 void gs_record_gpu__default_rank(struct gs_record_gpu *g);
-/* Top-level keys of Kineto's traces: "deviceProperties", "distributedInfo" (with the rank). */
-void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j);
+/*
+ * Top-level keys of Kineto's traces for one output: "deviceProperties" (the devices of its
+ * rows) and "distributedInfo" with rank (NULL: the first process's; -1: none).
+ */
+void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j, size_t output,
+			      const long *rank);
 /* A "gpu" object in the trace's metadata: counts, losses, the clock mapping and its error. */
 void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j);
 /* The GPU part of record's summary; nothing for g NULL. */

@@ -305,6 +305,72 @@ def gpu_stitch_keeps_rank_and_devices():
     expect_eq(hta_check(out_dir)["ranks"], [1], "the rank HTA finds in the stitched trace")
 
 
+def record_ranks(out_dir, *env):
+    """gs_ranks' ranks under record -e gpu -o DIR/; returns the files' names and traces."""
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out_dir, "--", "env", *env,
+                                  os.path.join(BIN, "gs_ranks"), env=gpu_env(),
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    return {name: load(os.path.join(out_dir, name))[0] for name in os.listdir(out_dir)}
+
+
+def expect_rank_file(trace, launches, all_kernels=True):
+    """One rank's file: its launches only, linked to its kernels (each one's when all_kernels)
+    on the file's own GPU row."""
+    pids = {e["pid"] for e in trace["traceEvents"] if e.get("cat") == "cuda_runtime"}
+    expect_eq(len(pids), 1, "one process per file")
+    calls = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] == "cudaLaunchKernel"]
+    kernels = [e for e in gpu_rows(trace) if e["name"] == GEMM]
+    expect_eq(len(calls), launches, "launches")
+    ids = sorted(e["args"]["correlation"] for e in kernels)
+    assert all_kernels or ids, "no GPU row"
+    want = sorted(e["args"]["correlation"] for e in calls)
+    expect_eq(ids, want if all_kernels else sorted(set(ids) & set(want)),
+              "kernels linked to the file's launches")
+    names = [e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] == 0]
+    expect_eq(names, ["GPU 0"], "the file names its GPU row once")
+    expect_eq(trace["deviceProperties"], [{"id": 0}], "deviceProperties")
+
+
+@test
+def gpu_directory_output_one_file_per_rank():
+    out_dir = os.path.join(tempfile.mkdtemp(), "ranks") + "/"  # made: the name ends in /
+    files = record_ranks(out_dir, "GS_RANKS=2")
+    expect_eq(sorted(files), ["rank-0.json", "rank-1.json"], "files")
+    for rank in (0, 1):
+        trace = files[f"rank-{rank}.json"]
+        # gs_ranks: rank r launches gemm_kernel 10 * (r + 1) times
+        expect_rank_file(trace, 10 * (rank + 1))
+        expect_eq(trace["distributedInfo"]["rank"], rank, "distributedInfo")
+    hta = hta_check(out_dir)
+    expect_eq(hta["ranks"], [0, 1], "ranks HTA found in the directory")
+    for rank in (0, 1):
+        gemm = [k for k in hta["kernels"] if k["rank"] == rank and k["name"] == GEMM]
+        expect_eq(len(gemm), 1, f"rank {rank}: gemm in HTA's kernel breakdown")
+        expect_eq(round(gemm[0]["sum_us"] / gemm[0]["mean_us"]), 10 * (rank + 1),
+                  f"rank {rank}: gemm launches HTA counts")
+
+
+@test
+def gpu_directory_output_names_rankless_processes_by_pid():
+    out_dir = tempfile.mkdtemp()  # an existing directory
+    # forked without exec: the children have the launcher's environment, no rank
+    files = record_ranks(out_dir, "GS_RANKS=2", "GS_RANKS_MODE=fork")
+    expect_eq(len(files), 2, f"files: {sorted(files)}")
+    by_launches = {}
+    for name, trace in files.items():
+        pid = next(e["pid"] for e in trace["traceEvents"] if e.get("cat") == "cuda_runtime")
+        expect_eq(name, f"pid-{pid}.json", "file named by its process")
+        assert "distributedInfo" not in trace, trace["distributedInfo"]
+        by_launches[sum(e["name"] == "cudaLaunchKernel" for e in trace["traceEvents"])] = trace
+    expect_eq(sorted(by_launches), [10, 20], "each child's launches")
+    for launches, trace in by_launches.items():
+        # forked children: the stand-in hands over only some of their records (2 of 30 with
+        # one output file too); the linking, not the count, is what this checks
+        expect_rank_file(trace, launches, all_kernels=False)
+
+
 @test
 def gpu_refuses_another_injection_library():
     status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", "/dev/null", "--", "true",

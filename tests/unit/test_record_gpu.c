@@ -18,10 +18,11 @@ struct sink {
 	int events;
 };
 
-static struct gs_chrome_trace *sink_begin(void *ctx, uint64_t ts_ns)
+static struct gs_chrome_trace *sink_begin(void *ctx, pid_t pid, uint64_t ts_ns)
 {
 	struct sink *s = ctx;
 
+	(void)pid;
 	gs_json__init(&s->trace.json, s->f);
 	return &s->trace;
 }
@@ -110,7 +111,7 @@ GS_TEST(record_before_its_slice_is_held_then_linked)
 	struct gs_record_gpu *g;
 
 	s.f = open_memstream(&s.text, &s.len);
-	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end });
+	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
 	if (!GS_EXPECT(g && s.f))
 		return;
 	api(g, 42, 150);
@@ -147,7 +148,7 @@ GS_TEST(unlaunched_record_counts_as_not_linked)
 	struct gs_json j;
 
 	s.f = open_memstream(&s.text, &s.len);
-	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end });
+	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
 	if (!GS_EXPECT(g && s.f && f))
 		return;
 	kernel(&e, 7, 100);

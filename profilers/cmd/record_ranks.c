@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* record_ranks.c: the files of `record -o DIR/`, one per rank or rankless process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "profilers/cmd/record_ranks.h"
+#include "user/log.h"
+#include "user/out_file.h"
+
+bool gs_record_ranks_wanted(const char *output)
+{
+	struct stat st;
+	size_t len = output ? strlen(output) : 0;
+
+	if (!len)
+		return false;
+	return output[len - 1] == '/' || (!stat(output, &st) && S_ISDIR(st.st_mode));
+}
+
+int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t window_ns)
+{
+	struct gs_record_ranks *r = calloc(1, sizeof(*r));
+	int err;
+
+	*rr = NULL;
+	if (!r || !(r->dir = strdup(dir))) {
+		free(r);
+		gs_err("out of memory");
+		return -ENOMEM;
+	}
+	r->dirfd = -1;
+	r->window_ns = window_ns;
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		err = -errno;
+		gs_err("%s: %s", dir, strerror(errno));
+		gs_record_ranks__free(r);
+		return err;
+	}
+	/* every file is made relative to this one descriptor: a directory swapped in later
+	 * under the same name changes nothing */
+	r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->dirfd < 0) {
+		err = -errno;
+		gs_err("%s: %s", dir, strerror(errno));
+		gs_record_ranks__free(r);
+		return err;
+	}
+	*rr = r;
+	return 0;
+}
+
+static long find(const struct gs_record_ranks *rr, long rank, pid_t pid)
+{
+	for (size_t i = 0; i < rr->nr; i++) {
+		const struct gs_record_file *f = &rr->files[i];
+
+		if (rank >= 0 ? f->rank == rank : f->rank < 0 && f->pid == pid)
+			return (long)i;
+	}
+	return -1;
+}
+
+static int open_file(struct gs_record_ranks *rr, struct gs_record_file *f)
+{
+	char name[64], display[4096];
+	int err;
+
+	if (f->rank >= 0)
+		snprintf(name, sizeof(name), "rank-%ld.json", f->rank);
+	else
+		snprintf(name, sizeof(name), "pid-%d.json", (int)f->pid);
+	snprintf(display, sizeof(display), "%s%s%s", rr->dir,
+		 rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/", name);
+	err = gs_out__openat(&f->out, rr->dirfd, name, display, 0666, 0);
+	if (err)
+		return err;
+	f->writer = gs_trace_writer__new(gs_out__file(f->out), rr->window_ns);
+	if (!f->writer) {
+		gs_out__abort(f->out);
+		f->out = NULL;
+		gs_err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
+{
+	long i = find(rr, rank, pid);
+	struct gs_record_file *f;
+	int err;
+
+	if (i >= 0)
+		return i;
+	if (rr->nr == rr->cap) {
+		size_t cap = rr->cap ? 2 * rr->cap : 8;
+		struct gs_record_file *files = realloc(rr->files, cap * sizeof(*files));
+
+		if (!files) {
+			gs_err("out of memory");
+			return -ENOMEM;
+		}
+		rr->files = files;
+		rr->cap = cap;
+	}
+	f = &rr->files[rr->nr];
+	*f = (struct gs_record_file){ .rank = rank < 0 ? -1 : rank, .pid = pid };
+	err = open_file(rr, f);
+	if (err)
+		return err;
+	return (long)rr->nr++;
+}
+
+int gs_record_ranks__close(struct gs_record_ranks *rr)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < rr->nr; i++) {
+		int err = gs_out__close(rr->files[i].out);
+
+		rr->files[i].out = NULL;
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
+}
+
+void gs_record_ranks__free(struct gs_record_ranks *rr)
+{
+	if (!rr)
+		return;
+	for (size_t i = 0; i < rr->nr; i++) {
+		gs_trace_writer__free(rr->files[i].writer);
+		gs_out__abort(rr->files[i].out);
+	}
+	free(rr->files);
+	if (rr->dirfd >= 0)
+		close(rr->dirfd);
+	free(rr->dir);
+	free(rr);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* record_ranks.h: `record -o DIR/`: one trace file per rank, as Kineto writes them. */
+#ifndef GS_RECORD_RANKS_H
+#define GS_RECORD_RANKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "stitch/trace_writer.h"
+
+/*
+ * Each process's events go to DIR/rank-R.json when its environment names a rank (RANK,
+ * OMPI_COMM_WORLD_RANK, SLURM_PROCID), else to DIR/pid-P.json. A file is opened when its
+ * first event comes, written to a temporary beside its name and renamed into place when the
+ * recording ends well (user/out_file.h), so Holistic Trace Analysis can load DIR.
+ */
+struct gs_record_file {
+	long rank; /* -1: none, pid names the file */
+	pid_t pid;
+	struct gs_out *out;
+	struct gs_trace_writer *writer;
+};
+
+struct gs_record_ranks {
+	int dirfd;
+	char *dir;
+	uint64_t window_ns; /* each file's reorder window */
+	struct gs_record_file *files;
+	size_t nr, cap;
+};
+
+/* Whether output names a directory: it ends in '/' or is one already. */
+bool gs_record_ranks_wanted(const char *output);
+/* Opens dir (made when missing). Returns 0 or -errno (logged); free with __free(). */
+int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t window_ns);
+/* The file of rank (>= 0) or else of pid, opened on first use: its index, or -errno (logged). */
+long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid);
+/* Renames every file into place. Returns 0 or the first -errno (logged); frees nothing. */
+int gs_record_ranks__close(struct gs_record_ranks *rr);
+/* Removes the temporaries of files not closed; NULL is ignored. */
+void gs_record_ranks__free(struct gs_record_ranks *rr);
+
+#endif /* GS_RECORD_RANKS_H */
