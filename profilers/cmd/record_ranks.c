@@ -97,13 +97,15 @@ long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 
 	if (i >= 0)
 		return i;
+	if (rr->error)
+		return rr->error;
 	if (rr->nr == rr->cap) {
 		size_t cap = rr->cap ? 2 * rr->cap : 8;
 		struct gs_record_file *files = realloc(rr->files, cap * sizeof(*files));
 
 		if (!files) {
 			gs_err("out of memory");
-			return -ENOMEM;
+			return rr->error = -ENOMEM;
 		}
 		rr->files = files;
 		rr->cap = cap;
@@ -112,7 +114,7 @@ long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 	*f = (struct gs_record_file){ .rank = rank < 0 ? -1 : rank, .pid = pid };
 	err = open_file(rr, f);
 	if (err)
-		return err;
+		return rr->error = err;
 	return (long)rr->nr++;
 }
 

@@ -28,6 +28,7 @@ struct gs_record_ranks {
 	uint64_t window_ns; /* each file's reorder window */
 	struct gs_record_file *files;
 	size_t nr, cap;
+	int error; /* the first file that could not be opened: said once, not retried */
 };
 
 /* Whether output names a directory: it ends in '/' or is one already. */
