@@ -884,7 +884,9 @@ static const char record_doc[] =
 	"Record CUDA launches, synchronizations, copies and allocations of live processes as a "
 	"Chrome Trace Event JSON timeline (open it in ui.perfetto.dev).\v"
 	"The trace goes to -o FILE (gzip-compressed when FILE ends in .gz), else stdout. It is "
-	"complete when -d expires, on Ctrl-C or SIGTERM, or when the last target exits.\n\n"
+	"complete when -d expires, on Ctrl-C or SIGTERM, or when the last target exits. -o DIR/ "
+	"(or an existing directory) writes one file per rank, DIR/rank-R.json, or per process "
+	"without a rank, DIR/pid-P.json, as Holistic Trace Analysis loads them.\n\n"
 	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu, gpu. Without -e:\n"
 	"  -e " DEFAULT_EVENTS "\n\n"
 	"EXAMPLES:\n"
@@ -892,6 +894,7 @@ static const char record_doc[] =
 	"  gpusnoop record -e cuda-launch,cuda-sync -o t.json -- ./train\n"
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
 	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies\n"
+	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {

@@ -372,6 +372,17 @@ def gpu_directory_output_names_rankless_processes_by_pid():
 
 
 @test
+def directory_output_refused_with_every_process():
+    out_dir = tempfile.mkdtemp()
+    status, _, err = run_gpusnoop("record", "-a", "-d", "1", "-o", out_dir + "/")
+    expect_eq(status, 1, "status")
+    expect_eq([l for l in err.splitlines() if l.strip()],
+              ["gpusnoop: error: -o DIR/ writes a file per process or rank: not with -a; "
+               "name a file"], "one line")
+    expect_eq(os.listdir(out_dir), [], "nothing written")
+
+
+@test
 def gpu_refuses_another_injection_library():
     status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", "/dev/null", "--", "true",
                                   env=gpu_env(CUDA_INJECTION64_PATH="/opt/other/libinject.so"))
