@@ -44,6 +44,14 @@ int gs_parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+void gs_parse_report_format(struct argp_state *state, const char *arg, bool *json)
+{
+	if (!strcmp(arg, "json"))
+		*json = true;
+	else if (strcmp(arg, "text"))
+		argp_error(state, "unknown format '%s' (text or json)", arg);
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct gs_common_opts *o = state->input;

@@ -44,10 +44,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		o->children = true;
 		break;
 	case 'f':
-		if (!strcmp(arg, "json"))
-			o->json = true;
-		else if (strcmp(arg, "text"))
-			argp_error(state, "unknown format '%s' (text or json)", arg);
+		gs_parse_report_format(state, arg, &o->json);
 		break;
 	case ARGP_KEY_ARG:
 		if (strpbrk(arg, " \t\n"))

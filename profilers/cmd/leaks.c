@@ -248,10 +248,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 		o->no_torch = true;
 		break;
 	case 'f':
-		if (!strcmp(arg, "json"))
-			o->json = true;
-		else if (strcmp(arg, "text"))
-			argp_error(state, "unknown format '%s' (text or json)", arg);
+		gs_parse_report_format(state, arg, &o->json);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -991,6 +991,19 @@ static int start_targets(struct record *r)
 	return err;
 }
 
+/* Once the file is final: the summary; 1 when no target ever used CUDA. */
+static int print_summary(const struct record *r)
+{
+	gs_record_summary__print(r->summary, stderr, r->events, gs_tracker__dropped(r->tracker),
+				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9);
+	gs_record_gpu__summary(r->gpu, stderr);
+	if (r->opts.families && !gs_tracker__saw_cuda(r->tracker) && !r->opts.common.all) {
+		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
+		return 1;
+	}
+	return 0;
+}
+
 int gs_cmd_record(int argc, char **argv)
 {
 	struct record r = { .opts = { .output_fd = -1 }, .argc = argc, .argv = argv };
@@ -1048,15 +1061,7 @@ int gs_cmd_record(int argc, char **argv)
 	r.out = NULL;
 	if (err)
 		goto out_free;
-	status = 0;
-	gs_record_summary__print(r.summary, stderr, r.events, gs_tracker__dropped(r.tracker),
-				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r.start_mono_ns) / 1e9);
-	gs_record_gpu__summary(r.gpu, stderr);
-	if (r.opts.families && !gs_tracker__saw_cuda(r.tracker) && !r.opts.common.all) {
-		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
-		status = 1;
-	}
-
+	status = print_summary(&r);
 out_free:
 	gs_cpu_sampler__free(r.sampler);
 	gs_kallsyms__free(r.kallsyms);
