@@ -178,16 +178,17 @@ struct cuda_lib_probes {
 	char missing[2048];
 };
 
-static void log_cuda_lib(pid_t scope, const char *shown, const struct cuda_lib_probes *p)
+static void log_cuda_lib(const struct gs_lib_attach *la, pid_t scope, const char *shown,
+			 const struct cuda_lib_probes *p)
 {
 	if (!p->attached)
 		return;
 	if (scope > 0)
 		gs_info("pid %d: probing %zu/%zu CUDA functions in %s", (int)scope, p->attached,
 			p->wanted, shown);
-	else
-		gs_info("probing %zu/%zu CUDA functions in %s (all processes)", p->attached,
-			p->wanted, shown);
+	else /* probes by file: under a followed tree, BPF keeps only the tree's events */
+		gs_info("probing %zu/%zu CUDA functions in %s (%s)", p->attached, p->wanted, shown,
+			la->by_file ? "the followed processes" : "all processes");
 	if (*p->missing)
 		gs_dbg("  not in this version: %s", p->missing);
 }
@@ -333,7 +334,7 @@ static int attach_mapping(struct gs_lib_attach *la, const struct gs_maps *maps,
 		gs_warn("%s: attaching its probes: %s", m->path, strerror(-err2));
 	err = err ?: err2;
 	if (!err)
-		log_cuda_lib(scope, m->path, &probes); /* now that they are in */
+		log_cuda_lib(la, scope, m->path, &probes); /* now that they are in */
 out_remember:
 	/* remembered even on failure: retrying on every loader event would only repeat it */
 	remember_attached(la, scope, m);
@@ -472,7 +473,7 @@ void gs_lib_attach__command(struct gs_lib_attach *la, pid_t pid, const char *exe
 	}
 	if (gs_elf__find_function(elf, STATIC_CUDART_MARKER) &&
 	    !attach_cuda_lib(la, elf, exe, exe, pid, GS_LIB_RUNTIME, &probes))
-		log_cuda_lib(pid, exe, &probes);
+		log_cuda_lib(la, pid, exe, &probes);
 }
 
 void gs_lib_attach__forget(struct gs_lib_attach *la, pid_t pid)
