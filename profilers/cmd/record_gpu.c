@@ -18,6 +18,9 @@
 #define ENVIRON_MAX (256 * 1024) /* of a target's environment read for its rank */
 #define MAX_DEVICES 64
 #define FLOW_CAT    "ac2g" /* Kineto's flows from a CPU launch to its GPU work */
+/* processes numbered in flow ids, so that an id stays below 2^53 (exact as a JSON number) */
+#define FLOW_PROCS (1u << 21)
+#define FLOW_KEY   0
 
 /* a record waiting for the slice of its launch */
 struct pending {
@@ -40,6 +43,8 @@ struct gs_record_gpu {
 	struct gs_gpu_summary *summary;
 	/* (output, track_key()) of the tracks named in each output */
 	struct gs_addr_map *named;
+	struct gs_addr_map *flow_procs; /* (pid, FLOW_KEY) -> its number in flow ids */
+	uint64_t flow_procs_seen;
 	struct pending *pending;
 	size_t nr_pending, cap_pending, first_pending;
 	struct counts n;
@@ -58,7 +63,8 @@ struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit)
 	g->corr = gs_gpu_correlate__new();
 	g->summary = gs_gpu_summary__new();
 	g->named = gs_addr_map__new();
-	if (!g->corr || !g->summary || !g->named) {
+	g->flow_procs = gs_addr_map__new();
+	if (!g->corr || !g->summary || !g->named || !g->flow_procs) {
 		gs_record_gpu__free(g);
 		errno = ENOMEM;
 		return NULL;
@@ -76,7 +82,26 @@ void gs_record_gpu__free(struct gs_record_gpu *g)
 	gs_gpu_correlate__free(g->corr);
 	gs_gpu_summary__free(g->summary);
 	gs_addr_map__free(g->named);
+	gs_addr_map__free(g->flow_procs);
 	free(g);
+}
+
+/*
+ * The id of the flow from pid's call with this CUPTI correlation id to its GPU work, or 0.
+ * Correlation ids restart in every process, and a trace can hold several: the process's own
+ * number (1, 2, ... in order of its first flow, a new one after an exit or exec) goes above
+ * them, so that Perfetto never joins one process's launch to another's kernel.
+ */
+static uint64_t flow_id(struct gs_record_gpu *g, pid_t pid, uint32_t correlation)
+{
+	uint64_t nr;
+
+	if (!gs_addr_map__get(g->flow_procs, pid, FLOW_KEY, &nr)) {
+		nr = g->flow_procs_seen++ % (FLOW_PROCS - 1) + 1;
+		if (gs_addr_map__set(g->flow_procs, pid, FLOW_KEY, nr))
+			return 0; /* out of memory: no flow rather than a wrong one */
+	}
+	return nr << 32 | correlation;
 }
 
 /* A non-negative decimal below a million, the whole string; -1 otherwise. */
@@ -210,6 +235,7 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 {
 	const struct gs_gpu_op *op = &p->op;
 	const char *name = p->name ? p->name : "[unnamed kernel]";
+	uint64_t flow = linked ? flow_id(g, p->pid, op->correlation) : 0;
 	struct gs_chrome_trace *t;
 	char dur[32], title[64];
 	struct gs_json *j;
@@ -231,12 +257,12 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 	gs_json__end_object(j);
 	gs_chrome_trace__end_event(t);
 	g->emit.end(g->emit.ctx);
-	if (!linked)
+	if (!flow)
 		return;
 	t = g->emit.begin(g->emit.ctx, p->pid, op->start_ns);
 	j = gs_chrome_trace__event(t, "f", FLOW_CAT, FLOW_CAT, op->device, op->stream,
 				   op->start_ns);
-	gs_json__u64(j, "id", op->correlation);
+	gs_json__u64(j, "id", flow);
 	gs_json__string(j, "bp", "e");
 	gs_chrome_trace__end_event(t);
 	g->emit.end(g->emit.ctx);
@@ -405,14 +431,15 @@ uint32_t gs_record_gpu__slice_args(struct gs_record_gpu *g, struct gs_json *j,
 void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hdr *hdr,
 			       uint64_t entry_ns, uint32_t correlation)
 {
+	uint64_t flow = correlation ? flow_id(g, (pid_t)hdr->pid, correlation) : 0;
 	struct gs_chrome_trace *t;
 	struct gs_json *j;
 
-	if (!correlation)
+	if (!flow)
 		return;
 	t = g->emit.begin(g->emit.ctx, (pid_t)hdr->pid, entry_ns);
 	j = gs_chrome_trace__event(t, "s", FLOW_CAT, FLOW_CAT, hdr->pid, hdr->tid, entry_ns);
-	gs_json__u64(j, "id", correlation);
+	gs_json__u64(j, "id", flow);
 	gs_chrome_trace__end_event(t);
 	g->emit.end(g->emit.ctx);
 }
@@ -425,6 +452,8 @@ void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid)
 			write_pending(g, &g->pending[i]);
 	gs_record_gpu__advance(g, 0); /* only drops what was written from the front */
 	gs_gpu_correlate__forget_pid(g->corr, pid);
+	/* a new image, or a new process with this pid, counts its correlation ids anew */
+	gs_addr_map__forget_pid(g->flow_procs, pid, NULL);
 }
 
 void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j, size_t output,

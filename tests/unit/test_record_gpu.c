@@ -170,4 +170,87 @@ GS_TEST(unlaunched_record_counts_as_not_linked)
 	free(s.text);
 }
 
-GS_TEST_MAIN(record_before_its_slice_is_held_then_linked, unlaunched_record_counts_as_not_linked)
+/* The number after the text's last "id": (the flow event just written). */
+static unsigned long long last_id(struct sink *s)
+{
+	const char *p = NULL;
+
+	fflush(s->f);
+	for (const char *q = s->text; q && (q = strstr(q, "\"id\":")); q++)
+		p = q;
+	return p ? strtoull(p + strlen("\"id\":"), NULL, 10) : 0;
+}
+
+/* pid's call slice with correlation id corr, and its flow's start; returns the flow's id. */
+static unsigned long long launch(struct gs_record_gpu *g, struct sink *s, pid_t pid, uint32_t corr)
+{
+	struct gs_gpu_api a = {
+		.hdr = { .type = GS_EV_GPU_API,
+			 .size = sizeof(a),
+			 .ts_ns = 150,
+			 .pid = pid,
+			 .tid = pid },
+		.correlation = corr,
+		.domain = GS_CUPTI_DOMAIN_RUNTIME_API,
+	};
+	struct gs_event_hdr hdr = { .ts_ns = 200, .pid = pid, .tid = pid };
+	FILE *f = fopen("/dev/null", "w");
+	struct gs_json j;
+	uint32_t id;
+
+	GS_EXPECT_EQ(gs_record_gpu__event(g, &a.hdr, sizeof(a)), 0);
+	gs_json__init(&j, f);
+	gs_json__begin_object(&j, NULL);
+	id = gs_record_gpu__slice_args(g, &j, &hdr, 100, false);
+	gs_json__end_object(&j);
+	fclose(f);
+	GS_EXPECT_EQ(id, corr);
+	gs_record_gpu__slice_flow(g, &hdr, 100, id);
+	return last_id(s);
+}
+
+/* pid's kernel record for corr, written at once; returns its flow end's id. */
+static unsigned long long kernel_of(struct gs_record_gpu *g, struct sink *s, pid_t pid,
+				    uint32_t corr)
+{
+	static struct gs_gpu_record e;
+
+	kernel(&e, corr, 300);
+	e.hdr.pid = e.hdr.tid = pid;
+	GS_EXPECT_EQ(gs_record_gpu__event(g, &e.hdr, sizeof(e)), 0);
+	gs_record_gpu__advance(g, 300 + DELAY);
+	return last_id(s);
+}
+
+GS_TEST(same_correlation_in_two_processes_two_flows)
+{
+	unsigned long long start10, start20, reused;
+	struct sink s = { 0 };
+	struct gs_record_gpu *g;
+
+	s.f = open_memstream(&s.text, &s.len);
+	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
+	if (!GS_EXPECT(g && s.f))
+		return;
+	/* CUPTI counts from 1 in each process: both launches have correlation id 5 */
+	start10 = launch(g, &s, 10, 5);
+	start20 = launch(g, &s, 20, 5);
+	GS_EXPECT(start10 != start20);
+	GS_EXPECT(start10 && start20 && start10 < (1ULL << 53) && start20 < (1ULL << 53));
+	/* each kernel's flow ends at its own process's launch */
+	GS_EXPECT_EQ(kernel_of(g, &s, 20, 5), start20);
+	GS_EXPECT_EQ(kernel_of(g, &s, 10, 5), start10);
+	/* the args keep CUPTI's id, which Holistic Trace Analysis links by */
+	GS_EXPECT_EQ(count(s.text, "\"correlation\":5"), 2);
+	/* pid 10 gone, then again (an exec, or the pid reused): its ids are new ones */
+	gs_record_gpu__proc_gone(g, 10);
+	reused = launch(g, &s, 10, 5);
+	GS_EXPECT(reused != start10 && reused != start20);
+	GS_EXPECT_EQ(kernel_of(g, &s, 10, 5), reused);
+	gs_record_gpu__free(g);
+	fclose(s.f);
+	free(s.text);
+}
+
+GS_TEST_MAIN(record_before_its_slice_is_held_then_linked, unlaunched_record_counts_as_not_linked,
+	     same_correlation_in_two_processes_two_flows)
