@@ -5,9 +5,12 @@
  * The CUDA driver loads this library when CUDA_INJECTION64_PATH names it and calls
  * InitializeInjection() at its initialisation. It enables CUPTI's kernel, memcpy and memset
  * records and API callbacks, and hands every completed record to a USDT probe: gpusnoop's
- * BPF copies it into its ring buffer. Nothing here opens a file or a socket. With no
+ * BPF copies it into its ring buffer. While traced, completed records are asked for at the
+ * return of every CUDA call, not only at exit: a process that ends in _exit() (a forked
+ * worker, Python's multiprocessing) runs no atexit handler, and what CUPTI still held would
+ * be lost with it. Nothing here opens a file or a socket. With no
  * gpusnoop attached (the probes' semaphores are 0) CUPTI is offered no buffer, so it keeps
- * no records and the API callback returns at its first branch.
+ * no records and the API callback returns after one look at a semaphore.
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <stdatomic.h>
@@ -79,6 +82,9 @@ SEMAPHORE(clock);
 
 /* true while the last buffer request found nobody attached; its drops are not losses */
 static atomic_bool dormant = true;
+/* the last buffer handed back, kept for the next request: buffers come and go per call */
+static _Atomic(uint8_t *) spare;
+static _Atomic uint64_t last_clock_check_ns;
 
 static uint64_t monotonic_ns(void)
 {
@@ -108,8 +114,19 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	/* what was dropped while nobody listened is reset, not reported as a loss */
 	if (atomic_exchange(&dormant, false))
 		cuptiActivityGetNumDroppedRecords(NULL, 0, &ignored);
-	*buffer = aligned_alloc(BUFFER_ALIGN, BUFFER_BYTES);
+	*buffer = atomic_exchange(&spare, NULL);
+	if (!*buffer)
+		*buffer = aligned_alloc(BUFFER_ALIGN, BUFFER_BYTES);
 	*size = *buffer ? BUFFER_BYTES : 0;
+}
+
+/* Kept as the spare when there is none; freed otherwise. */
+static void give_back(uint8_t *buffer)
+{
+	uint8_t *none = NULL;
+
+	if (buffer && !atomic_compare_exchange_strong(&spare, &none, buffer))
+		free(buffer);
 }
 
 /* The size of the records gpusnoop wants; 0 for the others. */
@@ -151,14 +168,22 @@ static void report_drops(CUcontext ctx, uint32_t stream)
 		STAP_PROBE1(gpusnoop, dropped, (uint64_t)dropped);
 }
 
-/* One reading of CUPTI's clock between two of CLOCK_MONOTONIC: the mapping's error bound. */
+/*
+ * One reading of CUPTI's clock between two of CLOCK_MONOTONIC: the mapping's error bound.
+ * At most one per flush period: buffers are handed back at every traced call's return.
+ */
 static void check_clock(void)
 {
-	uint64_t before, cupti = 0, after;
+	uint64_t before, cupti = 0, after, last;
 
 	if (!TRACED(clock))
 		return;
 	before = monotonic_ns();
+	last = atomic_load(&last_clock_check_ns);
+	if (last && before - last < FLUSH_PERIOD_MS * 1000000ULL)
+		return;
+	if (!atomic_compare_exchange_strong(&last_clock_check_ns, &last, before))
+		return; /* another thread checks now */
 	if (cuptiGetTimestamp(&cupti) != CUPTI_SUCCESS)
 		return;
 	after = monotonic_ns();
@@ -172,19 +197,27 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 		deliver(buffer, valid);
 	report_drops(ctx, stream);
 	check_clock();
-	free(buffer);
+	give_back(buffer);
 }
 
 /*
  * At a call's entry, on the calling thread: gpusnoop's uprobe on the same call is in flight,
  * so it ties this correlation id to that slice, and the id is the one of every record the
- * call causes (all the kernels of a graph launch).
+ * call causes (all the kernels of a graph launch). At its return, while traced, the records
+ * completed so far are handed over (CUPTI returns only buffers whose records are all
+ * complete; Kineto flushes from this callsite too): after a process's last synchronising
+ * call nothing of its work is left for an exit handler that _exit() would skip.
  */
 static void CUPTIAPI api_called(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 				const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 
+	if (cb->callbackSite == CUPTI_API_EXIT) {
+		if (TRACED(activity))
+			cuptiActivityFlushAll(0);
+		return;
+	}
 	if (!TRACED(api) || cb->callbackSite != CUPTI_API_ENTER)
 		return;
 	STAP_PROBE3(gpusnoop, api, cb->correlationId, (uint32_t)cbid, (uint32_t)domain);

@@ -95,6 +95,35 @@ def expect_gpu_rows(trace):
                       .get(e["name"], MiB), f"bytes of {e['name']}")
 
 
+def expect_flows_pair_launches(trace):
+    """Each ac2g flow id starts once, at a launch slice, and ends at GPU rows of that launch's
+    correlation id only; ids are exact JSON numbers. Returns {(pid, correlation): rows}."""
+    events = trace["traceEvents"]
+    slices = {(e["pid"], e["tid"], e["ts"]): e for e in events if e["ph"] == "X"
+              and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e["args"]}
+    starts = {}
+    for e in events:
+        if e.get("cat") == "ac2g" and e["ph"] == "s":
+            assert e["id"] not in starts, f"flow id {e['id']} starts twice"
+            assert 0 < e["id"] < 2 ** 53, e
+            starts[e["id"]] = slices[(e["pid"], e["tid"], e["ts"])]
+    ends = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") == "ac2g" and e["ph"] == "f":
+            ends[(e["pid"], e["tid"], e["ts"])].append(e["id"])
+    rows = collections.Counter()
+    for row in gpu_rows(trace):
+        ids = ends.pop((row["pid"], row["tid"], row["ts"]), [])
+        expect_eq(len(ids), 1, f"flow ends at {row}")
+        launch = starts[ids[0]]
+        expect_eq(launch["args"]["correlation"], row["args"]["correlation"], "flow's two ends")
+        assert row["ts"] >= launch["ts"], (launch, row)
+        rows[(launch["pid"], launch["args"]["correlation"])] += 1
+    expect_eq(dict(ends), {}, "flow ends without a GPU row")
+    return {(e["pid"], e["args"]["correlation"]): rows[(e["pid"], e["args"]["correlation"])]
+            for e in starts.values()}
+
+
 def expect_linked(trace, pid):
     """Each launch and copy slice has its correlation id, each GPU row one of them, with flows."""
     cpu = {}
@@ -118,10 +147,9 @@ def expect_linked(trace, pid):
             expect_eq(launch["args"]["kernel"], e["name"], "launch and kernel agree")
     graph = [e for e in rows if e["name"] == GRAPH]
     expect_eq(len({e["args"]["correlation"] for e in graph}), 1, "a graph's kernels: one id")
-    flows = collections.Counter((e["ph"], e["id"]) for e in trace["traceEvents"]
-                                if e.get("cat") == "ac2g")
-    expect_eq({k for k in flows if k[0] == "s"}, {("s", c) for c in cpu}, "flow starts")
-    expect_eq(sum(v for k, v in flows.items() if k[0] == "f"), RECORDS, "flow ends")
+    launches = expect_flows_pair_launches(trace)
+    expect_eq(sorted(launches), sorted((pid, c) for c in cpu), "flow starts: launches with an id")
+    expect_eq(sum(launches.values()), RECORDS, "flow ends")
     md = trace["metadata"]["gpu"]
     expect_eq((md["records"], md["linked"], md["not_linked"], md["malformed"]),
               (RECORDS, RECORDS, 0, 0), "GPU record counts")
@@ -314,19 +342,17 @@ def record_ranks(out_dir, *env):
     return {name: load(os.path.join(out_dir, name))[0] for name in os.listdir(out_dir)}
 
 
-def expect_rank_file(trace, launches, all_kernels=True):
-    """One rank's file: its launches only, linked to its kernels (each one's when all_kernels)
-    on the file's own GPU row."""
+def expect_rank_file(trace, launches):
+    """One rank's file: its launches only, each linked to its kernel on the file's own GPU row."""
     pids = {e["pid"] for e in trace["traceEvents"] if e.get("cat") == "cuda_runtime"}
     expect_eq(len(pids), 1, "one process per file")
     calls = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] == "cudaLaunchKernel"]
     kernels = [e for e in gpu_rows(trace) if e["name"] == GEMM]
     expect_eq(len(calls), launches, "launches")
-    ids = sorted(e["args"]["correlation"] for e in kernels)
-    assert all_kernels or ids, "no GPU row"
-    want = sorted(e["args"]["correlation"] for e in calls)
-    expect_eq(ids, want if all_kernels else sorted(set(ids) & set(want)),
-              "kernels linked to the file's launches")
+    expect_eq(sorted(e["args"]["correlation"] for e in kernels),
+              sorted(e["args"]["correlation"] for e in calls), "kernels of the file's launches")
+    expect_eq(expect_flows_pair_launches(trace),
+              {(e["pid"], e["args"]["correlation"]): 1 for e in calls}, "one flow per launch")
     names = [e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] == 0]
     expect_eq(names, ["GPU 0"], "the file names its GPU row once")
@@ -366,9 +392,32 @@ def gpu_directory_output_names_rankless_processes_by_pid():
         by_launches[sum(e["name"] == "cudaLaunchKernel" for e in trace["traceEvents"])] = trace
     expect_eq(sorted(by_launches), [10, 20], "each child's launches")
     for launches, trace in by_launches.items():
-        # forked children: the stand-in hands over only some of their records (2 of 30 with
-        # one output file too); the linking, not the count, is what this checks
-        expect_rank_file(trace, launches, all_kernels=False)
+        # each child ends in _exit(): its records are handed over before, at its calls' return
+        expect_rank_file(trace, launches)
+        md = trace["metadata"]["gpu"]
+        expect_eq((md["records"], md["linked"], md["not_linked"]), (30, 30, 0),
+                  "the recording's GPU records, all linked")
+
+
+@test
+def gpu_flows_of_two_processes_in_one_file_stay_apart():
+    """Forked ranks count correlation ids from 1 each: in one file, one flow per launch."""
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--", "env", "GS_RANKS=2",
+                                  "GS_RANKS_MODE=fork", os.path.join(BIN, "gs_ranks"),
+                                  env=gpu_env(), timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace, _ = load(out)
+    calls = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] == "cudaLaunchKernel"]
+    by_pid = collections.Counter(e["pid"] for e in calls)
+    expect_eq(sorted(by_pid.values()), [10, 20], "each child's launches")
+    # rank 0's ids 1..10 are rank 1's too: each launch still ends at one kernel of its own
+    ids = collections.Counter(e["args"]["correlation"] for e in calls)
+    expect_eq(sorted(c for c, n in ids.items() if n == 2), list(range(1, 11)), "shared ids")
+    expect_eq(expect_flows_pair_launches(trace),
+              {(e["pid"], e["args"]["correlation"]): 1 for e in calls}, "one flow per launch")
+    md = trace["metadata"]["gpu"]
+    expect_eq((md["records"], md["linked"], md["not_linked"]), (30, 30, 0), "GPU records")
 
 
 @test
