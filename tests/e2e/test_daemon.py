@@ -26,6 +26,15 @@ GiB = 1024 * MiB
 OOM_ENV = {"GS_FAKE_CUDA_MEM_LIMIT": str(256 * MiB), "GS_FAKE_CUDA_NO_DRIVER": "1"}
 
 
+def config_file(prefix, text):
+    """A fresh directory holding a gpusnoop.conf with text in it: (directory, config path)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write(text)
+    return tmp, conf
+
+
 class Daemon:
     """gpusnoop daemon with its own output directory, socket and an OS-chosen metrics port."""
 
@@ -215,10 +224,8 @@ def daemon_writes_oom_report_serves_metrics_and_answers_ctl():
 
 @test
 def daemon_reload_keeps_a_good_config_and_caps_the_output_directory():
-    tmp = tempfile.mkdtemp(prefix="gs-daemon-conf-")
-    conf = os.path.join(tmp, "gpusnoop.conf")
-    with open(conf, "w") as f:
-        f.write("# test config\noom-reports on\ntrigger-interval 0  # every OOM\n")
+    tmp, conf = config_file("gs-daemon-conf-",
+                            "# test config\noom-reports on\ntrigger-interval 0  # every OOM\n")
     d = Daemon("--config", conf)
     w = None
     try:
@@ -301,10 +308,8 @@ def valid_trace(path):
 
 @test
 def daemon_oom_kill_report_recordings_and_schedule_retention():
-    tmp = tempfile.mkdtemp(prefix="gs-daemon-sched-")
-    conf = os.path.join(tmp, "gpusnoop.conf")
-    with open(conf, "w") as f:
-        f.write("trigger-interval 0\noom-record 1s\nschedule every 3s record 1s keep=2\n")
+    tmp, conf = config_file("gs-daemon-sched-", "trigger-interval 0\noom-record 1s\n"
+                            "schedule every 3s record 1s keep=2\n")
     d = Daemon("--config", conf)
     w = hog = cg = None
     try:
@@ -451,10 +456,7 @@ def slurm_fanout_script_records_at_the_common_start():
 
 @test
 def daemon_call_metrics_count_launches_and_sync_time():
-    tmp = tempfile.mkdtemp(prefix="gs-daemon-calls-")
-    conf = os.path.join(tmp, "gpusnoop.conf")
-    with open(conf, "w") as f:
-        f.write("cuda-call-metrics on\n")
+    tmp, conf = config_file("gs-daemon-calls-", "cuda-call-metrics on\n")
     d = Daemon("--config", conf)
     w = None
     try:
@@ -529,10 +531,7 @@ def daemon_reports_a_pytorch_oom_with_tensors_by_device():
 @test
 def daemon_reload_keeps_start_only_settings():
     """SIGHUP applies the rest but not torch/cuda-call-metrics: they decide what is probed."""
-    tmp = tempfile.mkdtemp(prefix="gs-daemon-start-only-")
-    conf = os.path.join(tmp, "gpusnoop.conf")
-    with open(conf, "w") as f:
-        f.write("torch on\ncuda-call-metrics off\n")
+    tmp, conf = config_file("gs-daemon-start-only-", "torch on\ncuda-call-metrics off\n")
     d = Daemon("--config", conf)
     w = None
     try:

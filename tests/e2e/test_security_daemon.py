@@ -14,7 +14,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, TIMEOUT, LineReader, Workload, expect_eq,  # noqa: E402
                      run_gpusnoop, test)
-from test_daemon import NOBODY, OOM_ENV, Daemon  # noqa: E402
+from test_daemon import NOBODY, OOM_ENV, Daemon, config_file  # noqa: E402
 
 PYTHON = "/usr/bin/python3"  # Debian's: nobody may run it
 
@@ -192,10 +192,7 @@ class NobodyWorkload(Workload):
 
 @test
 def daemon_ctl_per_user_limits():
-    tmp = tempfile.mkdtemp(prefix="gs-daemon-user-")
-    conf = os.path.join(tmp, "gpusnoop.conf")
-    with open(conf, "w") as f:
-        f.write("user-max-bytes 1  # a user's newest file only\n")
+    tmp, conf = config_file("gs-daemon-user-", "user-max-bytes 1  # a user's newest file only\n")
     d = Daemon("--config", conf)
     w = None
     try:
@@ -261,10 +258,7 @@ def daemon_metrics_allow_limits_who_scrapes():
     status, out, _ = run_gpusnoop("daemon", "--help")
     expect_eq(status, 0, "daemon --help")
     assert "pid and comm to whoever can connect" in " ".join(out.split()), out
-    tmp = tempfile.mkdtemp(prefix="gs-daemon-metrics-")
-    conf = os.path.join(tmp, "gpusnoop.conf")
-    with open(conf, "w") as f:
-        f.write("metrics-allow 192.0.2.1  # not this host\n")
+    tmp, conf = config_file("gs-daemon-metrics-", "metrics-allow 192.0.2.1  # not this host\n")
     d = Daemon("--config", conf)
     try:
         # refused at accept, before a byte of the request is read
