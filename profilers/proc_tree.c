@@ -78,6 +78,8 @@ static int32_t parse_rank(const char *s, size_t len)
 static const char *const rank_names[] = { "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID" };
 static const char *const local_rank_names[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
 						"SLURM_LOCALID" };
+static const char *const world_size_names[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
+						"SLURM_NTASKS" };
 #define NR_NAMES 3
 
 /* Which of names (NR_NAMES of them) the string s of len bytes sets; its value in *value. */
@@ -110,37 +112,45 @@ static void take_rank(const char *const *names, const char *s, size_t len, int *
 	*best = i;
 }
 
-void gs_parse_rank_env(const char *env, size_t len, int32_t *rank, int32_t *local_rank)
+void gs_parse_rank_env(const char *env, size_t len, int32_t *rank, int32_t *local_rank,
+		       int32_t *world_size)
 {
-	int best_rank = NR_NAMES, best_local = NR_NAMES;
+	int best_rank = NR_NAMES, best_local = NR_NAMES, best_size = NR_NAMES;
 	const char *end = env + len, *s = env;
+	int32_t size;
 
-	*rank = *local_rank = -1;
+	*rank = *local_rank = size = -1;
 	while (s < end) {
 		const char *nul = memchr(s, '\0', (size_t)(end - s));
 		size_t n = nul ? (size_t)(nul - s) : (size_t)(end - s);
 
 		take_rank(rank_names, s, n, &best_rank, rank);
 		take_rank(local_rank_names, s, n, &best_local, local_rank);
+		take_rank(world_size_names, s, n, &best_size, &size);
 		s += n + 1;
 	}
+	if (world_size)
+		*world_size = size;
 }
 
-/* Reads pid's environment (at most GS_ENVIRON_MAX bytes) for its ranks. */
-static void read_ranks(pid_t pid, int32_t *rank, int32_t *local_rank)
+int gs_read_rank_env(pid_t pid, int32_t *rank, int32_t *local_rank, int32_t *world_size)
 {
 	char path[64];
 	size_t len = 0;
 	ssize_t n;
 	char *buf;
-	int fd;
+	int fd, err = 0;
 
 	*rank = *local_rank = -1;
+	if (world_size)
+		*world_size = -1;
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return -errno;
 	buf = malloc(GS_ENVIRON_MAX);
+	if (!buf)
+		err = -ENOMEM;
 	while (buf && len < GS_ENVIRON_MAX) {
 		n = read(fd, buf + len, GS_ENVIRON_MAX - len);
 		if (n <= 0)
@@ -149,14 +159,15 @@ static void read_ranks(pid_t pid, int32_t *rank, int32_t *local_rank)
 	}
 	close(fd);
 	if (buf)
-		gs_parse_rank_env(buf, len, rank, local_rank);
+		gs_parse_rank_env(buf, len, rank, local_rank, world_size);
 	free(buf);
+	return err;
 }
 
 static void read_facts(struct gs_proc_tree_entry *e)
 {
 	gs_read_comm(e->pid, e->pid, e->comm, sizeof(e->comm));
-	read_ranks(e->pid, &e->rank, &e->local_rank);
+	gs_read_rank_env(e->pid, &e->rank, &e->local_rank, NULL);
 }
 
 int gs_proc_tree__add(struct gs_proc_tree *tree, pid_t pid, pid_t ppid)

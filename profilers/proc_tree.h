@@ -46,10 +46,14 @@ void gs_proc_tree_label(const struct gs_proc_tree_entry *e, const char *comm, ch
 
 /*
  * Ranks in an environment block of len bytes ("NAME=value" strings, each ended by a NUL, as
- * /proc/PID/environ gives it; the last may be unterminated). A value that is not a plain
- * decimal number below 2^31 is ignored. *rank and *local_rank are -1 when absent.
+ * /proc/PID/environ gives it; the last may be unterminated): RANK, else OMPI_COMM_WORLD_RANK,
+ * else SLURM_PROCID; the local rank and the world size (NULL: not wanted) likewise. A value
+ * that is not a plain decimal number below 2^31 is ignored; each is -1 when absent.
  */
-void gs_parse_rank_env(const char *env, size_t len, int32_t *rank, int32_t *local_rank);
+void gs_parse_rank_env(const char *env, size_t len, int32_t *rank, int32_t *local_rank,
+		       int32_t *world_size);
+/* The same from pid's environment, at most GS_ENVIRON_MAX bytes of it; 0 or -errno. */
+int gs_read_rank_env(pid_t pid, int32_t *rank, int32_t *local_rank, int32_t *world_size);
 
 /*
  * The descendants of roots living now, from one pass over /proc: *pids and *ppids (caller

@@ -10,12 +10,12 @@
 #include "profilers/cmd/record_gpu_summary.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/cuda/gpu_correlate.h"
+#include "profilers/proc_tree.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
 #include "user/log.h"
 
-#define ENVIRON_MAX (256 * 1024) /* of a target's environment read for its rank */
 #define MAX_DEVICES 64
 #define FLOW_CAT    "ac2g" /* Kineto's flows from a CPU launch to its GPU work */
 /* processes numbered in flow ids, so that an id stays below 2^53 (exact as a JSON number) */
@@ -104,73 +104,24 @@ static uint64_t flow_id(struct gs_record_gpu *g, pid_t pid, uint32_t correlation
 	return nr << 32 | correlation;
 }
 
-/* A non-negative decimal below a million, the whole string; -1 otherwise. */
-static long parse_index(const char *s)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	return errno || end == s || *end || v < 0 || v >= 1000000 ? -1 : v;
-}
-
-/* RANK, else SLURM_PROCID, else LOCAL_RANK; WORLD_SIZE or SLURM_NTASKS. */
-static void rank_from_vars(struct gs_record_gpu *g, const char *const vals[5])
-{
-	long rank = -1;
-
-	for (int i = 0; i < 3 && rank < 0; i++)
-		if (vals[i])
-			rank = parse_index(vals[i]);
-	g->rank = rank;
-	g->world_size = vals[3] ? parse_index(vals[3]) : vals[4] ? parse_index(vals[4]) : -1;
-}
-
-static const char *const RANK_VARS[5] = { "RANK=", "SLURM_PROCID=", "LOCAL_RANK=", "WORLD_SIZE=",
-					  "SLURM_NTASKS=" };
-
-/* The rank variables of pid's environment (hostile: bounded, NUL-separated). */
+/* pid's ranks through proc_tree's bounded reader: RANK or its MPI/Slurm kin, else the local one */
 static int read_rank(struct gs_record_gpu *g, pid_t pid)
 {
-	const char *vals[5] = { NULL };
-	char path[64], *buf = malloc(ENVIRON_MAX + 1);
-	ssize_t n, len = 0;
-	int fd;
+	int32_t rank, local_rank, world_size;
+	int err = gs_read_rank_env(pid, &rank, &local_rank, &world_size);
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!buf || fd < 0) {
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	while (len < ENVIRON_MAX && (n = read(fd, buf + len, ENVIRON_MAX - len)) > 0)
-		len += n;
-	close(fd);
-	buf[len] = '\0';
-	for (char *p = buf; p < buf + len; p += strlen(p) + 1)
-		for (int i = 0; i < 5; i++)
-			if (!strncmp(p, RANK_VARS[i], strlen(RANK_VARS[i])))
-				vals[i] = p + strlen(RANK_VARS[i]);
-	rank_from_vars(g, vals);
-	free(buf);
+	if (err)
+		return err;
+	g->rank = rank >= 0 ? rank : local_rank;
+	g->world_size = world_size;
 	return 0;
 }
 
 void gs_record_gpu__default_rank(struct gs_record_gpu *g)
 {
-	const char *vals[5];
-
-	for (int i = 0; i < 5; i++) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "%.*s", (int)strlen(RANK_VARS[i]) - 1, RANK_VARS[i]);
-		vals[i] = getenv(name);
-	}
+	/* gpusnoop's own environment: a recording started inside a rank's job step */
 	if (!g->rank_read)
-		rank_from_vars(g, vals);
+		read_rank(g, getpid());
 }
 
 /* A device's track (stream NULL) or a stream's, as a key of g->named. */

@@ -13,11 +13,15 @@
 
 GS_TEST(ranks_from_torchrun_environment)
 {
-	int32_t rank, local;
+	int32_t rank, local, size;
 
-	gs_parse_rank_env(ENV("PATH=/bin\0RANK=5\0LOCAL_RANK=1\0WORLD_SIZE=8\0"), &rank, &local);
+	gs_parse_rank_env(ENV("PATH=/bin\0RANK=5\0LOCAL_RANK=1\0WORLD_SIZE=8\0"), &rank, &local,
+			  &size);
 	GS_EXPECT_EQ(rank, 5);
 	GS_EXPECT_EQ(local, 1);
+	GS_EXPECT_EQ(size, 8);
+	gs_parse_rank_env(ENV("OMPI_COMM_WORLD_SIZE=4\0SLURM_NTASKS=16\0"), &rank, &local, &size);
+	GS_EXPECT_EQ(size, 4);
 }
 
 GS_TEST(launcher_names_win_over_the_schedulers)
@@ -25,10 +29,11 @@ GS_TEST(launcher_names_win_over_the_schedulers)
 	int32_t rank, local;
 
 	gs_parse_rank_env(ENV("SLURM_PROCID=9\0SLURM_LOCALID=3\0OMPI_COMM_WORLD_RANK=2\0"), &rank,
-			  &local);
+			  &local, NULL);
 	GS_EXPECT_EQ(rank, 2);
 	GS_EXPECT_EQ(local, 3);
-	gs_parse_rank_env(ENV("SLURM_PROCID=9"), &rank, &local); /* unterminated last string */
+	gs_parse_rank_env(ENV("SLURM_PROCID=9"), &rank, &local,
+			  NULL); /* unterminated last string */
 	GS_EXPECT_EQ(rank, 9);
 	GS_EXPECT_EQ(local, -1);
 }
@@ -39,12 +44,12 @@ GS_TEST(hostile_values_are_ignored)
 
 	gs_parse_rank_env(ENV("RANK=-1\0RANK=1x\0RANK=\0RANK=2147483648\0LOCAL_RANK=99999999999\0"
 			      "RANKS=4\0XRANK=4\0RANK\0"),
-			  &rank, &local);
+			  &rank, &local, NULL);
 	GS_EXPECT_EQ(rank, -1);
 	GS_EXPECT_EQ(local, -1);
-	gs_parse_rank_env(ENV("RANK=junk\0SLURM_PROCID=7\0RANK=2147483647\0"), &rank, &local);
+	gs_parse_rank_env(ENV("RANK=junk\0SLURM_PROCID=7\0RANK=2147483647\0"), &rank, &local, NULL);
 	GS_EXPECT_EQ(rank, 2147483647);
-	gs_parse_rank_env("", 0, &rank, &local);
+	gs_parse_rank_env("", 0, &rank, &local, NULL);
 	GS_EXPECT_EQ(rank, -1);
 }
 
