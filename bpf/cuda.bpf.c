@@ -103,26 +103,26 @@ int cuda_launch_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int cuda_call_exit(struct pt_regs *ctx)
+/*
+ * The record of a returned call. Without a stack it is reserved without frames[]: a library
+ * registers all its kernels as it loads (about 19,000 for PyTorch's), and at a third of the
+ * size that burst fits the ring buffer while the reader is still attaching.
+ */
+static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, __u64 pid_tgid,
+					   const bool with_stack)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gs_cuda_call *e;
-	struct call *c;
 	__u64 ts = 0;
 	int py = 0;
 
-	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
-	if (!c)
-		return 0;
-	if (c->flags & GS_CALL_F_USER_STACK) {
+	if (with_stack) {
 		ts = bpf_ktime_get_ns();
 		py = gs_py_emit(pid_tgid, ts);
 	}
-	e = gs_reserve(sizeof(*e));
+	e = gs_reserve(with_stack ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
 	if (!e) {
 		gs_call_end(&c->head);
-		return 0;
+		return;
 	}
 	__builtin_memcpy(e->args, c->args, sizeof(e->args));
 	e->entry_ts_ns = c->head.entry_ts_ns;
@@ -141,11 +141,26 @@ int cuda_call_exit(struct pt_regs *ctx)
 		gs_count(GS_STAT_USER_READ_FAILED);
 	gs_call_end(&c->head);
 
-	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack(ctx, e->frames) : 0;
+	e->nr_frames = with_stack ? gs_user_stack(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
+}
+
+SEC("uretprobe")
+int cuda_call_exit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct call *c;
+
+	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
+	if (!c)
+		return 0;
+	if (c->flags & GS_CALL_F_USER_STACK)
+		emit_call_exit(ctx, c, pid_tgid, true);
+	else
+		emit_call_exit(ctx, c, pid_tgid, false);
 	return 0;
 }
 

@@ -17,9 +17,14 @@
 
 struct gs_kernel_names {
 	struct gs_symcache *symcache;	/* borrowed */
-	struct gs_addr_map *registered; /* host function -> owned demangled name */
+	/*
+	 * Names are kept mangled and demangled at their first launch: a library registers all its
+	 * kernels at load (about 19,000 for PyTorch's), and demangling each there would fall
+	 * behind the burst and overflow the ring buffer.
+	 */
+	struct gs_addr_map *registered; /* host function -> owned mangled name */
 	struct gs_addr_map *handles;	/* cudaKernel_t -> host function */
-	struct gs_addr_map *functions;	/* CUfunction/CUkernel -> owned demangled name */
+	struct gs_addr_map *functions;	/* CUfunction/CUkernel -> owned mangled name */
 	struct gs_addr_map *resolved;	/* launched pointer -> owned name (cache) */
 	struct gs_addr_map *misses;	/* launched pointers no source named, after a scan */
 	char unknown[64];
@@ -102,7 +107,7 @@ void gs_kernel_names__add_registration(struct gs_kernel_names *k, pid_t pid, uin
 		gs_dbg("pid %d: unreadable kernel name at 0x%" PRIx64, (int)pid, name_addr);
 		return;
 	}
-	put_owned(k->registered, pid, host_fun, readable(mangled));
+	put_owned(k->registered, pid, host_fun, strdup(mangled));
 }
 
 void gs_kernel_names__add_handle(struct gs_kernel_names *k, pid_t pid, uint64_t handle,
@@ -116,7 +121,7 @@ void gs_kernel_names__add_function(struct gs_kernel_names *k, pid_t pid, uint64_
 				   const char *mangled)
 {
 	if (handle && *mangled)
-		put_owned(k->functions, pid, handle, readable(mangled));
+		put_owned(k->functions, pid, handle, strdup(mangled));
 }
 
 /*
@@ -144,7 +149,7 @@ static void read_handle_statics(struct gs_kernel_names *k, pid_t pid)
 			uint64_t handle = 0, at = h[j].vaddr - vaddr + m->start;
 
 			if (!gs_read_process_memory(maps, at, &handle, sizeof(handle)) && handle)
-				put_owned(k->functions, pid, handle, readable(h[j].kernel));
+				put_owned(k->functions, pid, handle, strdup(h[j].kernel));
 		}
 	}
 }
@@ -156,10 +161,10 @@ static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 	struct gs_frame frame;
 
 	if (gs_addr_map__get(k->functions, pid, func, &name))
-		return strdup((const char *)(uintptr_t)name);
+		return readable((const char *)(uintptr_t)name);
 	gs_addr_map__get(k->handles, pid, func, &host);
 	if (gs_addr_map__get(k->registered, pid, host, &name))
-		return strdup((const char *)(uintptr_t)name);
+		return readable((const char *)(uintptr_t)name);
 	/* a kernel's host function is launched by its entry address: anything else is a guess */
 	gs_symcache__resolve(k->symcache, pid, host, &frame);
 	if (frame.symbol && frame.offset == 0)
@@ -169,7 +174,7 @@ static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 		gs_addr_map__set(k->misses, pid, func, 1);
 		read_handle_statics(k, pid);
 		if (gs_addr_map__get(k->functions, pid, func, &name))
-			return strdup((const char *)(uintptr_t)name);
+			return readable((const char *)(uintptr_t)name);
 	}
 	return NULL;
 }
