@@ -16,7 +16,7 @@
 #define MAX_KERNEL_NAME 4096
 
 struct gs_kernel_names {
-	struct gs_symcache *symcache;	/* borrowed */
+	struct gs_symcache *symcache; /* borrowed */
 	/*
 	 * Names are kept mangled and demangled at their first launch: a library registers all its
 	 * kernels at load (about 19,000 for PyTorch's), and demangling each there would fall
