@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_gpu.py: `record -e gpu`: the stand-in GPU's records, linked to launches, in Kineto form."""
 import collections
+import gzip
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main,
                      run_gpusnoop, test)
+from test_daemon import Daemon, config_file
 
 INJECTION = os.path.join(ROOT, "libgpusnoop-cupti.so")
 GEMM = "gemm_kernel(float*, int)"
@@ -196,6 +198,75 @@ def gpu_attach_by_pid_to_a_process_started_with_the_library():
     trace, _ = load(out)
     expect_gpu_rows(trace)
     expect_linked(trace, w.pid)
+
+
+def load_gz(path):
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def daemon_recording_ready(d, pid):
+    """The daemon's `record -p PID` child (its stderr is the daemon's) is attached: its path."""
+    line = d.g.wait_stderr(f"recording {pid} for ", LOAD_TIMEOUT)
+    d.g.wait_stderr(f"pid {pid}: GPU activity from {INJECTION}", LOAD_TIMEOUT)
+    d.g.wait_stderr("recording; Ctrl-C to stop", LOAD_TIMEOUT)
+    return line.rsplit(": ", 1)[1]
+
+
+def expect_daemon_trace(d, w, path):
+    """w runs its launches, exits; the recording ends with it: the rows record -e gpu -p gives."""
+    w.release()
+    w.wait_line("done")
+    expect_eq(w.finish(), 0, "workload status")
+    d.g.wait_stderr(f"recording done: {path}", LOAD_TIMEOUT)
+    trace = load_gz(path)
+    expect_gpu_rows(trace)
+    expect_linked(trace, w.pid)
+
+
+def gpu_workload_after_oom(d):
+    """gs_gpu started with the library, held after a CUDA OOM the daemon has reported: followed."""
+    w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION, GS_GPU_OOM="1",
+                                       GS_FAKE_CUDA_MEM_LIMIT=str(256 * MiB)))
+    d.wait_probed()
+    w.release()
+    w.wait_line("oom 2")  # held again, its launches still to come
+    d.g.wait_stderr(f"pid {w.pid} (gs_gpu): cuda-oom: report", LOAD_TIMEOUT)
+    return w
+
+
+@test
+def gpu_daemon_ctl_record_of_a_process_started_with_the_library():
+    d = Daemon()
+    w = None
+    try:
+        w = gpu_workload_after_oom(d)
+        # long enough never to end first: the recording stops when its process exits
+        status, out, err = d.ctl("record", str(w.pid), "600", "gpu")
+        expect_eq(status, 0, f"ctl record ({err})")
+        path = daemon_recording_ready(d, w.pid)
+        expect_eq(out.strip(), path, "ctl prints the trace's path")
+        expect_daemon_trace(d, w, path)
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
+
+
+@test
+def gpu_daemon_oom_recording_with_gpu_events():
+    _, conf = config_file("gs-daemon-gpu-", "oom-record 600s events=gpu\n")
+    d = Daemon("--config", conf)
+    w = None
+    try:
+        w = gpu_workload_after_oom(d)
+        expect_daemon_trace(d, w, daemon_recording_ready(d, w.pid))
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
 
 
 @test
