@@ -240,6 +240,38 @@ def hidden_kernel_named_by_registration():
                   {"hidden_kernel(int*)": 25}, f"launches of the {what} library's kernel")
 
 
+BURST_KERNEL = ("void at::native::burst_kernel<{}, c10::BFloat16, at::detail::Array<char*, 3> >"
+                "(int, c10::BFloat16, at::detail::Array<char*, 3>)")
+
+
+@test
+def registration_burst_of_a_whole_library_loses_nothing():
+    """20,000 kernels registered back to back, as PyTorch's libtorch_cuda.so does at import
+    (about 19,000), while gpusnoop is not reading (stopped here; in real runs, busy attaching
+    to the libraries that just loaded): the whole burst fits the default ring buffer, and the
+    last kernel's launch is named by its registration."""
+    w = Workload("gs_register_burst")
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "t.json")
+    g = Gpusnoop("record", "-e", "cuda-launch", "-p", str(w.pid), "-o", path)
+    try:
+        g.wait_stderr("Ctrl-C to stop")
+        os.kill(g.proc.pid, signal.SIGSTOP)
+        try:
+            w.release()
+            w.wait_line("done")
+        finally:
+            os.kill(g.proc.pid, signal.SIGCONT)
+        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()})")
+    finally:
+        g.kill()
+        w.finish()
+    trace = load_trace(path)
+    expect_eq(trace["metadata"]["dropped_events"], 0, "events dropped by the burst")
+    expect_eq({k: len(v) for k, v in launches_by_kernel(trace, w.pid).items()},
+              {BURST_KERNEL.format(19999): 1}, "the last registered kernel, named")
+
+
 @test
 def attached_after_registration_never_guesses():
     # attached by pid after the stripped library registered its kernel: no source names it
