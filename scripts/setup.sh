@@ -34,17 +34,33 @@ test) PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
 	exit 2
 	;;
 esac
-# e2e: Holistic Trace Analysis (PyPI) reads the GPU traces, from the tests' own virtual
-# environment, kept with pip's downloads outside the work tree. pandas < 3: HTA 0.5 assigns
-# across integer dtypes, which pandas 3 refuses.
+# e2e: the tests' own virtual environment, kept with pip's downloads outside the work tree (a
+# second run downloads nothing): Holistic Trace Analysis (PyPI) reads the GPU traces, pandas < 3
+# as HTA 0.5 assigns across integer dtypes, which pandas 3 refuses; a real PyTorch 2.x writes
+# the Kineto traces `stitch` merges and runs the CPU allocator `leaks` reads (test_torch2.py).
+# PyPI's torch for Linux x86-64 is the full CUDA 12.4 build (its nvidia-* wheels: ~3 GB to
+# download, 5 GB installed): the CPU-only wheels are on download.pytorch.org's own index, which
+# CI cannot reach, and the CUDA build runs as well without a GPU (torch.cuda.is_available() is
+# False), and the tests use only its CPU profiler and allocator.
 TEST_CACHE=/var/cache/gpusnoop-tests
-setup_hta() {
-	"$TEST_CACHE/venv/bin/python" -c 'import hta' 2>/dev/null && return 0
-	echo "setup: installing HolisticTraceAnalysis in $TEST_CACHE/venv" >&2
+VENV_PACKAGES=(HolisticTraceAnalysis 'pandas<3' torch==2.5.1)
+venv_ready() {
+	"$TEST_CACHE/venv/bin/python" - "${VENV_PACKAGES[@]}" 2>/dev/null <<-'EOF'
+		import re, sys
+		from importlib.metadata import version
+		for req in sys.argv[1:]:
+		    name, op, want = re.fullmatch(r"([\w.-]+)(==|<)?(.*)", req).groups()
+		    got = version(name)  # raises when not installed
+		    assert op != "==" or got == want, (name, got, want)
+	EOF
+}
+setup_venv() {
+	venv_ready && return 0
+	echo "setup: installing ${VENV_PACKAGES[*]} in $TEST_CACHE/venv" >&2
 	mkdir -p "$TEST_CACHE"
-	python3 -m venv "$TEST_CACHE/venv"
-	PIP_CACHE_DIR="$TEST_CACHE/pip" "$TEST_CACHE/venv/bin/pip" install -q \
-		HolisticTraceAnalysis 'pandas<3'
+	[ -x "$TEST_CACHE/venv/bin/python" ] || python3 -m venv "$TEST_CACHE/venv"
+	PIP_CACHE_DIR="$TEST_CACHE/pip" "$TEST_CACHE/venv/bin/pip" install -q "${VENV_PACKAGES[@]}"
+	venv_ready
 }
 
 missing=()
@@ -62,5 +78,5 @@ if [ ${#missing[@]} -ne 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ "$mode" = test ]; then
-	setup_hta
+	setup_venv
 fi
