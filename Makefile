@@ -40,7 +40,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench fuzz fuzz-smoke fuzz-build
-.PHONY: man install uninstall setup-test
+.PHONY: man install uninstall setup-test gpu-test
 
 # plain `make` builds gpusnoop: the files included next have rules of their own
 .DEFAULT_GOAL := all
@@ -159,6 +159,7 @@ CUPTI_SO := libgpusnoop-cupti.so
 ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
 all: $(CUPTI_SO)
 e2e: $(CUPTI_SO)
+GPU_TEST_NEEDS := $(CUPTI_SO)
 # no -Werror=undef: CUPTI's headers test macros they do not define
 $(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_abi.h
 	$(call msg,LIB,$@)
@@ -188,6 +189,13 @@ test: setup-test
 	$(Q)$(MAKE) --no-print-directory e2e
 
 include scripts/bench/bench.mk
+
+# not part of test: gpusnoop against a real NVIDIA GPU and PyTorch 2.x (PYTHON=), as root;
+# the machine is checked before anything is built. GPU_TEST_ARGS: e.g. "--rounds 9"
+gpu-test:
+	$(Q)./tests/gpu/gpu_test.py --machine-only
+	$(Q)$(MAKE) --no-print-directory gpusnoop $(BENCH_FLOOR) $(GPU_TEST_NEEDS)
+	$(Q)./tests/gpu/gpu_test.py $(GPU_TEST_ARGS)
 
 demo: setup
 	$(Q)$(MAKE) --no-print-directory gpusnoop $(FIXTURES)
