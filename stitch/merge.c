@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_tree.h>
+#include "stitch/id_map.h"
 #include "stitch/merge.h"
 #include "stitch/trace_writer.h"
 #include "stitch/trace_parse.h"
@@ -74,8 +75,7 @@ struct src {
 	struct pid_set *p1_pids; /* pass 1: its pids, before its domain is known */
 	uint64_t size;		 /* bytes of JSON text */
 	struct domain *dom;
-	int64_t shift;	 /* output ns = raw ns + shift */
-	int64_t id_base; /* added to numeric flow/async ids */
+	int64_t shift; /* output ns = raw ns + shift */
 	/* pass 2 */
 	struct gs_trace_parser *parser;
 	bool eof;
@@ -96,6 +96,7 @@ struct stitch {
 	struct src *cur;		/* the input being parsed */
 	struct gs_trace_writer *writer; /* the output, in timestamp order */
 	struct gs_top_keys top_keys;	/* distributedInfo, deviceProperties */
+	struct gs_id_map ids;		/* flow/async ids: (input, id) -> output id */
 	struct text ev;			/* the event being built */
 	struct gs_stitch_stats *stats;
 	char *err;
@@ -288,6 +289,12 @@ static int p1_top(void *ctx, const char *key, const char *json, size_t len)
 	return s->top.oom || s->meta.oom ? -ENOMEM : 0;
 }
 
+/* The output's id of the current input's numeric id: 0, -E2BIG or -ENOMEM. */
+static int output_id(struct stitch *st, const struct gs_trace_event *ev, int64_t *id)
+{
+	return gs_id_map__get(&st->ids, (uint32_t)(st->cur - st->srcs), ev->id, id);
+}
+
 /* Pass 1 needs the pids and the time span; the domain is not known yet (host comes last). */
 static int p1_event(void *ctx, const struct gs_trace_event *ev)
 {
@@ -303,6 +310,8 @@ static int p1_event(void *ctx, const struct gs_trace_event *ev)
 	}
 	if (ev->has_pid && !ev->pid_is_str)
 		err = pid_mark(set, ev->pid, PID_SEEN | (ev->is_process_name ? PID_NAMED : 0));
+	if (!err && ev->has_id) /* numbered here, input by input: pass 2 finds them */
+		err = output_id(st, ev, &(int64_t){ 0 });
 	return err;
 }
 
@@ -312,6 +321,9 @@ static int input_error(struct stitch *st, struct src *s, struct gs_trace_parser 
 		return failf(st, err, "%s: out of memory", s->in->name);
 	if (err == -EINTR)
 		return failf(st, err, "interrupted");
+	if (err == -E2BIG)
+		return failf(st, err, "%s: more than %zu distinct flow and async ids in all inputs",
+			     s->in->name, st->ids.max);
 	if (err == -EBADMSG)
 		return failf(st, -EINVAL,
 			     "%s: offset %" PRIu64 ": baseTimeNanoseconds is not an integer",
@@ -569,6 +581,8 @@ static int build_event(struct stitch *st, const struct gs_trace_event *ev, int64
 	bool rename = st->multi && ev->is_process_name && ev->args_name && ev->has_pid &&
 		      !ev->pid_is_str && ev->args_end > ev->args_start;
 	char ts[40];
+	int64_t id;
+	int err;
 
 	t->len = 0;
 	text_add(t, "{", 1);
@@ -581,10 +595,13 @@ static int build_event(struct stitch *st, const struct gs_trace_event *ev, int64
 	text_adds(t, "\"ts\":");
 	text_adds(t, ts);
 	if (ev->has_id) {
-		char id[32];
+		char num[32];
 
-		snprintf(id, sizeof(id), ",\"id\":%" PRId64, ev->id + st->cur->id_base);
-		text_adds(t, id);
+		err = output_id(st, ev, &id);
+		if (err)
+			return err;
+		snprintf(num, sizeof(num), ",\"id\":%" PRId64, id);
+		text_adds(t, num);
 	}
 	if (rename) {
 		char name[1024];
@@ -898,10 +915,9 @@ int gs_stitch(const struct gs_stitch_input *in, size_t nr, const struct gs_stitc
 	st.srcs = calloc(nr, sizeof(*st.srcs));
 	if (!st.srcs)
 		return failf(&st, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < nr; i++) {
+	for (size_t i = 0; i < nr; i++)
 		st.srcs[i].in = &in[i];
-		st.srcs[i].id_base = (int64_t)i * GS_STITCH_ID_STRIDE;
-	}
+	gs_id_map__init(&st.ids, opts->max_ids ? opts->max_ids : GS_STITCH_IDS_MAX);
 	ret = pass1(&st);
 	if (ret)
 		goto out;
@@ -936,6 +952,7 @@ out:
 	free(st.doms);
 	text_free(&st.ev);
 	gs_top_keys__free(&st.top_keys);
+	gs_id_map__release(&st.ids);
 	gs_trace_writer__free(st.writer);
 	free(st.srcs);
 	return ret;

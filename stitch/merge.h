@@ -29,11 +29,15 @@
  * has i * GS_STITCH_PID_STRIDE added, so the same pid on two hosts is two processes. With
  * more than one domain, every process is named "NAME (pid P on HOST)".
  *
- * Flow and async ids: input i's numeric "id"s get i * GS_STITCH_ID_STRIDE added, so that the
- * ac2g flows of two Kineto traces (correlation ids from 1) do not link each other's events.
+ * Flow and async ids: every numeric "id" is renumbered 1, 2, ... by (input, id) in order of
+ * first appearance (stitch/id_map.h), so an id links the same events as in its input and
+ * never another input's: the ac2g flows of two Kineto traces (correlation ids from 1), or of
+ * two gpusnoop traces (process number << 32 | correlation id) stay apart. At most
+ * opts->max_ids distinct ones (GS_STITCH_IDS_MAX: a table of 256 MiB at most); beyond that
+ * the merge fails with -E2BIG.
  */
 #define GS_STITCH_PID_STRIDE 10000000
-#define GS_STITCH_ID_STRIDE  (1LL << 40)
+#define GS_STITCH_IDS_MAX    (1UL << 23)
 
 struct gs_stitch_input {
 	const char *name; /* file name, for messages and metadata */
@@ -54,6 +58,7 @@ struct gs_stitch_opts {
 	uint64_t window_ns;		   /* reorder window (each input is nearly sorted) */
 	uint64_t same_boot_ns;		   /* one host, offsets this close: one clock */
 	const volatile sig_atomic_t *stop; /* optional: non-zero stops the merge (-EINTR) */
+	size_t max_ids;			   /* distinct flow/async ids (0: GS_STITCH_IDS_MAX) */
 	int argc;			   /* the command line, for the metadata */
 	char **argv;
 };

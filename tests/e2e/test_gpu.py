@@ -401,6 +401,8 @@ def gpu_stitch_keeps_rank_and_devices():
     assert '"rank": 1' in text and '"rank": 0' not in text, trace["distributedInfo"]
     expect_eq(trace["deviceProperties"], [{"id": 0}], "deviceProperties, one per device id")
     expect_eq(len(gpu_rows(trace)), 2 * RECORDS, "both ranks' GPU rows")
+    # renumbered per input, each launch's flow still ends at its own rank's rows only
+    expect_eq(sum(expect_flows_pair_launches(trace).values()), 2 * RECORDS, "flow ends")
     expect_eq(hta_check(out_dir)["ranks"], [1], "the rank HTA finds in the stitched trace")
 
 

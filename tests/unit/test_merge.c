@@ -418,12 +418,12 @@ GS_TEST(two_ranks_on_two_hosts_keep_their_processes_and_flows_apart)
 		if (!ph || (strcmp(ph, "s") && strcmp(ph, "f")))
 			continue;
 		flows++;
-		/* input 2 (h1): ids + 2 << 40 on h1's pids; input 3 (h2): + 3 << 40 on h2's */
-		if (!strcmp(id, "2199023255561")) {
+		/* the same id 9: input 2's (h1) is 1, on h1's pids; input 3's (h2) is 2, on h2's */
+		if (!strcmp(id, "1")) {
 			GS_EXPECT_STR_EQ(pid, !strcmp(ph, "s") ? "100" : "0");
 			GS_EXPECT_STR_EQ(field(&r, i, "ts"),
 					 !strcmp(ph, "s") ? "1200.000" : "1300.000");
-		} else if (GS_EXPECT_STR_EQ(id, "3298534883337")) {
+		} else if (GS_EXPECT_STR_EQ(id, "2")) {
 			GS_EXPECT_STR_EQ(pid, !strcmp(ph, "s") ? "10000100" : "10000000");
 		}
 	}
@@ -433,6 +433,100 @@ GS_TEST(two_ranks_on_two_hosts_keep_their_processes_and_flows_apart)
 	GS_EXPECT_STR_EQ(process_name(&r, "10000000"), "pid 0 on h2");
 	GS_EXPECT_STR_EQ(process_name(&r, "0"), "pid 0 on h1");
 out:
+	result_free(&r);
+}
+
+/* one flow (s, f) and one async pair (b, e), each with its own name, per id given */
+#define FLOW(name, id, ts)                                                 \
+	",{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"" name "\",\"id\":" id \
+	",\"pid\":100,\"tid\":101,\"ts\":" ts "}\n"                        \
+	",{\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"" name "\",\"id\":" id \
+	",\"pid\":0,\"tid\":7,\"ts\":" ts ",\"bp\":\"e\"}\n"
+#define ASYNC(name, id, ts)                                             \
+	",{\"ph\":\"b\",\"cat\":\"a\",\"name\":\"" name "\",\"id\":" id \
+	",\"pid\":100,\"tid\":101,\"ts\":" ts "}\n"                     \
+	",{\"ph\":\"e\",\"cat\":\"a\",\"name\":\"" name "\",\"id\":" id \
+	",\"pid\":100,\"tid\":101,\"ts\":" ts "}\n"
+
+/*
+ * gpusnoop's ac2g ids are process number << 32 | correlation id: process 256 of one input is
+ * 2^40 + correlation, which adding the input's index times 2^40 would give input 1's
+ * correlation ids too; ids of 2^40 and more collide the same way.
+ */
+static const char flows_in0[] =
+	"{\"traceEvents\":[\n"
+	"{\"ph\":\"i\",\"name\":\"first\",\"pid\":100,\"tid\":101,\"ts\":1}\n" FLOW(
+		"in0 process 256", "1099511627777", "10") FLOW("in0 big", "2199023255557", "11")
+		ASYNC("in0 async", "7", "12") META("h1", "1000000000000000000");
+static const char flows_in1[] =
+	"{\"traceEvents\":[\n"
+	"{\"ph\":\"i\",\"name\":\"first\",\"pid\":100,\"tid\":101,\"ts\":1}\n" FLOW(
+		"in1 process 0", "1", "20") FLOW("in1 big", "1099511627781", "21")
+		ASYNC("in1 async", "7", "22") META("h1", "1000000000000000000");
+
+/* the output id of the events named name (each of its phases, once), or NULL */
+static const char *id_of(const struct result *r, const char *name, const char *phases)
+{
+	const char *id = NULL;
+	size_t seen = 0;
+
+	for (size_t i = 0; i < nr_events(r); i++) {
+		const char *n = field(r, i, "name"), *ph = field(r, i, "ph");
+
+		if (!n || strcmp(n, name))
+			continue;
+		if (!ph || !strchr(phases, ph[0]) || (id && strcmp(id, field(r, i, "id"))))
+			return NULL;
+		id = field(r, i, "id");
+		seen++;
+	}
+	return seen == strlen(phases) ? id : NULL;
+}
+
+GS_TEST(flow_and_async_ids_of_two_inputs_never_meet)
+{
+	static const char *const names[] = { "in0 process 256", "in0 big", "in0 async",
+					     "in1 process 0",	"in1 big", "in1 async" };
+	const char *in[] = { flows_in0, flows_in1 };
+	struct result r;
+
+	stitch(&r, in, 2, NULL);
+	if (!GS_EXPECT_EQ(r.ret, 0)) {
+		printf("  %s\n", r.err);
+		goto out;
+	}
+	/* every pair keeps one id of its own: 1, 2, ... in order of first appearance */
+	for (size_t i = 0; i < 6; i++) {
+		const char *id = id_of(&r, names[i], strstr(names[i], "async") ? "be" : "sf");
+		char want[8];
+
+		snprintf(want, sizeof(want), "%zu", i + 1);
+		if (!GS_EXPECT(id != NULL))
+			printf("  %s: no single id on both ends\n", names[i]);
+		else
+			GS_EXPECT_STR_EQ(id, want);
+	}
+out:
+	result_free(&r);
+}
+
+GS_TEST(too_many_ids_is_one_clear_error)
+{
+	struct gs_stitch_opts opts = {
+		.window_ns = 1000000,
+		.same_boot_ns = GS_STITCH_DEFAULT_SAME_BOOT_NS,
+		.max_ids = 5,
+	};
+	const char *in[] = { flows_in0, flows_in1 };
+	struct result r;
+
+	stitch(&r, in, 2, &opts);
+	GS_EXPECT_EQ(r.ret, -E2BIG);
+	GS_EXPECT_STR_EQ(r.err, "b.json: more than 5 distinct flow and async ids in all inputs");
+	result_free(&r);
+	opts.max_ids = 6;
+	stitch(&r, in, 2, &opts);
+	GS_EXPECT_EQ(r.ret, 0);
 	result_free(&r);
 }
 
@@ -579,6 +673,7 @@ GS_TEST_MAIN(one_host_keeps_its_timestamps_and_pids,
 	     an_input_older_than_the_first_host_moves_the_zero, kineto_lands_on_the_gpusnoop_clock,
 	     kineto_offset_and_absolute_timestamps, kineto_clock_that_is_not_wall_clock_is_reported,
 	     two_ranks_on_two_hosts_keep_their_processes_and_flows_apart,
+	     flow_and_async_ids_of_two_inputs_never_meet, too_many_ids_is_one_clear_error,
 	     events_later_than_the_window_are_written_and_counted,
 	     malformed_inputs_name_file_and_offset, ranks_keep_distributed_info_and_devices_by_id,
 	     kineto_alone_is_refused, stop_flag_interrupts)
