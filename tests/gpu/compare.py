@@ -76,7 +76,7 @@ def compare_kernels(ours, theirs, tolerance=TOLERANCE):
         for what in ("total_ratio", "mean_ratio"):
             off = abs(row[what] - 1)
             worst = off if worst is None else max(worst, off)
-            if off > tolerance:
+            if off > tolerance + 1e-12:  # exactly 5 % is within
                 problems.append("%s: %s duration %.4fx Kineto's (beyond %.0f %%)"
                                 % (name, what.split("_")[0], row[what], tolerance * 100))
     if not rows:

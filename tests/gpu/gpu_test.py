@@ -334,7 +334,7 @@ def summary_text(s):
     for r in s["memory"]["rows"]:
         lines.append("  %-30s torch %d / %d; leaks %s (%d reports)" % (
             r["checkpoint"], r["allocated"], r["reserved"],
-            ", ".join("%s / %s" % x for x in sorted(set(r["seen"]))) or "-", r["reports"]))
+            ", ".join("%s / %s" % x for x in dict.fromkeys(r["seen"])) or "-", r["reports"]))
     c = s["cost"]
     lines += ["", "3. cost per launch: %d x tensor.add_ (one kernel each), median of %d "
               "interleaved rounds" % (c["launches"], c["rounds"])]
