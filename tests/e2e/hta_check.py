@@ -13,12 +13,12 @@ warnings.simplefilter("ignore")
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
 
-def main(trace_dir):
-    analysis = TraceAnalysis(trace_dir=trace_dir)
+def analyses(analysis):
+    """The kernel breakdown and the idle time per stream of every rank a TraceAnalysis loaded."""
     _, kernels = analysis.get_gpu_kernel_breakdown(visualize=False)
     ranks = sorted(int(r) for r in analysis.t.traces.keys())
     idle, _ = analysis.get_idle_time_breakdown(ranks=ranks, visualize=False)
-    out = {
+    return {
         "ranks": ranks,
         "kernels": [{"rank": int(r["rank"]), "name": r["name"], "sum_us": float(r["sum (us)"]),
                      "mean_us": float(r["mean (us)"]), "type": r["kernel_type"]}
@@ -27,7 +27,10 @@ def main(trace_dir):
                   "category": r["idle_category"], "idle_us": float(r["idle_time"])}
                  for _, r in idle.iterrows()],
     }
-    json.dump(out, sys.stdout)
+
+
+def main(trace_dir):
+    json.dump(analyses(TraceAnalysis(trace_dir=trace_dir)), sys.stdout)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import test_oom_exit  # noqa: E402,F401
 import test_tree  # noqa: E402,F401
 import test_python  # noqa: E402,F401
 import test_gpu  # noqa: E402,F401
+import test_torch2  # noqa: E402,F401
 import test_gpu_harness  # noqa: E402,F401
 
 if __name__ == "__main__":
