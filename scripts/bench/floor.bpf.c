@@ -2,6 +2,7 @@
 /* floor.bpf.c: empty uprobe/uretprobe programs, the kernel's own cost of a probe hit. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/usdt.bpf.h> /* libbpf attaches USDT probes only to objects with its maps */
 
 SEC("uprobe")
 int floor_enter(void *ctx)
@@ -11,6 +12,12 @@ int floor_enter(void *ctx)
 
 SEC("uretprobe")
 int floor_exit(void *ctx)
+{
+	return 0;
+}
+
+SEC("usdt")
+int floor_usdt(void *ctx)
 {
 	return 0;
 }

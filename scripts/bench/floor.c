@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
 #include "profilers/cuda/api.h"
+#include "profilers/cupti/cupti_abi.h"
 #include "user/elf_file.h"
 #include "user/links.h"
 #include "user/proc_maps.h"
@@ -24,13 +25,19 @@
  *            show is known there), everything else entry and return (a pointer, how long a
  *            synchronization, copy or free blocked, a kernel name read back)
  *   min-mem  the least `gpusnoop leaks` needs: allocations entry and return, frees entry
+ *   gpu      what `gpusnoop record -e gpu` probes: launches, copies and kernel-name calls
+ *            entry and return, and the CUPTI injection library's four USDT probes (which
+ *            raise its semaphores: the library works as it does when traced)
  * Probes go in as gpusnoop puts them (same bpf_cookie, same pid scope, return probe first,
  * one multi-uprobe link per program and file). Prints "attached N" on stderr, then probes
  * the CUDA libraries PID maps later (every 10 ms) until SIGINT, SIGTERM or PID's exit.
  * --list prints the functions probed now as PATH:SYMBOL lines (the map's path) and exits.
  */
 
-enum floor_set { SET_ALL, SET_MEM, SET_MIN, SET_MIN_MEM };
+enum floor_set { SET_ALL, SET_MEM, SET_MIN, SET_MIN_MEM, SET_GPU };
+
+/* scan()'s done[] index of the injection library, after GS_LIB_RUNTIME and GS_LIB_DRIVER */
+#define INJECTION 2
 
 static volatile sig_atomic_t stop;
 
@@ -53,7 +60,7 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 		      const char *shown, enum gs_cuda_lib lib, enum floor_set set, bool list,
 		      size_t *nr)
 {
-	uint32_t families = GS_FAM_BIT(GS_FAM_MEM);
+	uint32_t families = set == SET_GPU ? 0 : GS_FAM_BIT(GS_FAM_MEM);
 	struct gs_elf *elf = gs_elf__open(path);
 	size_t nr_apis;
 	const struct gs_cuda_api *apis = gs_cuda_apis(&nr_apis);
@@ -62,6 +69,9 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 		fprintf(stderr, "%s: %s\n", shown, strerror(errno));
 		return -errno;
 	}
+	if (set == SET_GPU)
+		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
+			    GS_FAM_BIT(GS_FAM_COPY);
 	if (set == SET_ALL || set == SET_MIN)
 		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
 			    GS_FAM_BIT(GS_FAM_SYNC) | GS_FAM_BIT(GS_FAM_COPY);
@@ -100,7 +110,7 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 
 static int parse_set(const char *arg, enum floor_set *set)
 {
-	static const char *const names[] = { "all", "mem", "min", "min-mem" };
+	static const char *const names[] = { "all", "mem", "min", "min-mem", "gpu" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(arg, names[i])) {
@@ -111,12 +121,43 @@ static int parse_set(const char *arg, enum floor_set *set)
 	return -EINVAL;
 }
 
+/* The injection library's probes, as gpu_attach.c puts them, each on the empty program. */
+static int attach_injection(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
+			    const char *path, const char *shown, bool list, size_t *nr)
+{
+	static const char *const probes[] = { "api", "dropped", "clock", "activity" };
+
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		int err;
+
+		if (list) {
+			printf("%s:%s:%s\n", shown, GS_CUPTI_USDT_PROVIDER, probes[i]);
+			continue;
+		}
+		err = gs_links__attach_usdt(links, skel->progs.floor_usdt, pid, path,
+					    GS_CUPTI_USDT_PROVIDER, probes[i], 0);
+		if (err) {
+			fprintf(stderr, "attach %s:%s: %s\n", shown, probes[i], strerror(-err));
+			return err;
+		}
+		(*nr)++;
+	}
+	return 0;
+}
+
+static bool is_injection_lib(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strncmp(base ? base + 1 : path, "libgpusnoop-cupti", 17);
+}
+
 /*
  * Probes the CUDA libraries pid maps that are not probed yet (done[lib]): the stand-in runtime
  * loads the driver at its first call, as the real one does, and gpusnoop follows it there.
  */
 static int scan(struct floor_bpf *skel, struct gs_links *links, pid_t pid, enum floor_set set,
-		bool list, bool done[2], size_t *nr)
+		bool list, bool done[3], size_t *nr)
 {
 	struct gs_maps *maps = gs_maps__read(pid);
 	int err = 0;
@@ -126,8 +167,7 @@ static int scan(struct floor_bpf *skel, struct gs_links *links, pid_t pid, enum 
 	for (size_t i = 0; i < maps->nr && !err; i++) {
 		const struct gs_mapping *m = &maps->mappings[i];
 		char path[PATH_MAX];
-		enum gs_cuda_lib lib;
-		int fd;
+		int lib, fd;
 
 		if (!m->exec || !m->path)
 			continue;
@@ -135,6 +175,8 @@ static int scan(struct floor_bpf *skel, struct gs_links *links, pid_t pid, enum 
 			lib = GS_LIB_RUNTIME;
 		else if (gs_is_libcuda_name(m->path))
 			lib = GS_LIB_DRIVER;
+		else if (set == SET_GPU && is_injection_lib(m->path))
+			lib = INJECTION;
 		else
 			continue;
 		if (done[lib])
@@ -146,9 +188,14 @@ static int scan(struct floor_bpf *skel, struct gs_links *links, pid_t pid, enum 
 		}
 		/* the file checked against the snapshot, probed through its descriptor */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		gs_links__batch_begin(links); /* gpusnoop's multi-uprobe links, where it has them */
-		err = attach_lib(skel, links, pid, path, m->path, lib, set, list, nr);
-		err = gs_links__batch_end(links) ?: err;
+		if (lib == INJECTION) {
+			err = attach_injection(skel, links, pid, path, m->path, list, nr);
+		} else {
+			gs_links__batch_begin(links); /* gpusnoop's multi-uprobe links */
+			err = attach_lib(skel, links, pid, path, m->path, (enum gs_cuda_lib)lib,
+					 set, list, nr);
+			err = gs_links__batch_end(links) ?: err;
+		}
 		close(fd);
 		done[lib] = true;
 	}
@@ -162,13 +209,13 @@ int main(int argc, char **argv)
 	struct gs_links *links = NULL;
 	enum floor_set set;
 	bool list = argc == 4 && !strcmp(argv[3], "--list");
-	bool done[2] = { false, false };
+	bool done[3] = { false, false, false };
 	size_t nr = 0;
 	int status = 1;
 	pid_t pid;
 
 	if ((argc != 3 && !list) || parse_set(argv[2], &set)) {
-		fprintf(stderr, "usage: %s PID all|mem|min|min-mem [--list]\n", argv[0]);
+		fprintf(stderr, "usage: %s PID all|mem|min|min-mem|gpu [--list]\n", argv[0]);
 		return 1;
 	}
 	pid = (pid_t)atoi(argv[1]);
