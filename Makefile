@@ -161,11 +161,18 @@ all: $(CUPTI_SO)
 e2e: $(CUPTI_SO)
 GPU_TEST_NEEDS := $(CUPTI_SO)
 # no -Werror=undef: CUPTI's headers test macros they do not define
-$(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_abi.h
+# It links no CUPTI: at run time it binds the process's own (cupti_bind.c), else the
+# driver's major version's, searched in the RUNPATH too, else the one built with.
+# pip's nvidia-cuda-cupti has no cuda.h: its sibling nvidia-cuda-runtime has
+CUPTI_PIP_CUDA_INC := $(addprefix -isystem ,$(wildcard $(CUPTI_INC)/../../cuda_runtime/include))
+CUPTI_BUILT_SONAME := $(notdir $(firstword $(wildcard $(CUPTI_LIBDIR)/libcupti.so.[0-9]*)))
+$(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_bind.c profilers/cupti/cupti_bind.h \
+	     profilers/cupti/cupti_abi.h
 	$(call msg,LIB,$@)
 	$(Q)$(CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
-		-fvisibility=hidden -I. -isystem $(CUPTI_INC) -shared -Wl,-z,defs -o $@ $< \
-		-L$(CUPTI_LIBDIR) -lcupti -Wl,--enable-new-dtags,-rpath,$(CUPTI_LIBDIR)
+		-fvisibility=hidden -I. -isystem $(CUPTI_INC) $(CUPTI_PIP_CUDA_INC) \
+		-DGS_CUPTI_BUILT_SONAME='"$(or $(CUPTI_BUILT_SONAME),libcupti.so)"' -shared \
+		-Wl,-z,defs -o $@ $(filter %.c,$^) -ldl -Wl,--enable-new-dtags,-rpath,$(CUPTI_LIBDIR)
 # where `record -e gpu` looks for it: beside the binary, or in ../lib/gpusnoop/
 .PHONY: install-cupti uninstall-cupti
 install: install-cupti

@@ -23,46 +23,60 @@
 #include <sys/sdt.h>
 #include <cupti.h>
 #include "profilers/cupti/cupti_abi.h"
+#include "profilers/cupti/cupti_bind.h"
 
 #define BUFFER_BYTES	(256 * 1024)
 #define BUFFER_ALIGN	8
 #define FLUSH_PERIOD_MS 500 /* records of a running process reach gpusnoop within this */
 #define EXPORT		__attribute__((visibility("default")))
 
-/* The layouts gpusnoop decodes are the ones of the headers this is built with. */
+/*
+ * The offsets gpusnoop decodes, checked against the newest records of the headers this is
+ * built with (CUDA 12 or 13); older CUPTIs write the same fields at the same offsets.
+ */
+#if CUPTI_API_VERSION >= 130000
+typedef CUpti_ActivityKernel10 kernel_record;
+typedef CUpti_ActivityMemcpy6 memcpy_record;
+#elif CUPTI_API_VERSION >= 19
+typedef CUpti_ActivityKernel9 kernel_record;
+typedef CUpti_ActivityMemcpy5 memcpy_record;
+#else
+#error "libgpusnoop-cupti.so needs CUPTI headers of CUDA 12 or later"
+#endif
+typedef CUpti_ActivityMemset4 memset_record;
 #define SAME_OFFSET(type, field, off) \
 	_Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
-SAME_OFFSET(CUpti_ActivityKernel10, registersPerThread, GS_CUPTI_KERNEL_REGISTERS);
-SAME_OFFSET(CUpti_ActivityKernel10, start, GS_CUPTI_KERNEL_START);
-SAME_OFFSET(CUpti_ActivityKernel10, end, GS_CUPTI_KERNEL_END);
-SAME_OFFSET(CUpti_ActivityKernel10, deviceId, GS_CUPTI_KERNEL_DEVICE);
-SAME_OFFSET(CUpti_ActivityKernel10, contextId, GS_CUPTI_KERNEL_CONTEXT);
-SAME_OFFSET(CUpti_ActivityKernel10, streamId, GS_CUPTI_KERNEL_STREAM);
-SAME_OFFSET(CUpti_ActivityKernel10, gridX, GS_CUPTI_KERNEL_GRID);
-SAME_OFFSET(CUpti_ActivityKernel10, blockX, GS_CUPTI_KERNEL_BLOCK);
-SAME_OFFSET(CUpti_ActivityKernel10, staticSharedMemory, GS_CUPTI_KERNEL_STATIC_SMEM);
-SAME_OFFSET(CUpti_ActivityKernel10, dynamicSharedMemory, GS_CUPTI_KERNEL_DYNAMIC_SMEM);
-SAME_OFFSET(CUpti_ActivityKernel10, correlationId, GS_CUPTI_KERNEL_CORRELATION);
-SAME_OFFSET(CUpti_ActivityKernel10, name, GS_CUPTI_KERNEL_NAME);
-SAME_OFFSET(CUpti_ActivityMemcpy6, copyKind, GS_CUPTI_MEMCPY_COPY_KIND);
-SAME_OFFSET(CUpti_ActivityMemcpy6, bytes, GS_CUPTI_MEMCPY_BYTES);
-SAME_OFFSET(CUpti_ActivityMemcpy6, start, GS_CUPTI_MEMCPY_START);
-SAME_OFFSET(CUpti_ActivityMemcpy6, end, GS_CUPTI_MEMCPY_END);
-SAME_OFFSET(CUpti_ActivityMemcpy6, deviceId, GS_CUPTI_MEMCPY_DEVICE);
-SAME_OFFSET(CUpti_ActivityMemcpy6, contextId, GS_CUPTI_MEMCPY_CONTEXT);
-SAME_OFFSET(CUpti_ActivityMemcpy6, streamId, GS_CUPTI_MEMCPY_STREAM);
-SAME_OFFSET(CUpti_ActivityMemcpy6, correlationId, GS_CUPTI_MEMCPY_CORRELATION);
-SAME_OFFSET(CUpti_ActivityMemset4, value, GS_CUPTI_MEMSET_VALUE);
-SAME_OFFSET(CUpti_ActivityMemset4, bytes, GS_CUPTI_MEMSET_BYTES);
-SAME_OFFSET(CUpti_ActivityMemset4, start, GS_CUPTI_MEMSET_START);
-SAME_OFFSET(CUpti_ActivityMemset4, end, GS_CUPTI_MEMSET_END);
-SAME_OFFSET(CUpti_ActivityMemset4, deviceId, GS_CUPTI_MEMSET_DEVICE);
-SAME_OFFSET(CUpti_ActivityMemset4, contextId, GS_CUPTI_MEMSET_CONTEXT);
-SAME_OFFSET(CUpti_ActivityMemset4, streamId, GS_CUPTI_MEMSET_STREAM);
-SAME_OFFSET(CUpti_ActivityMemset4, correlationId, GS_CUPTI_MEMSET_CORRELATION);
-_Static_assert(sizeof(CUpti_ActivityKernel10) == GS_CUPTI_KERNEL_SIZE, "Kernel10 size");
-_Static_assert(sizeof(CUpti_ActivityMemcpy6) == GS_CUPTI_MEMCPY_SIZE, "Memcpy6 size");
-_Static_assert(sizeof(CUpti_ActivityMemset4) == GS_CUPTI_MEMSET_SIZE, "Memset4 size");
+SAME_OFFSET(kernel_record, registersPerThread, GS_CUPTI_KERNEL_REGISTERS);
+SAME_OFFSET(kernel_record, start, GS_CUPTI_KERNEL_START);
+SAME_OFFSET(kernel_record, end, GS_CUPTI_KERNEL_END);
+SAME_OFFSET(kernel_record, deviceId, GS_CUPTI_KERNEL_DEVICE);
+SAME_OFFSET(kernel_record, contextId, GS_CUPTI_KERNEL_CONTEXT);
+SAME_OFFSET(kernel_record, streamId, GS_CUPTI_KERNEL_STREAM);
+SAME_OFFSET(kernel_record, gridX, GS_CUPTI_KERNEL_GRID);
+SAME_OFFSET(kernel_record, blockX, GS_CUPTI_KERNEL_BLOCK);
+SAME_OFFSET(kernel_record, staticSharedMemory, GS_CUPTI_KERNEL_STATIC_SMEM);
+SAME_OFFSET(kernel_record, dynamicSharedMemory, GS_CUPTI_KERNEL_DYNAMIC_SMEM);
+SAME_OFFSET(kernel_record, correlationId, GS_CUPTI_KERNEL_CORRELATION);
+SAME_OFFSET(kernel_record, name, GS_CUPTI_KERNEL_NAME);
+SAME_OFFSET(memcpy_record, copyKind, GS_CUPTI_MEMCPY_COPY_KIND);
+SAME_OFFSET(memcpy_record, bytes, GS_CUPTI_MEMCPY_BYTES);
+SAME_OFFSET(memcpy_record, start, GS_CUPTI_MEMCPY_START);
+SAME_OFFSET(memcpy_record, end, GS_CUPTI_MEMCPY_END);
+SAME_OFFSET(memcpy_record, deviceId, GS_CUPTI_MEMCPY_DEVICE);
+SAME_OFFSET(memcpy_record, contextId, GS_CUPTI_MEMCPY_CONTEXT);
+SAME_OFFSET(memcpy_record, streamId, GS_CUPTI_MEMCPY_STREAM);
+SAME_OFFSET(memcpy_record, correlationId, GS_CUPTI_MEMCPY_CORRELATION);
+SAME_OFFSET(memset_record, value, GS_CUPTI_MEMSET_VALUE);
+SAME_OFFSET(memset_record, bytes, GS_CUPTI_MEMSET_BYTES);
+SAME_OFFSET(memset_record, start, GS_CUPTI_MEMSET_START);
+SAME_OFFSET(memset_record, end, GS_CUPTI_MEMSET_END);
+SAME_OFFSET(memset_record, deviceId, GS_CUPTI_MEMSET_DEVICE);
+SAME_OFFSET(memset_record, contextId, GS_CUPTI_MEMSET_CONTEXT);
+SAME_OFFSET(memset_record, streamId, GS_CUPTI_MEMSET_STREAM);
+SAME_OFFSET(memset_record, correlationId, GS_CUPTI_MEMSET_CORRELATION);
+_Static_assert(sizeof(kernel_record) >= GS_CUPTI_KERNEL_NEED, "kernel record");
+_Static_assert(sizeof(memcpy_record) >= GS_CUPTI_MEMCPY_NEED, "memcpy record");
+_Static_assert(sizeof(memset_record) >= GS_CUPTI_MEMSET_NEED, "memset record");
 _Static_assert(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == GS_CUPTI_KIND_CONCURRENT_KERNEL, "kind");
 _Static_assert(CUPTI_ACTIVITY_KIND_MEMCPY == GS_CUPTI_KIND_MEMCPY, "kind");
 _Static_assert(CUPTI_ACTIVITY_KIND_MEMSET == GS_CUPTI_KIND_MEMSET, "kind");
@@ -113,7 +127,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	}
 	/* what was dropped while nobody listened is reset, not reported as a loss */
 	if (atomic_exchange(&dormant, false))
-		cuptiActivityGetNumDroppedRecords(NULL, 0, &ignored);
+		gs_cupti.cuptiActivityGetNumDroppedRecords(NULL, 0, &ignored);
 	*buffer = atomic_exchange(&spare, NULL);
 	if (!*buffer)
 		*buffer = aligned_alloc(BUFFER_ALIGN, BUFFER_BYTES);
@@ -129,18 +143,21 @@ static void give_back(uint8_t *buffer)
 		free(buffer);
 }
 
-/* The size of the records gpusnoop wants; 0 for the others. */
+/*
+ * The bytes of a record gpusnoop decodes (the same in every record version); 0 for the kinds
+ * it does not want.
+ */
 static uint32_t record_size(const CUpti_Activity *rec, const char **name)
 {
 	*name = NULL;
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		*name = ((const CUpti_ActivityKernel10 *)rec)->name;
-		return sizeof(CUpti_ActivityKernel10);
+		*name = ((const kernel_record *)rec)->name;
+		return GS_CUPTI_KERNEL_NEED;
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		return sizeof(CUpti_ActivityMemcpy6);
+		return GS_CUPTI_MEMCPY_NEED;
 	case CUPTI_ACTIVITY_KIND_MEMSET:
-		return sizeof(CUpti_ActivityMemset4);
+		return GS_CUPTI_MEMSET_NEED;
 	default:
 		return 0;
 	}
@@ -152,7 +169,7 @@ static void deliver(uint8_t *buffer, size_t valid)
 	const char *name;
 	uint32_t size;
 
-	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+	while (gs_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		size = record_size(rec, &name);
 		if (size && TRACED(activity))
 			STAP_PROBE3(gpusnoop, activity, rec, size, name);
@@ -163,8 +180,8 @@ static void report_drops(CUcontext ctx, uint32_t stream)
 {
 	size_t dropped = 0;
 
-	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped &&
-	    TRACED(dropped))
+	if (gs_cupti.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS &&
+	    dropped && TRACED(dropped))
 		STAP_PROBE1(gpusnoop, dropped, (uint64_t)dropped);
 }
 
@@ -184,7 +201,7 @@ static void check_clock(void)
 		return;
 	if (!atomic_compare_exchange_strong(&last_clock_check_ns, &last, before))
 		return; /* another thread checks now */
-	if (cuptiGetTimestamp(&cupti) != CUPTI_SUCCESS)
+	if (gs_cupti.cuptiGetTimestamp(&cupti) != CUPTI_SUCCESS)
 		return;
 	after = monotonic_ns();
 	STAP_PROBE3(gpusnoop, clock, before, cupti, after);
@@ -215,7 +232,7 @@ static void CUPTIAPI api_called(void *userdata, CUpti_CallbackDomain domain, CUp
 
 	if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (TRACED(activity))
-			cuptiActivityFlushAll(0);
+			gs_cupti.cuptiActivityFlushAll(0);
 		return;
 	}
 	if (!TRACED(api) || cb->callbackSite != CUPTI_API_ENTER)
@@ -225,7 +242,7 @@ static void CUPTIAPI api_called(void *userdata, CUpti_CallbackDomain domain, CUp
 
 static void flush_at_exit(void)
 {
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	gs_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 static bool check(CUptiResult res, const char *what)
@@ -241,7 +258,7 @@ static bool check(CUptiResult res, const char *what)
 static bool subscribe(void)
 {
 	CUpti_SubscriberHandle subscriber;
-	CUptiResult res = cuptiSubscribe(&subscriber, api_called, NULL);
+	CUptiResult res = gs_cupti.cuptiSubscribe(&subscriber, api_called, NULL);
 
 	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		fprintf(stderr,
@@ -251,8 +268,8 @@ static bool subscribe(void)
 	}
 	if (!check(res, "cuptiSubscribe"))
 		return false;
-	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	gs_cupti.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+	gs_cupti.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 	return true;
 }
 
@@ -262,18 +279,26 @@ static bool subscribe(void)
  */
 EXPORT int InitializeInjection(void)
 {
+	char why[160];
+
+	if (gs_cupti_bind(why, sizeof(why))) {
+		fprintf(stderr, "gpusnoop-cupti: %s; no GPU activity for gpusnoop\n", why);
+		return 0;
+	}
 	/* before any kind is enabled, or CUPTI keeps its default clock (CLOCK_REALTIME) */
-	if (!check(cuptiActivityRegisterTimestampCallback(timestamp), "timestamp callback") ||
-	    !check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+	if (!check(gs_cupti.cuptiActivityRegisterTimestampCallback(timestamp),
+		   "timestamp callback") ||
+	    !check(gs_cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
 		   "buffer callbacks"))
 		return 0;
 	if (!subscribe())
 		return 0;
-	if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "kernel records") ||
-	    !check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "memcpy records") ||
-	    !check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "memset records"))
+	if (!check(gs_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+		   "kernel records") ||
+	    !check(gs_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "memcpy records") ||
+	    !check(gs_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "memset records"))
 		return 0;
-	cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
+	gs_cupti.cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
 	atexit(flush_at_exit);
 	return 1;
 }

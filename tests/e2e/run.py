@@ -24,6 +24,7 @@ import test_python  # noqa: E402,F401
 import test_gpu  # noqa: E402,F401
 import test_torch2  # noqa: E402,F401
 import test_gpu_harness  # noqa: E402,F401
+import test_gpu_cupti  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main())

@@ -120,16 +120,6 @@ def find_python():
     raise Failure("no PyTorch 2.x with CUDA (set PYTHON): " + "; ".join(reasons))
 
 
-def cupti_major(path):
-    """N of the libcupti.so.N the injection library needs, from readelf; None if unknown."""
-    try:
-        out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
-    except OSError:
-        return None
-    m = re.search(r"\[libcupti\.so\.(\d+)\]", out)
-    return int(m.group(1)) if m else None
-
-
 def preflight(machine_only=False):
     """The machine (driver, GPU, PyTorch, root), then, unless machine_only, what make built."""
     machine = check_driver()
@@ -142,13 +132,6 @@ def preflight(machine_only=False):
                        (INJECTION, "libgpusnoop-cupti.so (no CUPTI headers at build time)")):
         if not os.path.exists(path):
             raise Failure("%s not built: %s (run make gpu-test)" % (what, path))
-    major = cupti_major(INJECTION)
-    machine["injection_cupti_major"] = major
-    if major and machine["cuda_driver_version"] < major * 1000:
-        raise Failure("the driver supports CUDA %d.%d; libgpusnoop-cupti.so uses CUPTI %d "
-                      "(libcupti.so.%d), which needs a CUDA %d driver"
-                      % (machine["cuda_driver_version"] // 1000,
-                         machine["cuda_driver_version"] % 1000 // 10, major, major, major))
     return machine
 
 
@@ -319,11 +302,10 @@ def launch_cost(py, out, rounds, launches):
 def summary_text(s):
     m, t = s["machine"], s["machine"]["torch"]
     lines = ["gpusnoop make gpu-test, %s, host %s" % (s["date"], s["host"]),
-             "GPU %s, driver CUDA %d.%d; torch %s (CUDA %s, %s); libgpusnoop-cupti.so: CUPTI "
-             "%s; CUPTI mapped: %s" % (
+             "GPU %s, driver CUDA %d.%d; torch %s (CUDA %s, %s); CUPTI mapped: %s" % (
                  s["accuracy"]["result"].get("device"), m["cuda_driver_version"] // 1000,
                  m["cuda_driver_version"] % 1000 // 10, t["version"], t["cuda"], t["python"],
-                 m["injection_cupti_major"], ", ".join(s["accuracy"]["result"].get("cupti", []))),
+                 ", ".join(s["accuracy"]["result"].get("cupti", []))),
              "", "1. kernels: record -e gpu vs torch.profiler, %d SGD steps (ratios: gpusnoop / "
              "Kineto; rule: counts equal, within 5 %%)" % s["accuracy"]["result"]["steps"],
              compare.kernel_table(s["accuracy"]["rows"])]

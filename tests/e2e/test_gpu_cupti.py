@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_gpu_cupti.py: which CUPTI the injection library binds in the process it is loaded in."""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import LIB, Gpusnoop, Workload, expect_eq, main, test
+from test_gpu import INJECTION, LOAD_TIMEOUT, expect_gpu_rows, expect_linked, gpu_env, load
+
+CUPTI12 = os.path.join(LIB, "cupti12", "libcupti.so.12")
+
+
+def mapped_cuptis(pid):
+    """The libcupti files a process maps, by file name."""
+    with open(f"/proc/{pid}/maps") as f:
+        return sorted({os.path.basename(line.split()[-1]) for line in f
+                       if "libcupti" in line.split()[-1]})
+
+
+def record_attached(w):
+    """`record -e gpu -p` of a held workload, released and run to its end: the trace."""
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    g = Gpusnoop("record", "-e", "gpu", "-p", str(w.pid), "-o", out)
+    try:
+        g.wait_stderr("Ctrl-C to stop", LOAD_TIMEOUT)
+        w.release()
+        w.wait_line("done")
+        maps = mapped_cuptis(w.pid)
+        expect_eq(w.finish(), 0, "workload status")
+        expect_eq(g.wait(), 0, f"record status; stderr:\n{g.stderr_text()}")
+    finally:
+        w.kill()
+        g.kill()
+    trace, _ = load(out)
+    return trace, maps
+
+
+@test
+def gpu_library_uses_the_cupti_the_process_already_maps():
+    """PyTorch maps the libcupti.so.N of its own CUDA before the driver starts: the library
+    binds that one (CUDA 12's soname here), and no second CUPTI is loaded beside it."""
+    w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION, LD_PRELOAD=CUPTI12))
+    trace, maps = record_attached(w)
+    expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
+    expect_gpu_rows(trace)
+    expect_linked(trace, w.pid)
+
+
+@test
+def gpu_library_loads_a_cupti_when_the_process_has_none():
+    w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION))
+    trace, maps = record_attached(w)
+    expect_eq(maps, ["libcupti.so.13"], "CUPTI files mapped")
+    expect_gpu_rows(trace)
+
+
+if __name__ == "__main__":
+    main()
