@@ -7,6 +7,7 @@
  * another major version in the same process would compete with it for the driver. The
  * fields gpusnoop decodes sit at the same offsets in every record version since CUDA 11.6
  * (CUpti_ActivityKernel7..10, Memcpy4..6, Memset4), so any of them will do.
+ * GPUSNOOP_CUPTI_LIBRARY=PATH in the process's environment names the one to use instead.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -65,18 +66,34 @@ static int bind_all(void *h, char *why, size_t len)
 		?: BIND(h, cuptiActivityGetNumDroppedRecords);
 }
 
-int gs_cupti_bind(char *why, size_t len)
+/* The CUPTI to use: GPUSNOOP_CUPTI_LIBRARY's, the process's own, the driver's, ours. */
+static void *find_cupti(char *why, size_t len)
 {
-	char name[32] = "a loaded libcupti";
-	uint32_t api = 0;
-	void *h = already_loaded();
+	const char *chosen = secure_getenv("GPUSNOOP_CUPTI_LIBRARY");
+	char name[32];
+	void *h;
 
+	if (chosen && *chosen) {
+		h = dlopen(chosen, RTLD_NOW);
+		if (!h)
+			snprintf(why, len, "GPUSNOOP_CUPTI_LIBRARY: %s", dlerror());
+		return h;
+	}
+	h = already_loaded();
 	if (!h)
 		h = for_driver(name, sizeof(name));
-	if (!h) {
+	if (!h)
 		snprintf(why, len, "no CUPTI to load (%s: %s)", name, dlerror());
+	return h;
+}
+
+int gs_cupti_bind(char *why, size_t len)
+{
+	uint32_t api = 0;
+	void *h = find_cupti(why, len);
+
+	if (!h)
 		return -1;
-	}
 	if (bind_all(h, why, len))
 		return -1;
 	if (gs_cupti.cuptiGetVersion(&api) != CUPTI_SUCCESS || api < OLDEST_CUPTI_API) {

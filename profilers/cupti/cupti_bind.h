@@ -26,9 +26,10 @@ struct gs_cupti_fns {
 extern struct gs_cupti_fns gs_cupti;
 
 /*
- * Binds gs_cupti to the process's CUPTI: the one it already has loaded (PyTorch maps its
- * own), else the one of the driver's CUDA major version, else the one this library was
- * built with. Returns 0, or -1 with why (one line) in @why.
+ * Binds gs_cupti to the process's CUPTI: the one GPUSNOOP_CUPTI_LIBRARY names, else the
+ * one it already has loaded (PyTorch maps its own), else the one of the driver's CUDA major
+ * version, else the one this library was built with. Returns 0, or -1 with why (one line)
+ * in @why.
  */
 int gs_cupti_bind(char *why, size_t len);
 

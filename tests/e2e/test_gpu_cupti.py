@@ -7,7 +7,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import LIB, Gpusnoop, Workload, expect_eq, main, test
-from test_gpu import INJECTION, LOAD_TIMEOUT, expect_gpu_rows, expect_linked, gpu_env, load
+from test_gpu import (INJECTION, LOAD_TIMEOUT, expect_gpu_rows, expect_linked, gpu_env, gpu_rows,
+                      load)
 
 CUPTI12 = os.path.join(LIB, "cupti12", "libcupti.so.12")
 
@@ -54,6 +55,26 @@ def gpu_library_loads_a_cupti_when_the_process_has_none():
     trace, maps = record_attached(w)
     expect_eq(maps, ["libcupti.so.13"], "CUPTI files mapped")
     expect_gpu_rows(trace)
+
+
+@test
+def gpu_library_uses_the_cupti_its_variable_names():
+    """GPUSNOOP_CUPTI_LIBRARY=PATH picks the CUPTI (how the tests pair a real PyTorch, which
+    maps NVIDIA's CUPTI, with the stand-in GPU); a path that does not load is one line on the
+    process's stderr and no GPU rows, and the process goes on."""
+    w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION,
+                                        GPUSNOOP_CUPTI_LIBRARY=CUPTI12))
+    trace, maps = record_attached(w)
+    expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
+    expect_gpu_rows(trace)
+    w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION,
+                                        GPUSNOOP_CUPTI_LIBRARY="/nonexistent/libcupti.so"))
+    trace, maps = record_attached(w)
+    expect_eq((maps, gpu_rows(trace)), ([], []), "no CUPTI, no GPU rows")
+    errs = [line for line in w.proc.stderr.read().decode().splitlines() if "gpusnoop-cupti" in line]
+    expect_eq(errs, ["gpusnoop-cupti: GPUSNOOP_CUPTI_LIBRARY: /nonexistent/libcupti.so: cannot "
+                     "open shared object file: No such file or directory; no GPU activity for "
+                     "gpusnoop"], "the library's one line")
 
 
 if __name__ == "__main__":
