@@ -35,8 +35,9 @@ RANK, WORLD_SIZE = 2, 4
 # linear fit measured at the profiler's start and end (sub-microsecond); Kineto writes whole
 # ns; NTP slews both clocks alike and steps neither in a test. The stand-in GPU's times are
 # CLOCK_MONOTONIC itself. A step's tight range (gs_launch_S) starts and ends a few microseconds
-# (the Python call into ctypes and back: 3-30 us here) from its first launch and last kernel,
-# so any error beyond that plus this tolerance puts a launch outside its range.
+# from its first launch and last kernel (the Python call into ctypes and back: 4-8 us here,
+# more in step 0, which starts CUDA), so an error beyond that plus this tolerance puts a launch
+# outside its range: stitching with --kineto-offset 10000 (10 us) fails the test.
 CLOCK_TOLERANCE_NS = 1000
 
 
