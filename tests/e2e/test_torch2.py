@@ -21,6 +21,9 @@ WORKLOADS = os.path.join(ROOT, "tests", "fixtures", "workloads")
 TRAIN_SCRIPT = os.path.join(WORKLOADS, "gs_torch2_train.py")
 CPU_SCRIPT = os.path.join(WORKLOADS, "gs_torch_cpu.py")
 HIDDEN_LIB = os.path.join(LIB, "libgs_hidden.so")
+# PyTorch maps NVIDIA's CUPTI (pip's libcupti.so.12), which the injection library would bind
+# and which cannot run on the stand-in GPU: the library is told to use the stand-in's instead
+STAND_IN_CUPTI = os.path.join(LIB, "libcupti.so.13")
 
 # gs_torch2_train.py: step s launches hidden_kernel s + 1 times, 1 us on the stand-in GPU each
 STEPS = 4
@@ -72,7 +75,8 @@ def stitched_run():
     gs, kineto = os.path.join(tmp, "gs.json"), os.path.join(tmp, "train.pt.trace.json")
     status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", gs, "--", VENV_PYTHON,
                                   TRAIN_SCRIPT, HIDDEN_LIB, kineto,
-                                  env=gpu_env(RANK=str(RANK), WORLD_SIZE=str(WORLD_SIZE)),
+                                  env=gpu_env(RANK=str(RANK), WORLD_SIZE=str(WORLD_SIZE),
+                                              GPUSNOOP_CUPTI_LIBRARY=STAND_IN_CUPTI),
                                   timeout=LOAD_TIMEOUT)
     expect_eq(status, 0, f"record status; stderr:\n{err}")
     os.mkdir(os.path.join(tmp, "stitched"))  # alone in its directory: HTA loads every file
