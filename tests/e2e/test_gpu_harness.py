@@ -130,11 +130,15 @@ def gpu_harness_matches_leaks_reports_to_checkpoints():
 @test
 def gpu_harness_cost_per_launch_against_baseline_and_floor():
     costs = compare.launch_costs({"untraced": [5000, 4000, 9000], "floor": [6000, 5500, 5000],
-                                  "record-gpu": [9000, 8000, 20000]}, "untraced", "floor")
+                                  "floor-gpu": [7000, 6600, 6000], "record": [5600, 6000, 5400],
+                                  "record-gpu": [9000, 8000, 20000]}, "untraced",
+                                 {"record": "floor", "record-gpu": "floor-gpu"})
     expect_eq(costs["untraced"], {"median_ns": 5000, "ratio": 1.0, "added_ns": 0,
-                                  "rounds": 3, "vs_floor": 0.0}, "the baseline")
+                                  "rounds": 3}, "the baseline")
+    expect_eq(costs["record"], {"median_ns": 5600, "ratio": 1.12, "added_ns": 600,
+                                "rounds": 3, "vs_floor": 1.2}, "record: against its floor")
     expect_eq(costs["record-gpu"], {"median_ns": 9000, "ratio": 1.8, "added_ns": 4000,
-                                    "rounds": 3, "vs_floor": 8.0}, "-e gpu: medians")
+                                    "rounds": 3, "vs_floor": 2.5}, "-e gpu: its own floor")
 
 
 def fake_python(directory, name, answer):

@@ -139,18 +139,19 @@ def compare_memory(reports, pid, checkpoints, margin_ns, device="cuda:0"):
     return rows, problems
 
 
-def launch_costs(samples, baseline="untraced", floor=None):
+def launch_costs(samples, baseline="untraced", floors=None):
     """samples {mode: [ns per launch, one per round]} -> {mode: {median_ns, ratio, added_ns,
     vs_floor}}: the median, its ratio to the baseline's, the ns it adds per launch, and that
-    added cost over the floor's added cost (the project's overhead measure) when floor names
-    a mode whose added cost is positive."""
+    added cost over the added cost of its floor (the project's overhead measure): floors maps
+    a mode to the mode of the empty probes it is measured against, where that cost is
+    positive."""
     med = {m: statistics.median(v) for m, v in samples.items() if v}
     base = med[baseline]
-    floor_added = med[floor] - base if floor in med else None
     out = {}
     for mode, m in med.items():
         out[mode] = {"median_ns": m, "ratio": m / base, "added_ns": m - base,
                      "rounds": len(samples[mode])}
-        if floor_added and floor_added > 0:
-            out[mode]["vs_floor"] = (m - base) / floor_added
+        floor = (floors or {}).get(mode)
+        if floor in med and med[floor] - base > 0:
+            out[mode]["vs_floor"] = (m - base) / (med[floor] - base)
     return out

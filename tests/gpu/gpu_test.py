@@ -40,11 +40,14 @@ TRAIN = os.path.join(HERE, "train.py")
 TIMEOUT = 600  # seconds for any one run (PyTorch's import under gpusnoop included)
 READY_TIMEOUT = 180  # seconds for a tool to have its probes in place
 LEAKS_INTERVAL, PAUSE, MARGIN_NS = 0.5, 2.0, 300_000_000
-COST_MODES = ["untraced", "dormant", "floor", "record", "record-gpu"]
+COST_MODES = ["untraced", "dormant", "floor", "floor-gpu", "record", "record-gpu"]
+# the empty probes each tool's added cost is measured against: the least set it needs
+COST_FLOORS = {"record": "floor", "record-gpu": "floor-gpu"}
 COST_LABELS = {
     "untraced": "(a) untraced",
     "dormant": "(d) CUDA_INJECTION64_PATH set, no gpusnoop",
     "floor": "(m) empty probes where record probes (gs_bench_floor min)",
+    "floor-gpu": "(gf) empty probes where record -e gpu probes (gs_bench_floor gpu)",
     "record": "(c) gpusnoop record -p (default events)",
     "record-gpu": "(g) gpusnoop record -e gpu -p",
 }
@@ -221,6 +224,7 @@ def start_tool(mode, pid, out):
     log = os.path.join(out, "cost-%s.stderr" % mode)
     cmd, ready = {
         "floor": ([FLOOR, str(pid), "min"], "attached"),
+        "floor-gpu": ([FLOOR, str(pid), "gpu"], "attached"),
         "record": ([GPUSNOOP, "record", "-p", str(pid), "-o",
                     os.path.join(out, "cost-record.json")], "Ctrl-C to stop"),
         "record-gpu": ([GPUSNOOP, "record", "-e", "gpu", "-p", str(pid), "-o",
@@ -247,7 +251,7 @@ def cost_run(mode, py, out, launches):
     """One round of one mode: the held loop, its tool attached, released; ns per launch."""
     res = os.path.join(out, "cost-%s-result.json" % mode)
     env = without_injection(os.environ)
-    if mode in ("dormant", "record-gpu"):
+    if mode in ("dormant", "floor-gpu", "record-gpu"):
         env["CUDA_INJECTION64_PATH"] = INJECTION
     with open(os.path.join(out, "cost-%s-target.stderr" % mode), "w") as err:
         target = subprocess.Popen([py, TRAIN, "launches", res, "--launches", str(launches)],
@@ -294,7 +298,7 @@ def launch_cost(py, out, rounds, launches):
                                     % (launches, n))
                 problems += losses(trace)
     return {"samples": samples, "launches": launches, "rounds": rounds,
-            "costs": compare.launch_costs(samples, "untraced", "floor"), "problems": problems}
+            "costs": compare.launch_costs(samples, "untraced", COST_FLOORS), "problems": problems}
 
 
 # --- the summary -------------------------------------------------------------------------------
