@@ -43,7 +43,7 @@ esac
 # CI cannot reach, and the CUDA build runs as well without a GPU (torch.cuda.is_available() is
 # False), and the tests use only its CPU profiler and allocator.
 TEST_CACHE=/var/cache/gpusnoop-tests
-VENV_PACKAGES=(HolisticTraceAnalysis 'pandas<3' torch==2.5.1)
+VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1)
 venv_ready() {
 	"$TEST_CACHE/venv/bin/python" - "${VENV_PACKAGES[@]}" 2>/dev/null <<-'EOF'
 		import re, sys
