@@ -21,7 +21,8 @@ def mapped_cuptis(pid):
 
 
 def record_attached(w):
-    """`record -e gpu -p` of a held workload, released and run to its end: the trace."""
+    """`record -e gpu -p` of a held workload, released and run to its end: the trace, the
+    CUPTI files it mapped, and gpusnoop's stderr."""
     out = os.path.join(tempfile.mkdtemp(), "gpu.json")
     g = Gpusnoop("record", "-e", "gpu", "-p", str(w.pid), "-o", out)
     try:
@@ -35,7 +36,7 @@ def record_attached(w):
         w.kill()
         g.kill()
     trace, _ = load(out)
-    return trace, maps
+    return trace, maps, g.stderr_text()
 
 
 @test
@@ -43,7 +44,7 @@ def gpu_library_uses_the_cupti_the_process_already_maps():
     """PyTorch maps the libcupti.so.N of its own CUDA before the driver starts: the library
     binds that one (CUDA 12's soname here), and no second CUPTI is loaded beside it."""
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION, LD_PRELOAD=CUPTI12))
-    trace, maps = record_attached(w)
+    trace, maps, _ = record_attached(w)
     expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
     expect_gpu_rows(trace)
     expect_linked(trace, w.pid)
@@ -52,7 +53,7 @@ def gpu_library_uses_the_cupti_the_process_already_maps():
 @test
 def gpu_library_loads_a_cupti_when_the_process_has_none():
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION))
-    trace, maps = record_attached(w)
+    trace, maps, _ = record_attached(w)
     expect_eq(maps, ["libcupti.so.13"], "CUPTI files mapped")
     expect_gpu_rows(trace)
 
@@ -64,13 +65,15 @@ def gpu_library_uses_the_cupti_its_variable_names():
     process's stderr and no GPU rows, and the process goes on."""
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION,
                                         GPUSNOOP_CUPTI_LIBRARY=CUPTI12))
-    trace, maps = record_attached(w)
+    trace, maps, _ = record_attached(w)
     expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
     expect_gpu_rows(trace)
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION,
                                         GPUSNOOP_CUPTI_LIBRARY="/nonexistent/libcupti.so"))
-    trace, maps = record_attached(w)
+    trace, maps, err = record_attached(w)
     expect_eq((maps, gpu_rows(trace)), ([], []), "no CUPTI, no GPU rows")
+    assert "GPU records: none: no traced process started CUDA with the injection library" \
+        in err, err
     errs = [line for line in w.proc.stderr.read().decode().splitlines() if "gpusnoop-cupti" in line]
     expect_eq(errs, ["gpusnoop-cupti: GPUSNOOP_CUPTI_LIBRARY: /nonexistent/libcupti.so: cannot "
                      "open shared object file: No such file or directory; no GPU activity for "
