@@ -465,6 +465,7 @@ void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f)
 			" not; CUPTI dropped %" PRIu64 "\n",
 			g->n.records, g->n.linked, g->n.not_linked, g->n.cupti_dropped);
 	else /* say why the trace has no GPU rows, where the user looks */
-		fprintf(f, "  GPU records: none: no traced process started CUDA with the injection "
-			   "library working (where it loaded, it says why on the process's stderr)\n");
+		fprintf(f,
+			"  GPU records: none: no traced process started CUDA with the injection "
+			"library working (where it loaded, it says why on the process's stderr)\n");
 }
