@@ -19,9 +19,12 @@
 
 struct gs_cupti_fns gs_cupti;
 
-/* newest first: a process with two (it should not) traces with the newer */
-static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so.11.8",
-				       "libcupti.so" };
+/*
+ * Newest first: a process with two (it should not have) is traced with the newer. CUDA 11
+ * named its CUPTI by minor version too, and 11.6 is the oldest that will do.
+ */
+static const char *const sonames[] = { "libcupti.so.13",   "libcupti.so.12",   "libcupti.so.11.8",
+				       "libcupti.so.11.7", "libcupti.so.11.6", "libcupti.so" };
 
 static void *already_loaded(void)
 {
