@@ -5,9 +5,11 @@
 
 /*
  * Byte offsets of the fields gpusnoop decodes, from CUDA 13.0's cupti_activity.h
- * (CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivityMemset4). The injection
- * library asserts them against the real headers it is built with; the decoder reads records
- * through them with size checks, and the tests' stand-in CUPTI writes records with them.
+ * (CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivityMemset4), the same in every
+ * record version since CUDA 11.6 (Kernel7.., Memcpy4..): the injection library hands over
+ * the first *_NEED bytes of a record, whichever version its CUPTI writes. It asserts them
+ * against the real headers it is built with; the decoder reads records through them with
+ * size checks, and the tests' stand-in CUPTI writes whole CUDA 13 records (*_SIZE).
  * Includes nothing, like bpf/gs_event.h.
  */
 #define GS_CUPTI_KIND_MEMCPY		1  /* CUPTI_ACTIVITY_KIND_MEMCPY */
