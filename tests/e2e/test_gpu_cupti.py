@@ -42,7 +42,8 @@ def record_attached(w):
 @test
 def gpu_library_uses_the_cupti_the_process_already_maps():
     """PyTorch maps the libcupti.so.N of its own CUDA before the driver starts: the library
-    binds that one (CUDA 12's soname here), and no second CUPTI is loaded beside it."""
+    binds that one (the stand-in as CUDA 12.4's: its soname, its shorter kernel and memcpy
+    records), and no second CUPTI is loaded beside it."""
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION, LD_PRELOAD=CUPTI12))
     trace, maps, _ = record_attached(w)
     expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
