@@ -734,12 +734,14 @@ static int start_all(struct gs_tracker *t)
  */
 static int start_command(struct gs_tracker *t)
 {
-	char exe[PATH_MAX];
+	char found[PATH_MAX], exe[PATH_MAX];
 	struct gs_elf *elf;
 	pid_t pid;
 	int err;
 
-	err = gs_find_executable(t->opts.argv[0], exe, sizeof(exe));
+	/* a script (torchrun, a shell wrapper) runs its interpreter: that is what is probed */
+	err = gs_find_executable(t->opts.argv[0], found, sizeof(found))
+		      ?: gs_exec_image(found, exe, sizeof(exe));
 	if (err) {
 		gs_err("cannot run '%s': %s", t->opts.argv[0], strerror(-err));
 		return err;

@@ -99,3 +99,50 @@ int gs_find_executable(const char *name, char *buf, size_t len)
 	}
 	return -ENOENT;
 }
+
+/* the kernel reads this much of a file for its "#!" line, and follows 4 interpreters deep */
+#define SHEBANG_BYTES	  256
+#define SCRIPT_LEVELS_MAX 4
+
+/* @head's interpreter (head is NUL-terminated), into buf: 0, or -ENOEXEC for none */
+static int interpreter_of(const char *head, char *buf, size_t len)
+{
+	const char *p = head + 2, *end;
+
+	p += strspn(p, " \t");
+	end = p + strcspn(p, " \t\n");
+	if (end == p)
+		return -ENOEXEC;
+	if ((size_t)(end - p) >= len)
+		return -ENAMETOOLONG;
+	memcpy(buf, p, (size_t)(end - p));
+	buf[end - p] = '\0';
+	return 0;
+}
+
+int gs_exec_image(const char *path, char *buf, size_t len)
+{
+	char head[SHEBANG_BYTES + 1];
+	ssize_t n;
+	int fd, err;
+
+	if ((size_t)snprintf(buf, len, "%s", path) >= len)
+		return -ENAMETOOLONG;
+	for (int level = 0; level <= SCRIPT_LEVELS_MAX; level++) {
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		n = read(fd, head, SHEBANG_BYTES);
+		err = -errno;
+		close(fd);
+		if (n < 0)
+			return err;
+		head[n] = '\0';
+		if (n < 2 || head[0] != '#' || head[1] != '!')
+			return 0;
+		err = interpreter_of(head, buf, len);
+		if (err)
+			return err;
+	}
+	return -ELOOP;
+}

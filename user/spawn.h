@@ -19,5 +19,11 @@ int gs_spawn__release(struct gs_child *child);
 
 /* Resolves a command name the way execvp does into buf. Returns 0 or -errno. */
 int gs_find_executable(const char *name, char *buf, size_t len);
+/*
+ * The file the kernel loads to run @path into buf: @path itself, or for a script ("#!INTERP")
+ * its interpreter, followed as the kernel follows them. Returns 0 or -errno (-ENOEXEC: a
+ * "#!" line without an interpreter; -ELOOP: too many levels).
+ */
+int gs_exec_image(const char *path, char *buf, size_t len);
 
 #endif /* GS_SPAWN_H */

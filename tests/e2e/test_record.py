@@ -119,6 +119,36 @@ def record_command_until_it_exits_gzip():
     assert "copies HtoD" in err, err
 
 
+def script(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+@test
+def command_that_is_a_script_runs_its_interpreter():
+    """`record -- SCRIPT`, as `record -- torchrun ...` is: a "#!" line (a path, or env and a
+    name) is followed to the interpreter the kernel runs, and what it execs is recorded
+    whole; a "#!" without an interpreter is one line and no run."""
+    tmp = tempfile.mkdtemp()
+    kernels = os.path.join(BIN, "gs_kernels")
+    for name, line in (("direct.sh", "#!/bin/sh -e"), ("env.sh", "#! /usr/bin/env sh")):
+        path = os.path.join(tmp, name + ".json")
+        status, _, err = run_gpusnoop("record", "-o", path, "--",
+                                      script(tmp, name, f"{line}\nexec {kernels}\n"),
+                                      timeout=120)
+        expect_eq(status, 0, f"{name}: gpusnoop status ({err})")
+        trace = load_trace(path)
+        expect_kernels_workload(trace, slices(trace)[0]["pid"])
+    bad = script(tmp, "bad.sh", "#!\nexit 0\n")
+    status, _, err = run_gpusnoop("record", "-o", os.path.join(tmp, "bad.json"), "--", bad)
+    assert status != 0, err
+    expect_eq(err.strip().splitlines(),
+              [f"gpusnoop: error: cannot run '{bad}': Exec format error"], "the error line")
+
+
 @test
 def launch_return_only_with_cuda_launch_latency():
     """A launch is sent from its entry, with the stack its return would see; the opt-in event

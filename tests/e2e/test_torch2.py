@@ -224,6 +224,42 @@ class VenvScript(Workload):
 
 
 @test
+def torch2_torchrun_job_one_file_per_rank():
+    """`record -e gpu -o DIR/ -- torchrun ...`: torchrun is a Python script (its "#!" line
+    names the venv's python), started as a user starts it; each worker's launches and kernels
+    go to its rank's file, linked, and HTA loads the directory as the job's two ranks."""
+    torch2_python()
+    torchrun = os.path.join(os.path.dirname(VENV_PYTHON), "torchrun")
+    out = os.path.join(tempfile.mkdtemp(), "traces") + "/"
+    status, stdout, err = run_gpusnoop(
+        "record", "-e", "gpu", "-o", out, "--", torchrun, "--nproc-per-node", "2",
+        os.path.join(WORKLOADS, "gs_torchrun_rank.py"), HIDDEN_LIB,
+        env=gpu_env(GPUSNOOP_CUPTI_LIBRARY=STAND_IN_CUPTI), timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    expect_eq(sorted(l for l in stdout.splitlines() if l.startswith("rank ")),
+              ["rank 0 done", "rank 1 done"], "the workers ran")
+    expect_eq(sorted(os.listdir(out)), ["rank-0.json", "rank-1.json"], "one file per rank")
+    for rank, want in ((0, 6), (1, 9)):
+        trace = load(os.path.join(out, f"rank-{rank}.json"))
+        expect_eq(trace["distributedInfo"], {"rank": rank, "world_size": 2}, "distributedInfo")
+        expect_eq(trace["metadata"]["dropped_events"], 0, "dropped")
+        kernels = gpu_rows(trace)
+        expect_eq([(e["name"], ns(e["dur"])) for e in kernels], [(KERNEL, KERNEL_NS)] * want,
+                  f"rank {rank}'s kernels")
+        launches = {e["args"]["correlation"] for e in x_events(trace, ("cuda_runtime",))}
+        expect_eq(sorted(e["args"]["correlation"] for e in kernels), sorted(launches),
+                  f"rank {rank}: a kernel per launch")
+    p = subprocess.run([VENV_PYTHON, os.path.join(os.path.dirname(__file__), "hta_check.py"),
+                        out], capture_output=True, timeout=LOAD_TIMEOUT,
+                       env=dict(os.environ, HTA_DISABLE_NS_ROUNDING="1"))
+    expect_eq(p.returncode, 0, f"hta_check status; stderr:\n{p.stderr.decode()[-3000:]}")
+    hta = json.loads(p.stdout)
+    expect_eq(hta["ranks"], [0, 1], "the ranks HTA finds")
+    expect_eq(sorted((k["rank"], k["name"], k["sum_us"]) for k in hta["kernels"]),
+              [(0, KERNEL, 6.0), (1, KERNEL, 9.0)], "HTA's kernel breakdown per rank")
+
+
+@test
 def torch2_cpu_tensors():
     """gs_torch_cpu.py's 3 kept tensors, as with Debian's torch 1.13 (test_torch.py)."""
     version, torch_dir = torch2_python()
