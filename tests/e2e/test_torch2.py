@@ -232,8 +232,8 @@ def torch2_torchrun_job_one_file_per_rank():
     torchrun = os.path.join(os.path.dirname(VENV_PYTHON), "torchrun")
     out = os.path.join(tempfile.mkdtemp(), "traces") + "/"
     status, stdout, err = run_gpusnoop(
-        "record", "-e", "gpu", "-o", out, "--", torchrun, "--nproc-per-node", "2",
-        os.path.join(WORKLOADS, "gs_torchrun_rank.py"), HIDDEN_LIB,
+        "record", "-e", "gpu", "-o", out, "--", torchrun, "--standalone",  # a free port
+        "--nproc-per-node", "2", os.path.join(WORKLOADS, "gs_torchrun_rank.py"), HIDDEN_LIB,
         env=gpu_env(GPUSNOOP_CUPTI_LIBRARY=STAND_IN_CUPTI), timeout=LOAD_TIMEOUT)
     expect_eq(status, 0, f"record status; stderr:\n{err}")
     expect_eq(sorted(l for l in stdout.splitlines() if l.startswith("rank ")),
