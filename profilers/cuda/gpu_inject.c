@@ -122,9 +122,32 @@ static int write_path(pid_t pid, uint64_t sp, const char *path, uint64_t *where)
 	return process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EIO;
 }
 
-/* dlopen(path), then its InitializeInjection(), in the stopped thread. */
+/*
+ * The library's own words for why it set up no GPU activity, into why (printable, bounded),
+ * asked of gpusnoop_cupti_status() in the stopped thread; "" when it has none.
+ */
+static void remote_status(pid_t pid, const struct user_regs_struct *saved, const char *lib,
+			  char *why, size_t len)
+{
+	uint64_t fn, str = 0;
+	struct iovec local = { why, len - 1 }, remote;
+	ssize_t n = 0;
+
+	if (!remote_symbol(pid, lib, "gpusnoop_cupti_status", &fn) &&
+	    !remote_call(pid, saved, fn, 0, 0, &str) && str) {
+		remote = (struct iovec){ (void *)(uintptr_t)str, len - 1 };
+		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	}
+	why[n > 0 ? n : 0] = '\0';
+	why[strcspn(why, "\n")] = '\0';
+	for (char *c = why; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
+}
+
+/* dlopen(path), then its InitializeInjection(), in the stopped thread; why it refused. */
 static int load_and_init(pid_t pid, const struct user_regs_struct *saved, const char *path,
-			 uint64_t *initialized)
+			 uint64_t *initialized, char *why, size_t len)
 {
 	uint64_t dlopen_addr, init_addr, str, handle = 0;
 	const char *base = strrchr(path, '/');
@@ -146,6 +169,8 @@ static int load_and_init(pid_t pid, const struct user_regs_struct *saved, const 
 	err = err ?: remote_call(pid, saved, init_addr, 0, 0, initialized);
 	if (err)
 		gs_err("--inject: pid %d: InitializeInjection: %s", (int)pid, strerror(-err));
+	else if ((int)*initialized != 1)
+		remote_status(pid, saved, base ? base + 1 : path, why, len);
 	return err;
 }
 
@@ -153,6 +178,7 @@ int gs_gpu_inject(pid_t pid, const char *path)
 {
 	struct user_regs_struct saved;
 	uint64_t initialized = 0;
+	char why[192] = "";
 	int sig, err;
 
 	if (ptrace(PTRACE_SEIZE, pid, NULL, 0) || ptrace(PTRACE_INTERRUPT, pid, NULL, 0)) {
@@ -164,16 +190,15 @@ int gs_gpu_inject(pid_t pid, const char *path)
 	if (!err && ptrace(PTRACE_GETREGS, pid, NULL, &saved))
 		err = -errno;
 	if (!err) {
-		err = load_and_init(pid, &saved, path, &initialized);
+		err = load_and_init(pid, &saved, path, &initialized, why, sizeof(why));
 		/* whatever happened, the thread goes on where it was stopped */
 		if (ptrace(PTRACE_SETREGS, pid, NULL, &saved) && !err)
 			err = -errno;
 	}
 	ptrace(PTRACE_DETACH, pid, NULL, 0);
 	if (!err && (int)initialized != 1) {
-		gs_warn("--inject: pid %d: CUPTI refused (another subscriber, such as PyTorch's "
-			"profiler?): no GPU activity",
-			(int)pid);
+		gs_warn("--inject: pid %d: the library set up no GPU activity: %s", (int)pid,
+			*why ? why : "it did not say why");
 		return -EBUSY;
 	}
 	if (!err)

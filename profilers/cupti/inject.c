@@ -13,6 +13,7 @@
  * no records and the API callback returns after one look at a semaphore.
  */
 #define _SDT_HAS_SEMAPHORES 1
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -245,13 +246,30 @@ static void flush_at_exit(void)
 	gs_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+/* why InitializeInjection set up no GPU activity; "" before it ran and when it did */
+static char status[192];
+
+/* gpusnoop --inject calls this after InitializeInjection to say why, in its own output */
+EXPORT const char *gpusnoop_cupti_status(void)
+{
+	return status;
+}
+
+/* Keeps why (the status) and says it on the process's stderr; returns false. */
+__attribute__((format(printf, 1, 2))) static bool fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(status, sizeof(status), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "gpusnoop-cupti: %s; no GPU activity for gpusnoop\n", status);
+	return false;
+}
+
 static bool check(CUptiResult res, const char *what)
 {
-	if (res == CUPTI_SUCCESS)
-		return true;
-	fprintf(stderr, "gpusnoop-cupti: %s: CUPTI error %d; no GPU activity for gpusnoop\n", what,
-		(int)res);
-	return false;
+	return res == CUPTI_SUCCESS || fail("%s: CUPTI error %d", what, (int)res);
 }
 
 /* CUPTI takes one subscriber per process: one already there (PyTorch's profiler) wins. */
@@ -260,12 +278,8 @@ static bool subscribe(void)
 	CUpti_SubscriberHandle subscriber;
 	CUptiResult res = gs_cupti.cuptiSubscribe(&subscriber, api_called, NULL);
 
-	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-		fprintf(stderr,
-			"gpusnoop-cupti: CUPTI has another subscriber (PyTorch's profiler?): "
-			"no GPU activity for gpusnoop\n");
-		return false;
-	}
+	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+		return fail("CUPTI has another subscriber (PyTorch's profiler?)");
 	if (!check(res, "cuptiSubscribe"))
 		return false;
 	gs_cupti.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
@@ -274,17 +288,15 @@ static bool subscribe(void)
 }
 
 /*
- * Returns 1 when GPU activity is set up, 0 when not (said on stderr): the driver ignores it,
- * gpusnoop's --inject reports it.
+ * Returns 1 when GPU activity is set up, 0 when not (said on stderr and kept for
+ * gpusnoop_cupti_status()): the driver ignores it, gpusnoop's --inject reports it.
  */
 EXPORT int InitializeInjection(void)
 {
 	char why[160];
 
-	if (gs_cupti_bind(why, sizeof(why))) {
-		fprintf(stderr, "gpusnoop-cupti: %s; no GPU activity for gpusnoop\n", why);
-		return 0;
-	}
+	if (gs_cupti_bind(why, sizeof(why)))
+		return fail("%s", why);
 	/* before any kind is enabled, or CUPTI keeps its default clock (CLOCK_REALTIME) */
 	if (!check(gs_cupti.cuptiActivityRegisterTimestampCallback(timestamp),
 		   "timestamp callback") ||

@@ -81,5 +81,30 @@ def gpu_library_uses_the_cupti_its_variable_names():
                      "gpusnoop"], "the library's one line")
 
 
+@test
+def gpu_inject_says_why_the_library_set_up_nothing():
+    """--inject into a process whose library cannot start CUPTI: gpusnoop reports the
+    library's own reason on its stderr, and the process goes on to exit 0."""
+    bad = "/nonexistent/libcupti.so"
+    w = Workload("gs_gpu", env=gpu_env(GPUSNOOP_CUPTI_LIBRARY=bad))
+    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
+    g = Gpusnoop("record", "-e", "gpu", "--inject", "-p", str(w.pid), "-o", out)
+    try:
+        line = g.wait_stderr("--inject: pid", LOAD_TIMEOUT)
+        expect_eq(line, f"gpusnoop: warning: --inject: pid {w.pid}: the library set up no GPU "
+                  f"activity: GPUSNOOP_CUPTI_LIBRARY: {bad}: cannot open shared object file: "
+                  "No such file or directory", "gpusnoop's line")
+        g.wait_stderr("Ctrl-C to stop", LOAD_TIMEOUT)
+        w.release()
+        w.wait_line("done")
+        expect_eq(w.finish(), 0, "workload status")
+        expect_eq(g.wait(), 0, f"record status; stderr:\n{g.stderr_text()}")
+    finally:
+        w.kill()
+        g.kill()
+    trace, _ = load(out)
+    expect_eq(gpu_rows(trace), [], "no GPU rows")
+
+
 if __name__ == "__main__":
     main()
