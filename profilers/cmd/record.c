@@ -1046,6 +1046,8 @@ int gs_cmd_record(int argc, char **argv)
 			   r.opts.families & GS_FAM_BIT(GS_FAM_TORCH));
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
+	if (r.gpu)
+		gs_record_gpu__set_clock(r.gpu, (int64_t)(r.start_real_ns - r.start_mono_ns));
 	/* from here on the file is always finished, whatever stops the recording */
 	err = start_targets(&r);
 	if (!err) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "profilers/cmd/record_gpu.h"
 #include "profilers/cmd/record_gpu_summary.h"
+#include "profilers/cuda/cupti_clock.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/cuda/gpu_correlate.h"
 #include "profilers/proc_tree.h"
@@ -34,7 +35,6 @@ struct pending {
 struct counts {
 	uint64_t records, linked, not_linked, no_timestamps, malformed, other_kinds;
 	uint64_t cupti_dropped, names_truncated, api_calls;
-	uint64_t clock_checks, clock_max_error_ns;
 };
 
 struct gs_record_gpu {
@@ -48,6 +48,7 @@ struct gs_record_gpu {
 	struct pending *pending;
 	size_t nr_pending, cap_pending, first_pending;
 	struct counts n;
+	struct gs_cupti_clock clock;
 	bool rank_read;	       /* from the first process that made a CUDA call */
 	long rank, world_size; /* -1: unknown */
 };
@@ -70,6 +71,11 @@ struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit)
 		return NULL;
 	}
 	return g;
+}
+
+void gs_record_gpu__set_clock(struct gs_record_gpu *g, int64_t monotonic_to_realtime_ns)
+{
+	gs_cupti_clock__init(&g->clock, monotonic_to_realtime_ns);
 }
 
 void gs_record_gpu__free(struct gs_record_gpu *g)
@@ -316,6 +322,7 @@ static int on_record(struct gs_record_gpu *g, const struct gs_gpu_record *e, siz
 		g->n.malformed++;
 		return 0;
 	}
+	gs_cupti_clock__map(&g->clock, &op.start_ns, &op.end_ns);
 	if (e->flags & GS_GPU_F_NAME_TRUNCATED)
 		g->n.names_truncated++;
 	name = kernel_name(&op, &err);
@@ -326,20 +333,6 @@ static int on_record(struct gs_record_gpu *g, const struct gs_gpu_record *e, siz
 		return err;
 	}
 	return queue(g, e, &op, name);
-}
-
-static void on_clock(struct gs_record_gpu *g, const struct gs_gpu_clock *e)
-{
-	uint64_t mid, err;
-
-	if (e->mono_after < e->mono_before)
-		return;
-	mid = e->mono_before + (e->mono_after - e->mono_before) / 2;
-	err = (e->cupti_ns > mid ? e->cupti_ns - mid : mid - e->cupti_ns) +
-	      (e->mono_after - e->mono_before) / 2;
-	g->n.clock_checks++;
-	if (err > g->n.clock_max_error_ns)
-		g->n.clock_max_error_ns = err;
 }
 
 int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr, size_t size)
@@ -359,9 +352,12 @@ int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr
 	case GS_EV_GPU_DROPPED:
 		g->n.cupti_dropped += ((const struct gs_gpu_dropped *)hdr)->records;
 		return 0;
-	case GS_EV_GPU_CLOCK:
-		on_clock(g, (const void *)hdr);
+	case GS_EV_GPU_CLOCK: {
+		const struct gs_gpu_clock *c = (const void *)hdr;
+
+		gs_cupti_clock__check(&g->clock, c->mono_before, c->cupti_ns, c->mono_after);
 		return 0;
+	}
 	default:
 		return 0;
 	}
@@ -447,9 +443,9 @@ void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j)
 	gs_json__u64(j, "other_kinds", g->n.other_kinds);
 	gs_json__u64(j, "names_truncated", g->n.names_truncated);
 	gs_json__begin_object(j, "clock");
-	gs_json__string(j, "method", "cupti_timestamp_callback_clock_monotonic");
-	gs_json__u64(j, "checks", g->n.clock_checks);
-	gs_json__u64(j, "max_error_ns", g->n.clock_max_error_ns);
+	gs_json__string(j, "method", gs_cupti_clock__method(&g->clock));
+	gs_json__u64(j, "checks", g->clock.checks);
+	gs_json__u64(j, "max_error_ns", g->clock.max_error_ns);
 	gs_json__end_object(j);
 	gs_json__end_object(j);
 }

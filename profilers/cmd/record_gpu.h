@@ -50,6 +50,8 @@ int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids);
 
 /* NULL with errno set. */
 struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit);
+/* The recording's CLOCK_REALTIME - CLOCK_MONOTONIC, for CUPTIs that keep their own clock. */
+void gs_record_gpu__set_clock(struct gs_record_gpu *g, int64_t monotonic_to_realtime_ns);
 void gs_record_gpu__free(struct gs_record_gpu *g);
 /* A GS_EV_GPU_* record as it came from the tracker. Returns 0 or -ENOMEM. */
 int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr, size_t size);

@@ -28,7 +28,9 @@
 
 #define BUFFER_BYTES	(256 * 1024)
 #define BUFFER_ALIGN	8
-#define FLUSH_PERIOD_MS 500 /* records of a running process reach gpusnoop within this */
+#define FLUSH_PERIOD_MS 500    /* records of a running process reach gpusnoop within this */
+#define CUPTI_12_6_API	24     /* CUPTI_API_VERSION of CUDA 12.6 (all its updates) */
+#define CUPTI_13_1_API	130100 /* ... of CUDA 13.1: xxyyzz from 13.0 on */
 #define EXPORT		__attribute__((visibility("default")))
 
 /*
@@ -288,6 +290,21 @@ static bool subscribe(void)
 }
 
 /*
+ * Whether CUPTI keeps its own clock (CLOCK_REALTIME on Linux), which gpusnoop shifts onto
+ * CLOCK_MONOTONIC. Otherwise a timestamp callback gives CLOCK_MONOTONIC itself, registered
+ * before any kind is enabled; but from CUDA 12.6 Update 2 until 13.1, CUPTI then writes kernel
+ * records without timestamps (PyTorch issue 192021), and their API versions (24 is all of
+ * 12.6) keep CUPTI's clock.
+ */
+static bool clock_is_cuptis(void)
+{
+	uint32_t api = 0;
+
+	gs_cupti.cuptiGetVersion(&api);
+	return api >= CUPTI_12_6_API && api < CUPTI_13_1_API;
+}
+
+/*
  * Returns 1 when GPU activity is set up, 0 when not (said on stderr and kept for
  * gpusnoop_cupti_status()): the driver ignores it, gpusnoop's --inject reports it.
  */
@@ -297,10 +314,10 @@ EXPORT int InitializeInjection(void)
 
 	if (gs_cupti_bind(why, sizeof(why)))
 		return fail("%s", why);
-	/* before any kind is enabled, or CUPTI keeps its default clock (CLOCK_REALTIME) */
-	if (!check(gs_cupti.cuptiActivityRegisterTimestampCallback(timestamp),
-		   "timestamp callback") ||
-	    !check(gs_cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+	if (!clock_is_cuptis() && !check(gs_cupti.cuptiActivityRegisterTimestampCallback(timestamp),
+					 "timestamp callback"))
+		return 0;
+	if (!check(gs_cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
 		   "buffer callbacks"))
 		return 0;
 	if (!subscribe())

@@ -39,6 +39,17 @@ def record_attached(w):
     return trace, maps, g.stderr_text()
 
 
+def expect_cuptis_own_clock(trace):
+    """The stand-in as CUDA 12.9's CUPTI has 12.6 Update 2 to 13.0's bug: with a timestamp
+    callback its kernel records have no times. So the library keeps CUPTI's clock
+    (CLOCK_REALTIME) and gpusnoop shifts it onto the trace's: every row above is in place
+    (expect_linked: no kernel before its launch), and the checks say how well."""
+    clock = trace["metadata"]["gpu"]["clock"]
+    expect_eq(clock["method"], "cupti_clock_realtime_shifted", "clock method")
+    expect_eq(trace["metadata"]["gpu"]["no_timestamps"], 0, "records without times")
+    assert clock["checks"] >= 1 and clock["max_error_ns"] < 10_000_000, clock
+
+
 @test
 def gpu_library_uses_the_cupti_the_process_already_maps():
     """PyTorch maps the libcupti.so.N of its own CUDA before the driver starts: the library
@@ -49,6 +60,7 @@ def gpu_library_uses_the_cupti_the_process_already_maps():
     expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
     expect_gpu_rows(trace)
     expect_linked(trace, w.pid)
+    expect_cuptis_own_clock(trace)
 
 
 @test
