@@ -53,7 +53,7 @@ def expect_cuptis_own_clock(trace):
 @test
 def gpu_library_uses_the_cupti_the_process_already_maps():
     """PyTorch maps the libcupti.so.N of its own CUDA before the driver starts: the library
-    binds that one (the stand-in as CUDA 12.4's: its soname, its shorter kernel and memcpy
+    binds that one (the stand-in as CUDA 12.9's: its soname, its shorter kernel and memcpy
     records), and no second CUPTI is loaded beside it."""
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION, LD_PRELOAD=CUPTI12))
     trace, maps, _ = record_attached(w)
