@@ -40,7 +40,7 @@ def record_attached(w):
 
 
 def expect_cuptis_own_clock(trace):
-    """The stand-in as CUDA 12.9's CUPTI has 12.6 Update 2 to 13.0's bug: with a timestamp
+    """The stand-in as a CUDA 12 CUPTI has 12.6 Update 2 to 13.0's bug: with a timestamp
     callback its kernel records have no times. So the library keeps CUPTI's clock
     (CLOCK_REALTIME) and gpusnoop shifts it onto the trace's: every row above is in place
     (expect_linked: no kernel before its launch), and the checks say how well."""
@@ -53,8 +53,8 @@ def expect_cuptis_own_clock(trace):
 @test
 def gpu_library_uses_the_cupti_the_process_already_maps():
     """PyTorch maps the libcupti.so.N of its own CUDA before the driver starts: the library
-    binds that one (the stand-in as CUDA 12.9's: its soname, its shorter kernel and memcpy
-    records), and no second CUPTI is loaded beside it."""
+    binds that one (the stand-in as a CUDA 12 CUPTI: its soname, CUDA 12.4's shorter kernel
+    and memcpy records), and no second CUPTI is loaded beside it."""
     w = Workload("gs_gpu", env=gpu_env(CUDA_INJECTION64_PATH=INJECTION, LD_PRELOAD=CUPTI12))
     trace, maps, _ = record_attached(w)
     expect_eq(maps, ["libcupti.so.12"], "CUPTI files mapped")
