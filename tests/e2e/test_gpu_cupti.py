@@ -20,11 +20,11 @@ def mapped_cuptis(pid):
                        if "libcupti" in line.split()[-1]})
 
 
-def record_attached(w):
-    """`record -e gpu -p` of a held workload, released and run to its end: the trace, the
-    CUPTI files it mapped, and gpusnoop's stderr."""
+def record_attached(w, *options):
+    """`record -e gpu [options] -p` of a held workload, released and run to its end: the
+    trace, the CUPTI files it mapped, and gpusnoop's stderr."""
     out = os.path.join(tempfile.mkdtemp(), "gpu.json")
-    g = Gpusnoop("record", "-e", "gpu", "-p", str(w.pid), "-o", out)
+    g = Gpusnoop("record", "-e", "gpu", *options, "-p", str(w.pid), "-o", out)
     try:
         g.wait_stderr("Ctrl-C to stop", LOAD_TIMEOUT)
         w.release()
@@ -99,22 +99,11 @@ def gpu_inject_says_why_the_library_set_up_nothing():
     library's own reason on its stderr, and the process goes on to exit 0."""
     bad = "/nonexistent/libcupti.so"
     w = Workload("gs_gpu", env=gpu_env(GPUSNOOP_CUPTI_LIBRARY=bad))
-    out = os.path.join(tempfile.mkdtemp(), "gpu.json")
-    g = Gpusnoop("record", "-e", "gpu", "--inject", "-p", str(w.pid), "-o", out)
-    try:
-        line = g.wait_stderr("--inject: pid", LOAD_TIMEOUT)
-        expect_eq(line, f"gpusnoop: warning: --inject: pid {w.pid}: the library set up no GPU "
-                  f"activity: GPUSNOOP_CUPTI_LIBRARY: {bad}: cannot open shared object file: "
-                  "No such file or directory", "gpusnoop's line")
-        g.wait_stderr("Ctrl-C to stop", LOAD_TIMEOUT)
-        w.release()
-        w.wait_line("done")
-        expect_eq(w.finish(), 0, "workload status")
-        expect_eq(g.wait(), 0, f"record status; stderr:\n{g.stderr_text()}")
-    finally:
-        w.kill()
-        g.kill()
-    trace, _ = load(out)
+    trace, _, err = record_attached(w, "--inject")
+    expect_eq([line for line in err.splitlines() if "--inject" in line],
+              [f"gpusnoop: warning: --inject: pid {w.pid}: the library set up no GPU activity: "
+               f"GPUSNOOP_CUPTI_LIBRARY: {bad}: cannot open shared object file: No such file or "
+               "directory"], "gpusnoop's line")
     expect_eq(gpu_rows(trace), [], "no GPU rows")
 
 
