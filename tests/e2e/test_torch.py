@@ -276,7 +276,12 @@ def have_system_torch():
 
 def run_system_torch(*gs_args):
     have_system_torch()
-    w = Workload("gs_torch_cpu", exe=TORCH_CPU_SCRIPT)
+    return leaks_of_cpu_tensors(Workload("gs_torch_cpu", exe=TORCH_CPU_SCRIPT), *gs_args)[0]
+
+
+def leaks_of_cpu_tensors(w, *gs_args):
+    """`leaks -p` of a held gs_torch_cpu.py (w, under any PyTorch), released and run to its
+    "done": its 3 kept tensors, exactly. The report's torch part and gpusnoop's stderr."""
     g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
     try:
         g.wait_tracing()
@@ -295,7 +300,7 @@ def run_system_torch(*gs_args):
               (3 * 493828, 3, 0), "kept tensors; churn's 4 MiB all freed")
     expect_eq(sorted((s["bytes"], s["allocations"]) for s in t["stacks"]), [(3 * 493828, 3)],
               "one stack")
-    return t["stacks"][0]["frames"]
+    return t["stacks"][0]["frames"], t, g.stderr_text()
 
 
 @test

@@ -12,8 +12,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LIB, ROOT, Gpusnoop, Skip, Workload, expect_eq, process, run_gpusnoop, test
+from harness import LIB, ROOT, Skip, Workload, expect_eq, run_gpusnoop, test
 from test_gpu import LOAD_TIMEOUT, expect_flows_pair_launches, gpu_env, gpu_rows, ns
+from test_torch import leaks_of_cpu_tensors
 
 # scripts/setup.sh test installs torch==2.5.1 (PyPI) here, beside Holistic Trace Analysis
 VENV_PYTHON = os.environ.get("GS_TORCH2_PYTHON", "/var/cache/gpusnoop-tests/venv/bin/python")
@@ -263,28 +264,14 @@ def torch2_torchrun_job_one_file_per_rank():
 def torch2_cpu_tensors():
     """gs_torch_cpu.py's 3 kept tensors, as with Debian's torch 1.13 (test_torch.py)."""
     version, torch_dir = torch2_python()
-    w = VenvScript(CPU_SCRIPT)
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        proc = process(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    frames, t, err = leaks_of_cpu_tensors(VenvScript(CPU_SCRIPT))
     assert (f"PyTorch {version} ({torch_dir}/lib/libc10.so): CPU tensors from "
-            "c10::alloc_cpu/free_cpu") in g.stderr_text(), g.stderr_text()
-    t = proc["torch"]
+            "c10::alloc_cpu/free_cpu") in err, err
     expect_eq(t["version"], version, "version")
     expect_eq(t["devices"], [{"device": "cpu", "allocated_bytes": 3 * 493828, "tensors": 3}],
               "devices")
-    expect_eq((t["tensor_bytes"], t["tensor_allocations"], t["unknown_frees"]),
-              (3 * 493828, 3, 0), "kept tensors; churn's 4 MiB all freed")
     expect_eq([(s["bytes"], s["allocations"], s["device"]) for s in t["stacks"]],
               [(3 * 493828, 3, "cpu")], "one stack")
-    frames = t["stacks"][0]["frames"]
     expect_eq((frames[0]["symbol"], os.path.basename(frames[0]["module"])),
               ("c10::DefaultCPUAllocator::allocate(unsigned long)", "libc10.so"),
               "the allocating frame (alloc_cpu's caller)")
