@@ -123,8 +123,9 @@ static int write_path(pid_t pid, uint64_t sp, const char *path, uint64_t *where)
 }
 
 /*
- * The library's own words for why it set up no GPU activity, into why (printable, bounded),
- * asked of gpusnoop_cupti_status() in the stopped thread; "" when it has none.
+ * The library's own words for why it set up no GPU activity, into why (its first line,
+ * bounded; the log makes it safe for a terminal), asked of gpusnoop_cupti_status() in the
+ * stopped thread; "" when it has none.
  */
 static void remote_status(pid_t pid, const struct user_regs_struct *saved, const char *lib,
 			  char *why, size_t len)
@@ -140,9 +141,6 @@ static void remote_status(pid_t pid, const struct user_regs_struct *saved, const
 	}
 	why[n > 0 ? n : 0] = '\0';
 	why[strcspn(why, "\n")] = '\0';
-	for (char *c = why; *c; c++)
-		if (*c < 0x20 || *c > 0x7e)
-			*c = '?';
 }
 
 /* dlopen(path), then its InitializeInjection(), in the stopped thread; why it refused. */

@@ -90,17 +90,17 @@ static void *find_cupti(char *why, size_t len)
 	return h;
 }
 
-int gs_cupti_bind(char *why, size_t len)
+int gs_cupti_bind(uint32_t *api, char *why, size_t len)
 {
-	uint32_t api = 0;
 	void *h = find_cupti(why, len);
 
+	*api = 0;
 	if (!h)
 		return -1;
 	if (bind_all(h, why, len))
 		return -1;
-	if (gs_cupti.cuptiGetVersion(&api) != CUPTI_SUCCESS || api < OLDEST_CUPTI_API) {
-		snprintf(why, len, "CUPTI API version %u is older than CUDA 11.6's (%d)", api,
+	if (gs_cupti.cuptiGetVersion(api) != CUPTI_SUCCESS || *api < OLDEST_CUPTI_API) {
+		snprintf(why, len, "CUPTI API version %u is older than CUDA 11.6's (%d)", *api,
 			 OLDEST_CUPTI_API);
 		return -1;
 	}

@@ -4,6 +4,7 @@
 #define GS_CUPTI_BIND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cupti.h>
 
 #define GS_CUPTI_FN(name) __typeof__(&name) name
@@ -28,9 +29,9 @@ extern struct gs_cupti_fns gs_cupti;
 /*
  * Binds gs_cupti to the process's CUPTI: the one GPUSNOOP_CUPTI_LIBRARY names, else the
  * one it already has loaded (PyTorch maps its own), else the one of the driver's CUDA major
- * version, else the one this library was built with. Returns 0, or -1 with why (one line)
- * in @why.
+ * version, else the one this library was built with. Returns 0 with its CUPTI_API_VERSION in
+ * @api, or -1 with why (one line) in @why.
  */
-int gs_cupti_bind(char *why, size_t len);
+int gs_cupti_bind(uint32_t *api, char *why, size_t len);
 
 #endif /* GS_CUPTI_BIND_H */

@@ -296,11 +296,8 @@ static bool subscribe(void)
  * records without timestamps (PyTorch issue 192021), and their API versions (24 is all of
  * 12.6) keep CUPTI's clock.
  */
-static bool clock_is_cuptis(void)
+static bool clock_is_cuptis(uint32_t api)
 {
-	uint32_t api = 0;
-
-	gs_cupti.cuptiGetVersion(&api);
 	return api >= CUPTI_12_6_API && api < CUPTI_13_1_API;
 }
 
@@ -311,11 +308,13 @@ static bool clock_is_cuptis(void)
 EXPORT int InitializeInjection(void)
 {
 	char why[160];
+	uint32_t api;
 
-	if (gs_cupti_bind(why, sizeof(why)))
+	if (gs_cupti_bind(&api, why, sizeof(why)))
 		return fail("%s", why);
-	if (!clock_is_cuptis() && !check(gs_cupti.cuptiActivityRegisterTimestampCallback(timestamp),
-					 "timestamp callback"))
+	if (!clock_is_cuptis(api) &&
+	    !check(gs_cupti.cuptiActivityRegisterTimestampCallback(timestamp),
+		   "timestamp callback"))
 		return 0;
 	if (!check(gs_cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
 		   "buffer callbacks"))
