@@ -7,10 +7,13 @@ void gs_cupti_clock__init(struct gs_cupti_clock *c, int64_t monotonic_to_realtim
 	*c = (struct gs_cupti_clock){ .realtime_offset_ns = monotonic_to_realtime_ns };
 }
 
-/* a CLOCK_REALTIME time: past half the offset, which no CLOCK_MONOTONIC time reaches */
+/*
+ * A CLOCK_REALTIME time: at least the offset (CLOCK_MONOTONIC is never negative), which no
+ * CLOCK_MONOTONIC time comes near; so the shift cannot wrap.
+ */
 static int is_realtime(const struct gs_cupti_clock *c, uint64_t t)
 {
-	return c->realtime_offset_ns > 0 && t >= (uint64_t)c->realtime_offset_ns / 2;
+	return c->realtime_offset_ns > 0 && t >= (uint64_t)c->realtime_offset_ns;
 }
 
 static uint64_t shifted(const struct gs_cupti_clock *c, uint64_t t)
@@ -26,8 +29,7 @@ void gs_cupti_clock__map(struct gs_cupti_clock *c, uint64_t *start_ns, uint64_t 
 	}
 	c->realtime++;
 	*start_ns = shifted(c, *start_ns);
-	if (is_realtime(c, *end_ns))
-		*end_ns = shifted(c, *end_ns);
+	*end_ns = shifted(c, *end_ns); /* decoded records end no earlier than they start */
 }
 
 void gs_cupti_clock__check(struct gs_cupti_clock *c, uint64_t mono_before, uint64_t cupti_ns,

@@ -20,7 +20,7 @@ struct gs_cupti_clock {
 };
 
 void gs_cupti_clock__init(struct gs_cupti_clock *c, int64_t monotonic_to_realtime_ns);
-/* A record's start and end onto CLOCK_MONOTONIC, in place. */
+/* A record's start and end (end >= start, as decoded) onto CLOCK_MONOTONIC, in place. */
 void gs_cupti_clock__map(struct gs_cupti_clock *c, uint64_t *start_ns, uint64_t *end_ns);
 /* One check: CUPTI's clock read between two readings of CLOCK_MONOTONIC. */
 void gs_cupti_clock__check(struct gs_cupti_clock *c, uint64_t mono_before, uint64_t cupti_ns,
