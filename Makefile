@@ -186,7 +186,8 @@ $(info note: no CUPTI headers (CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cupti
 	$(CUPTI_SO) and record -e gpu are not built)
 endif
 
-e2e: gpusnoop $(FIXTURES)
+# test_bundle.py runs the bundle in minimal Debian roots
+e2e: gpusnoop $(FIXTURES) bundle bundle-fixtures
 	$(Q)./scripts/run-e2e.sh
 
 # in this order even under -j: unit tests, seconds of each fuzzer, then the e2e suite
@@ -250,5 +251,8 @@ uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpusnoop $(DESTDIR)$(MAN8DIR)/gpusnoop.8 \
 		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(BASHCOMPDIR)/gpusnoop \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+
+# make bundle: gpusnoop for any host with glibc >= 2.31 (needs MAN_OUT, BENCH_OUT above)
+include scripts/bundle/bundle.mk
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(wildcard $(FUZZ_OUT)/obj/*/*.d $(FUZZ_OUT)/obj/*/*/*.d)

@@ -5,8 +5,15 @@
 #include <string.h>
 #include "profilers/cmd/subcommands.h"
 
-/* every subcommand's --version (argp's), and what help2man puts in the man pages */
+/*
+ * every subcommand's --version (argp's), and what help2man puts in the man pages; `make bundle`
+ * says what the self-contained build carries (GS_BUNDLE: "static libbpf 1.1.2, glibc >= 2.31")
+ */
+#ifdef GS_BUNDLE
+const char *argp_program_version = "gpusnoop " GS_VERSION " (bundle: " GS_BUNDLE ")";
+#else
 const char *argp_program_version = "gpusnoop " GS_VERSION;
+#endif
 
 struct subcommand {
 	const char *name;
