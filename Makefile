@@ -214,7 +214,7 @@ vmlinux:
 
 check:
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] profilers/*/*.[ch] stitch/*.[ch] bpf/*.[ch] \
-		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
+		tests/unit/*.[ch] tests/fixtures/*.[ch] scripts/bundle/*.[ch] tests/fixtures/workloads/*.[ch] \
 		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
 
 clean:

@@ -23,6 +23,7 @@ TEST_PACKAGES=(
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
 	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
 	libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes: make fuzz, make fuzz-smoke
+	debootstrap # make bundle's bullseye sysroot; test_bundle's minbase roots (scripts/bundle)
 )
 
 mode=${1:-test}

@@ -12,11 +12,11 @@
 #define GS_NO_TLS (-1250) /* GNUTLS_E_UNIMPLEMENTED_FEATURE */
 
 /* one stub per name: any arguments, ignored; the error, or nothing for void functions */
-#define NO_TLS(name)                                                                               \
-	int name(void);                                                                            \
-	int name(void)                                                                             \
-	{                                                                                          \
-		return GS_NO_TLS;                                                                  \
+#define NO_TLS(name)              \
+	int name(void);           \
+	int name(void)            \
+	{                         \
+		return GS_NO_TLS; \
 	}
 
 NO_TLS(gnutls_bye)

@@ -411,9 +411,9 @@ def binding_lines(b):
 
 
 def summary_text(s):
-    lines = [] if s.get("preflight_lines") is None else s["preflight_lines"] + [""]
+    lines = list(s.get("preflight_lines") or [])
     if s.get("machine"):
-        lines += header_lines(s)
+        lines += ([""] if lines else []) + header_lines(s)
     for key, fmt in (("accuracy", accuracy_lines), ("memory", memory_lines),
                      ("cost", cost_lines), ("binding", binding_lines)):
         if s.get(key):
