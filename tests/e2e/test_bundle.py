@@ -3,6 +3,8 @@
 """test_bundle.py: `make bundle`'s tarball, unpacked in minimal Debian roots (debootstrap
 minbase bookworm, and bullseye for glibc 2.31) with none of the build dependencies, gives the
 exact results of the normal tests; its gpu-test says it cannot run here, and why."""
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -15,6 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, Skip, expect_eq, main, test  # noqa: E402
 from test_gpu import expect_gpu_rows, expect_linked  # noqa: E402
 from test_leaks import leaky_expectations  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import gpu_test  # noqa: E402
 
 VERSION = "0.1.0"
 BUNDLE = os.path.join(ROOT, ".output", "bundle")
@@ -192,6 +197,88 @@ def bundle_gpu_test_preflight_without_bpf():
               "BPF")
     expect_eq(pf["uprobe_multi"], "unknown (no BPF)", "uprobe_multi")
     assert pf["driver"].startswith("no NVIDIA driver"), pf
+
+
+# --- gpu-test/run's flow, its real checks stood in for (no GPU here) ---------------------------
+
+H100 = {"driver": "580.159", "cuda_driver_version": 13000, "devices": 1, "gpu": "NVIDIA H100"}
+NS_PER_LAUNCH = {"untraced": 4000, "dormant": 4100, "floor": 4800, "floor-gpu": 5000,
+                 "record": 5200, "record-gpu": 5600}
+
+
+def fake_preflight(bpf):
+    def run(say, python, env):
+        for name in ("kernel", "BTF", "BPF", "uprobes", "uprobe_multi", "driver", "GPU",
+                     "PyTorch", "CUPTI"):
+            say(name, "stood in")
+        return {"kernel": "6.18", "btf": True, "bpf": bpf, "uprobes": True,
+                "uprobe_multi": bpf, "driver": H100, "why": None,
+                "torch": {"version": "2.11.0+cu130", "cuda": "13.0", "available": True,
+                          "cupti": []}}
+    return run
+
+
+def run_flow(bpf, argv=(), memory_problems=(), api=130001):
+    """gpu_test.main_run with preflight and the checks stood in: (status, summary, modes run)."""
+    out = os.path.join(tempfile.mkdtemp(), "gt")
+    modes = []
+
+    def cost_run(mode, py, out_dir, launches):
+        modes.append(mode)
+        return {"ns_per_launch": NS_PER_LAUNCH[mode], "window_start_ns": 0, "window_end_ns": 1,
+                "device": "NVIDIA H100", "cupti": ["/t/libcupti.so.13"],
+                "cupti_api": {"/t/libcupti.so.13": api}, "injection_status": ""}
+
+    fakes = {
+        "accuracy": lambda py, o, steps: {"rows": [], "worst": 0.01, "problems": [],
+                                          "gpu_metadata": None, "result": {"steps": steps}},
+        "memory": lambda py, o: {"rows": [], "problems": list(memory_problems)},
+        "cost_run": cost_run, "launch_loop_problems": lambda o, r, n: []}
+    saved = {k: getattr(gpu_test, k) for k in fakes}
+    saved_pf = gpu_test.machine_checks.run
+    try:
+        for k, v in fakes.items():
+            setattr(gpu_test, k, v)
+        gpu_test.machine_checks.run = fake_preflight(bpf)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            status = gpu_test.main_run([out, "--rounds", "2", *argv])
+    finally:
+        for k, v in saved.items():
+            setattr(gpu_test, k, v)
+        gpu_test.machine_checks.run = saved_pf
+        gpu_test.DEADLINE = float("inf")
+    with open(os.path.join(out, "summary.json")) as f:
+        return status, json.load(f), modes
+
+
+@test
+def gpu_test_run_exit_codes_and_parts():
+    """All checks with BPF: 0, or 1 on a problem; without BPF only the dormant cost and the
+    CUPTI binding (its clock method from the API version), the rest listed as not run: 3."""
+    status, s, modes = run_flow(bpf=True)
+    expect_eq((status, s["problems"], s["not_run"]), (0, [], []), "with BPF")
+    expect_eq(sorted(set(modes)), sorted(NS_PER_LAUNCH), "cost modes with BPF")
+    expect_eq((s["cost"]["rounds"], s["cost"]["costs"]["dormant"]["added_ns"]), (2, 100),
+              "rounds, dormant cost")
+    status, s, _ = run_flow(bpf=True, memory_problems=["after 3 steps: leaks says 1, PyTorch 2"])
+    expect_eq((status, s["problems"]), (1, ["after 3 steps: leaks says 1, PyTorch 2"]),
+              "a failed check")
+    status, s, modes = run_flow(bpf=False, api=24)
+    expect_eq(status, 3, "without BPF: could not run all")
+    expect_eq(sorted(set(modes)), ["dormant", "untraced"], "cost modes without BPF")
+    expect_eq(len(s["not_run"]), 3, f"checks not run: {s['not_run']}")
+    assert all(n.endswith(": BPF not allowed") for n in s["not_run"]), s["not_run"]
+    expect_eq((s["binding"]["api"], s["binding"]["clock_method"], s["binding"]["problems"]),
+              (24, "cupti_clock_realtime_shifted", []), "CUPTI binding (12.6's API)")
+    assert "accuracy" not in s and "memory" not in s, s
+
+
+@test
+def gpu_test_run_cuts_cost_rounds_to_its_budget():
+    status, s, _ = run_flow(bpf=True, argv=("--budget", "5"))
+    expect_eq((status, s["cost"]["rounds"], s["cost"]["rounds_asked"]), (0, 1, 2),
+              "one round fits a 5 s budget")
+    assert "(2 asked: --budget allowed 1)" in "\n".join(gpu_test.cost_lines(s["cost"]))
 
 
 if __name__ == "__main__":
