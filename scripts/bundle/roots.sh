@@ -53,8 +53,17 @@ if [ ! -e "$stamp" ]; then
 	tmp=$ROOTS_DIR/.$name.tmp
 	rm -rf "$tmp"
 	echo "roots.sh: making $name ($suite minbase, $include) in $root" >&2
-	if ! debootstrap --variant=minbase --include="$include" "$suite" "$tmp" "$MIRROR" \
-		>"$ROOTS_DIR/.$name.log" 2>&1; then
+	# bullseye leaves deb.debian.org for archive.debian.org when its LTS ends: try both
+	ok=
+	for mirror in "$MIRROR" http://archive.debian.org/debian; do
+		rm -rf "$tmp"
+		if debootstrap --variant=minbase --include="$include" "$suite" "$tmp" "$mirror" \
+			>"$ROOTS_DIR/.$name.log" 2>&1; then
+			ok=1
+			break
+		fi
+	done
+	if [ -z "$ok" ]; then
 		echo "roots.sh: debootstrap $suite failed; last lines of $ROOTS_DIR/.$name.log:" >&2
 		tail -5 "$ROOTS_DIR/.$name.log" >&2
 		exit 1

@@ -13,6 +13,11 @@ Standard library only; the PyTorch interpreter is $PYTHON, else the first of pyt
 and /usr/bin/python3 that imports torch. Writes OUT/summary.txt and OUT/summary.json (OUT:
 .output/gpu-test). Exits 1 with one line on stderr when the machine cannot run it or a check
 fails.
+
+gpu-test/run OUTDIR (tests/gpu/run; in the bundle beside bin/gpusnoop) runs main_run: a
+preflight first (preflight.py), then the checks this host can run within --budget seconds,
+the dormant cost and CUPTI binding alone where BPF cannot run; exit 0, 1 failed, 3 could not
+run here.
 """
 import argparse
 import ctypes
