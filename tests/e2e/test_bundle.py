@@ -7,11 +7,15 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, Skip, expect_eq, main, test  # noqa: E402
@@ -142,6 +146,39 @@ def bundle_runs_in_bookworm_minbase():
 @test
 def bundle_runs_in_bullseye_minbase_glibc_2_31():
     runs_in("bullseye", "2.31")
+
+
+@test
+def bundle_daemon_serves_metrics_over_plain_http():
+    """The bundle's libmicrohttpd runs on the TLS stand-ins (scripts/bundle/no_tls.c): its
+    constructor's set-up succeeds and the endpoint answers in plain HTTP."""
+    exe = os.path.join(BUNDLE, NAME, "bin", "gpusnoop")
+    if not os.path.exists(exe):
+        raise Skip(f"{exe} not built (make bundle)")
+    d = tempfile.mkdtemp()
+    err_path = os.path.join(d, "err")
+    with open(err_path, "w") as err:
+        g = subprocess.Popen([exe, "daemon", "--output-dir", os.path.join(d, "reports"),
+                              "--socket", os.path.join(d, "ctl.sock"), "--metrics-addr",
+                              "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        url, deadline = None, time.monotonic() + 60
+        while url is None and time.monotonic() < deadline and g.poll() is None:
+            with open(err_path) as f:
+                m = re.search(r"metrics on (http://\S+/metrics)", f.read())
+            url = m and m.group(1)
+            time.sleep(0.1)
+        assert url, open(err_path).read()
+        with urllib.request.urlopen(url, timeout=10) as r:
+            expect_eq(r.status, 200, "metrics HTTP status")
+            body = r.read().decode()
+        assert "# TYPE gpusnoop_cuda_outstanding_bytes gauge" in body, body[:500]
+        g.send_signal(signal.SIGINT)
+        expect_eq(g.wait(timeout=30), 0, "daemon status")
+    finally:
+        if g.poll() is None:
+            g.kill()
+            g.wait()
 
 
 GPU_TEST = f"""{UNPACK}
