@@ -31,7 +31,8 @@ BUNDLE_CXX = $(CXX) --sysroot=$(BUNDLE_SYSROOT) -B$(BUNDLE_LIBDIR)/ -L$(BUNDLE_L
 	-isystem $(BUNDLE_SYSROOT)/usr/include/x86_64-linux-gnu/c++/10
 # the normal flags less the host's include directories; the host's libbpf and kernel UAPI
 # headers (newer than bullseye's 5.10) come from $(BUNDLE_INC), ahead of the sysroot's
-BUNDLE_CFLAGS = $(filter-out -I/usr/%,$(CFLAGS)) -isystem $(BUNDLE_INC) -include scripts/bundle/compat.h \
+BUNDLE_CFLAGS = $(filter-out -I/usr/%,$(CFLAGS)) -isystem $(BUNDLE_INC) \
+	-include scripts/bundle/compat.h \
 	-isystem $(BUNDLE_SYSROOT)/usr/include/yajl \
 	-DGS_BUNDLE='"static libbpf $(BUNDLE_LIBBPF_VERSION), glibc >= 2.31"'
 BUNDLE_LDLIBS = -static-libgcc -Wl,--as-needed -Wl,-Bstatic $(BUNDLE_LIBBPF_A) -ldw -lelf \
@@ -83,8 +84,8 @@ $(BUNDLE_OUT)/gs_bench_floor: $(BUNDLE_FLOOR_OBJS) $(BUNDLE_OBJ)/scripts/bundle/
 # are here): it runs inside the target, whose glibc may be as old as 2.31
 ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
 BUNDLE_CUPTI := $(BUNDLE_OUT)/$(CUPTI_SO)
-$(BUNDLE_CUPTI): profilers/cupti/inject.c profilers/cupti/cupti_bind.c profilers/cupti/cupti_bind.h \
-		 profilers/cupti/cupti_abi.h $(BUNDLE_SYSROOT_FILE) $(BUNDLE_INC)/.ok
+$(BUNDLE_CUPTI): profilers/cupti/inject.c profilers/cupti/cupti_bind.c \
+		 profilers/cupti/cupti_bind.h profilers/cupti/cupti_abi.h $(BUNDLE_SYSROOT_FILE) $(BUNDLE_INC)/.ok
 	$(call msg,LIB,$@)
 	$(Q)$(BUNDLE_CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
 		-fvisibility=hidden -I. -isystem $(BUNDLE_INC) -isystem $(CUPTI_INC) \

@@ -12,8 +12,8 @@ set -euo pipefail
 
 ROOTS_DIR=${ROOTS_DIR:-/var/cache/gpusnoop-tests/roots}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-SYSROOT_PACKAGES=libc6-dev,libelf-dev,libdw-dev,zlib1g-dev,libzstd-dev,liblzma-dev,libbz2-dev
-SYSROOT_PACKAGES+=,libyajl-dev,libmicrohttpd-dev,libstdc++-10-dev,linux-libc-dev
+SYSROOT_PACKAGES=libc6-dev,libelf-dev,libdw-dev,zlib1g-dev,libzstd-dev,liblzma-dev
+SYSROOT_PACKAGES+=,libbz2-devSYSROOT_PACKAGES+=,libyajl-dev,libmicrohttpd-dev,libstdc++-10-dev,linux-libc-dev
 # a version bump of a root's contents: roots made before it are made again
 ROOT_VERSION=1
 
@@ -21,10 +21,11 @@ ROOT_VERSION=1
 # from outside the root they reach the host's newer glibc. Make them relative to the root.
 relink() {
 	local link target
-	find "$1/usr/lib" "$1/usr/lib64" -xdev -type l -lname '/*' -print0 | while IFS= read -r -d '' link; do
-		target=$(readlink "$link")
-		ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$1$target")" "$link"
-	done
+	find "$1/usr/lib" "$1/usr/lib64" -xdev -type l -lname '/*' -print0 |
+		while IFS= read -r -d '' link; do
+			target=$(readlink "$link")
+			ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$1$target")" "$link"
+		done
 }
 
 name=${1:?usage: roots.sh sysroot|bullseye|bookworm}
