@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_exposure.py: what one process's stack or comm can make gpusnoop show (issue 22)."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (AS_NOBODY, BIN, LIB, ROOT, TIMEOUT, Gpusnoop, LineReader, Skip,  # noqa: E402
+                     end_input, expect_eq, process, run_gpusnoop, test)
+
+SECURITY_SRC = os.path.join(ROOT, "tests", "fixtures", "security")
+PYCALLER = os.path.join(ROOT, "tests", "fixtures", "python", "gs_pycaller.py")
+CUDART = os.path.join(LIB, "libcudart.so.13")
+PY_NAMES = {"alloc_weights", "make_layer", "build_model", "main", "<module>"}
+
+
+def python312():
+    found = sorted(glob.glob(os.path.expanduser("~root/.pyenv/versions/3.12.*/bin/python3.12")))
+    if not found:
+        raise Skip("no CPython 3.12 under ~root/.pyenv")
+    return found[-1]
+
+
+def build_forger(tmp):
+    exe = os.path.join(tmp, "gs_forged_frames")
+    p = subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-mno-red-zone", "-fno-omit-frame-pointer",
+                        "-o", exe, os.path.join(SECURITY_SRC, "gs_forged_frames.c"),
+                        "-L" + LIB, "-Wl,-rpath," + LIB, "-lcudart"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    os.chmod(tmp, 0o755)
+    return exe
+
+
+@test
+def forged_python_ids_never_show_another_process_names():
+    """Finding 4: a C process forges bit-63 return addresses; a Python process's names stay its own.
+
+    The Python process allocates first, so its frames get the first ids; the nobody-owned C
+    process then allocates under a frame pointer chain of (1 << 63) | 0..63. Its stack must
+    show none of the Python names and no Python frame at all (those are unknown addresses)."""
+    tmp = tempfile.mkdtemp()
+    forger = build_forger(tmp)
+    py = subprocess.Popen([python312(), PYCALLER, "--hold", CUDART, "malloc"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    c = subprocess.Popen(AS_NOBODY + [forger], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=dict(os.environ, GS_FAKE_CUDA_NO_DRIVER="1"))
+    g = None
+    try:
+        py_out, c_out = LineReader(py.stdout), LineReader(c.stdout)
+        py_out.wait_for(lambda l: l.startswith("ready "), "python ready")
+        c_pid = int(c_out.wait_for(lambda l: l.startswith("ready "), "forger ready").split()[1])
+        g = Gpusnoop("leaks", "-p", str(py.pid), "-p", str(c_pid), "--format", "json")
+        g.wait_tracing()
+        py.send_signal(__import__("signal").SIGUSR1)
+        py_out.wait_for(lambda l: l.startswith("done"), "python allocated")
+        c.stdin.write(b"go\n")
+        c.stdin.flush()
+        expect_eq(c_out.wait_for(lambda l: l.startswith("done"), "forger allocated"), "done 0",
+                  "forger's cudaMalloc")
+        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()})")
+        report = g.reports()[-1]
+        py_frames = [f for s in process(report, py.pid)["stacks"] for f in s["frames"]]
+        assert PY_NAMES <= {f["symbol"] for f in py_frames if f.get("kind") == "python"}, \
+            py_frames
+        stacks = process(report, c_pid)["stacks"]
+        expect_eq(len(stacks), 1, "the forger's one allocation stack")
+        frames = stacks[0]["frames"]
+        forged = [f for f in frames if f["address"] >> 63]
+        assert len(forged) >= 8, frames  # the chain was walked
+        for f in frames:
+            assert f.get("kind") is None, f"a Python frame in a C process: {f}"
+            assert f["symbol"] not in PY_NAMES, f"another process's name: {f}"
+            assert "python" not in json.dumps(f), f
+    finally:
+        if g:
+            g.kill()
+        end_input(c)
+        py.kill()
+        py.wait()
