@@ -83,3 +83,27 @@ def forged_python_ids_never_show_another_process_names():
         end_input(c)
         py.kill()
         py.wait()
+
+
+BUSY_COMM = b"gs\x1b]0;x\x07\x1b[2J"
+BUSY = r"""
+import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(bytes.fromhex(sys.argv[1])), 0, 0, 0)  # PR_SET_NAME
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    pass
+"""
+
+
+@test
+def folded_profile_escapes_a_hostile_comm():
+    """Low item: a comm with terminal escapes is spelled \\xNN in profile's folded output."""
+    path = os.path.join(tempfile.mkdtemp(), "p.folded")
+    status, _, err = run_gpusnoop("profile", "-F", "199", "--format", "folded",
+                                  "-o", path, "--", sys.executable, "-c", BUSY, BUSY_COMM.hex())
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    with open(path, "rb") as f:
+        text = f.read()
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", text), text[:400]
+    mine = [l for l in text.splitlines() if l.startswith(b"gs\\x1b]0:x\\x07\\x1b[2J;")]
+    assert mine, text[:400]
