@@ -21,8 +21,7 @@ const char *gs_inject_file__why_not(const struct stat *st)
 	return NULL;
 }
 
-int gs_inject_file__check_at(int root_fd, const char *path, struct gs_file_id *id,
-			     const char **why)
+int gs_inject_file__check_at(int root_fd, const char *path, struct gs_file_id *id, const char **why)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,

@@ -138,9 +138,9 @@ uint64_t gs_py_names__intern(struct gs_py_names *n, pid_t pid, uint64_t code, ui
 uint64_t gs_py_names__marker(struct gs_py_names *n, pid_t pid)
 {
 	/* no code object lives at address 0: the key is the marker's alone */
-	uint64_t addr = n ? gs_py_names__intern(n, pid, 0, UINT32_MAX, "[native frames missing]",
-					       "", -1)
-			  : 0;
+	uint64_t addr =
+		n ? gs_py_names__intern(n, pid, 0, UINT32_MAX, "[native frames missing]", "", -1)
+		  : 0;
 
 	if (addr)
 		n->by_id[addr & ~GS_PY_ADDR_TAG]->name.marker = true;

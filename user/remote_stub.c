@@ -61,8 +61,8 @@ static void put_restore(struct emit *e, const struct gs_remote_stub *s)
 {
 	static const uint8_t all_eax[] = { 0xb8, 0xff, 0xff, 0xff, 0xff };
 	static const uint8_t all_edx[] = { 0xba, 0xff, 0xff, 0xff, 0xff };
-	static const uint8_t xrstor[] = { 0x48, 0x0f, 0xae, 0x2d }, fxrstor[] = { 0x48, 0x0f, 0xae,
-										   0x0d };
+	static const uint8_t xrstor[] = { 0x48, 0x0f, 0xae, 0x2d },
+			     fxrstor[] = { 0x48, 0x0f, 0xae, 0x0d };
 	static const uint8_t popfq = 0x9d, jmp[] = { 0xff, 0x25 };
 	static const struct {
 		int reg;
@@ -89,8 +89,8 @@ static void put_restore(struct emit *e, const struct gs_remote_stub *s)
 
 int gs_remote_stub__build(struct gs_remote_stub *s, size_t xsave_size)
 {
-	static const uint8_t xsave[] = { 0x48, 0x0f, 0xae, 0x25 }, fxsave[] = { 0x48, 0x0f, 0xae,
-										 0x05 };
+	static const uint8_t xsave[] = { 0x48, 0x0f, 0xae, 0x25 },
+			     fxsave[] = { 0x48, 0x0f, 0xae, 0x05 };
 	static const uint8_t call[] = { 0xff, 0x15 }, store_rax[] = { 0x48, 0x89, 0x05 };
 	static const uint8_t movq_imm[] = { 0x48, 0xc7, 0x05 }, one[] = { 1, 0, 0, 0 };
 	struct emit e;

@@ -161,16 +161,18 @@ static int map_stub(struct inject *in, const struct user_regs_struct *saved)
 	int err = gs_remote_stub__build(&in->code, gs_remote_stub__xsave_size());
 
 	err = err ?: find_syscall_insn(in->pid, &insn);
-	err = err ?: remote_syscall(in->pid, saved, insn, SYS_mmap,
-				    (const uint64_t[4]){ 0, in->code.map_size,
-							 PROT_READ | PROT_WRITE,
-							 MAP_PRIVATE | MAP_ANONYMOUS },
-				    &base);
+	err = err
+		      ?: remote_syscall(in->pid, saved, insn, SYS_mmap,
+					(const uint64_t[4]){ 0, in->code.map_size,
+							     PROT_READ | PROT_WRITE,
+							     MAP_PRIVATE | MAP_ANONYMOUS },
+					&base);
 	err = err ?: remote_rw(in->pid, base, in->code.code, in->code.code_len, true);
-	err = err ?: remote_syscall(in->pid, saved, insn, SYS_mprotect,
-				    (const uint64_t[4]){ base, GS_STUB_CODE_SIZE,
-							 PROT_READ | PROT_EXEC, 0 },
-				    &ret);
+	err = err
+		      ?: remote_syscall(in->pid, saved, insn, SYS_mprotect,
+					(const uint64_t[4]){ base, GS_STUB_CODE_SIZE,
+							     PROT_READ | PROT_EXEC, 0 },
+					&ret);
 	if (!err)
 		in->stub = base;
 	return err;
@@ -239,9 +241,8 @@ static int wait_done(struct inject *in, uint64_t *ret)
 			return -ESRCH;
 		if (r == in->pid && !is_interrupt_stop(status) && is_fault(WSTOPSIG(status)))
 			return -EFAULT;
-		if (r == in->pid &&
-		    ptrace(PTRACE_CONT, in->pid, NULL,
-			   is_interrupt_stop(status) ? 0 : WSTOPSIG(status)))
+		if (r == in->pid && ptrace(PTRACE_CONT, in->pid, NULL,
+					   is_interrupt_stop(status) ? 0 : WSTOPSIG(status)))
 			return -errno;
 		usleep(2000);
 	}
@@ -262,12 +263,23 @@ static int stub_call(struct inject *in, uint64_t fn, uint64_t a0, uint64_t a1, u
 	if (ptrace(PTRACE_GETREGS, in->pid, NULL, &cur))
 		return -errno;
 	gs_remote_stub__resume(cur.rip, cur.rax, (int64_t)cur.orig_rax, &c.regs.rip, &c.regs.rax);
-	c.regs = (struct gs_stub_regs){ .rax = c.regs.rax, .rbx = cur.rbx, .rcx = cur.rcx,
-					.rdx = cur.rdx, .rsi = cur.rsi, .rdi = cur.rdi,
-					.rbp = cur.rbp, .r8 = cur.r8, .r9 = cur.r9,
-					.r10 = cur.r10, .r11 = cur.r11, .r12 = cur.r12,
-					.r13 = cur.r13, .r14 = cur.r14, .r15 = cur.r15,
-					.rsp = cur.rsp, .rip = c.regs.rip,
+	c.regs = (struct gs_stub_regs){ .rax = c.regs.rax,
+					.rbx = cur.rbx,
+					.rcx = cur.rcx,
+					.rdx = cur.rdx,
+					.rsi = cur.rsi,
+					.rdi = cur.rdi,
+					.rbp = cur.rbp,
+					.r8 = cur.r8,
+					.r9 = cur.r9,
+					.r10 = cur.r10,
+					.r11 = cur.r11,
+					.r12 = cur.r12,
+					.r13 = cur.r13,
+					.r14 = cur.r14,
+					.r15 = cur.r15,
+					.rsp = cur.rsp,
+					.rip = c.regs.rip,
 					.flags_sp = (cur.rsp - RED_ZONE - 16) & ~0xfULL };
 	regs = cur;
 	regs.rip = in->stub;
@@ -278,8 +290,9 @@ static int stub_call(struct inject *in, uint64_t fn, uint64_t a0, uint64_t a1, u
 	regs.orig_rax = -1;
 	regs.eflags &= ~(uint64_t)(EFLAGS_DF | EFLAGS_TF);
 	err = remote_rw(in->pid, c.regs.flags_sp, &cur.eflags, sizeof(cur.eflags), true);
-	err = err ?: remote_rw(in->pid, CTRL(in, fn), &c, offsetof(struct gs_stub_control, path),
-			       true);
+	err = err
+		      ?: remote_rw(in->pid, CTRL(in, fn), &c,
+				   offsetof(struct gs_stub_control, path), true);
 	if (err)
 		return err;
 	if (ptrace(PTRACE_SETREGS, in->pid, NULL, &regs) || ptrace(PTRACE_CONT, in->pid, NULL, 0))
@@ -338,7 +351,8 @@ static int remote_dlopen(struct inject *in, const char *path, const struct gs_fi
 		err = -ENOEXEC;
 	if (err == -ETIMEDOUT)
 		gs_err("--inject: pid %d: dlopen(%s) still running after %d s (another thread "
-		       "holds the loader lock?): not initialised; the thread finishes it and goes on",
+		       "holds the loader lock?): not initialised; the thread finishes it and goes "
+		       "on",
 		       (int)in->pid, path, CALL_WAIT);
 	else if (err)
 		gs_err("--inject: pid %d: dlopen(%s): %s", (int)in->pid, path, strerror(-err));

@@ -374,9 +374,8 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 			continue;
 		gs_format_bytes(gs_alloc_table__bytes(p->allocs), b, sizeof(b));
 		fprintf(out, "pid %d (%s): %s outstanding in %zu allocations, %" PRIu64 " failed\n",
-			(int)p->pid, gs_text_safe(gs_tracker__comm(d->tracker, p->pid), comm,
-						  sizeof(comm)),
-			b,
+			(int)p->pid,
+			gs_text_safe(gs_tracker__comm(d->tracker, p->pid), comm, sizeof(comm)), b,
 			gs_alloc_table__count(p->allocs), p->failed_allocations);
 	}
 }

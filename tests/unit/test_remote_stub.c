@@ -28,7 +28,8 @@ __asm__(".text\n"
 	".globl run_stub\n"
 	".type run_stub, @function\n"
 	"run_stub:\n"
-	"	push %rbx\n	push %rbp\n	push %r12\n	push %r13\n	push %r14\n	push %r15\n"
+	"	push %rbx\n	push %rbp\n	push %r12\n	push %r13\n	push %r14\n	"
+	"push %r15\n"
 	"	mov %rsp, (%rsi)\n"
 	"	movq %rcx, %xmm7\n"
 	"	mov %rdi, %r11\n"
@@ -36,8 +37,6 @@ __asm__(".text\n"
 	"	mov %rcx, %rsi\n"
 	"	sub $512, %rsp\n"
 	"	and $-16, %rsp\n"
-	"	std\n" /* the stub's caller clears DF; the restored flags must not have it */
-	"	cld\n"
 	"	mov $-1, %eax\n"
 	"	mov $-1, %edx\n"
 	"	jmp *%r11\n"
@@ -52,7 +51,8 @@ __asm__(".text\n"
 	"	popq seen+40(%rip)\n"
 	"	movq %xmm7, seen+48(%rip)\n"
 	"	mov %rsi, seen+56(%rip)\n"
-	"	pop %r15\n	pop %r14\n	pop %r13\n	pop %r12\n	pop %rbp\n	pop %rbx\n"
+	"	pop %r15\n	pop %r14\n	pop %r13\n	pop %r12\n	pop %rbp\n	"
+	"pop %rbx\n"
 	"	ret\n"
 	".size run_stub, . - run_stub\n");
 
@@ -61,8 +61,8 @@ static uint64_t flags_slot[2] __attribute__((aligned(16)));
 /* maps the stub as gpu_inject.c does in the target: code read+execute, the rest writable */
 static uint8_t *map_stub(const struct gs_remote_stub *s)
 {
-	uint8_t *base = mmap(NULL, s->map_size, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *base =
+		mmap(NULL, s->map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (base == MAP_FAILED)
 		return NULL;
@@ -89,8 +89,12 @@ static void check_call(size_t xsave_size, bool restore_only)
 		return;
 	c = (struct gs_stub_control *)(base + GS_STUB_CODE_SIZE);
 	c->fn = (uint64_t)(uintptr_t)&stub_fn;
-	c->regs = (struct gs_stub_regs){ .rax = 0xaaaa, .rbx = 0x1111, .rsi = 0x5555,
-					 .rdi = 0x7777, .r12 = 0x1212, .r15 = 0x1515,
+	c->regs = (struct gs_stub_regs){ .rax = 0xaaaa,
+					 .rbx = 0x1111,
+					 .rsi = 0x5555,
+					 .rdi = 0x7777,
+					 .r12 = 0x1212,
+					 .r15 = 0x1515,
 					 .rip = (uint64_t)(uintptr_t)stub_landing,
 					 .flags_sp = (uint64_t)(uintptr_t)flags_slot };
 	flags_slot[0] = 0x203; /* CF and the reserved bit 1 (IF: user mode cannot change it) */
@@ -110,7 +114,7 @@ static void check_call(size_t xsave_size, bool restore_only)
 	GS_EXPECT_EQ(seen[3], 0x7777);
 	GS_EXPECT_EQ(seen[4], 0xaaaa);
 	GS_EXPECT_EQ(seen[5] & 0x401, 0x1); /* CF restored, DF clear */
-	GS_EXPECT_EQ(seen[6], 42);	     /* %xmm7 as it was before the call */
+	GS_EXPECT_EQ(seen[6], 42);	    /* %xmm7 as it was before the call */
 	GS_EXPECT_EQ(seen[7], 0x5555);
 	munmap(base, s.map_size);
 }
