@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include "profilers/cuda/gpu_inject.h"
+#include "user/clock.h"
 #include "user/elf_file.h"
 #include "user/inject_file.h"
 #include "user/log.h"
@@ -179,33 +180,45 @@ static int map_stub(struct inject *in, const struct user_regs_struct *saved)
 }
 
 #define CTRL(in, field) ((in)->stub + GS_STUB_CODE_SIZE + offsetof(struct gs_stub_control, field))
+/* Waits for the stop an interrupt asked for, delivering the signals met on the way. */
+static int wait_interrupted(pid_t pid)
+{
+	int status, err = 0;
+
+	for (int i = 0; i < 64 && !err; i++) {
+		err = wait_stop(pid, &status);
+		if (!err && is_interrupt_stop(status))
+			return 0;
+		if (!err && ptrace(PTRACE_CONT, pid, NULL, WSTOPSIG(status)))
+			err = -errno;
+	}
+	return err ?: -EINTR;
+}
+
 /*
- * Stops the thread again after a call came back (or to detach from one given up on): an
- * interrupt, signals met on the way delivered, then single steps until it has left the
- * stub's restore sequence, so the next call may rewrite the control block.
+ * Stops the thread again after a call came back (or to detach from one given up on), then
+ * single steps it until it has left the stub's restore sequence, so the next call may
+ * rewrite the control block. A signal met while stepping is delivered with the next step.
  */
 static int stop_again(struct inject *in)
 {
 	struct user_regs_struct regs;
-	int status, err = 0;
+	int status, sig = 0, err;
 
 	if (ptrace(PTRACE_INTERRUPT, in->pid, NULL, 0))
 		return -errno;
-	for (int i = 0; i < 64 && !err; i++) {
-		err = wait_stop(in->pid, &status);
-		if (err || is_interrupt_stop(status))
-			break;
-		if (ptrace(PTRACE_CONT, in->pid, NULL, WSTOPSIG(status)))
-			err = -errno;
-	}
+	err = wait_interrupted(in->pid);
 	for (int i = 0; i < 64 && !err; i++) {
 		if (ptrace(PTRACE_GETREGS, in->pid, NULL, &regs))
 			return -errno;
 		if (regs.rip < in->stub || regs.rip >= in->stub + in->code.code_len)
 			break;
-		if (ptrace(PTRACE_SINGLESTEP, in->pid, NULL, 0))
+		if (ptrace(PTRACE_SINGLESTEP, in->pid, NULL, sig))
 			return -errno;
 		err = wait_stop(in->pid, &status);
+		sig = !err && WSTOPSIG(status) != SIGTRAP && !is_interrupt_stop(status)
+			      ? WSTOPSIG(status)
+			      : 0;
 	}
 	return err;
 }
@@ -222,7 +235,9 @@ static bool is_fault(int sig)
  */
 static int wait_done(struct inject *in, uint64_t *ret)
 {
-	for (int waited = 0; waited < CALL_WAIT * 500; waited++) {
+	uint64_t deadline = gs_clock_ns(CLOCK_MONOTONIC) + CALL_WAIT * 1000000000ULL;
+
+	while (gs_clock_ns(CLOCK_MONOTONIC) < deadline) {
 		uint64_t rd[2]; /* result, done */
 		int status;
 		pid_t r;
@@ -412,14 +427,14 @@ static int attach_and_load(struct inject *in, const char *path, const struct gs_
 			   uint64_t *initialized, char *why, size_t len)
 {
 	struct user_regs_struct saved;
-	int status, err;
+	int err;
 
 	if (ptrace(PTRACE_SEIZE, in->pid, NULL, 0) || ptrace(PTRACE_INTERRUPT, in->pid, NULL, 0)) {
 		err = -errno;
 		gs_err("--inject: pid %d: ptrace: %s", (int)in->pid, strerror(-err));
 		return err;
 	}
-	err = wait_stop(in->pid, &status);
+	err = wait_interrupted(in->pid);
 	if (!err && ptrace(PTRACE_GETREGS, in->pid, NULL, &saved))
 		err = -errno;
 	if (!err) {

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (AS_NOBODY, BIN, LIB, ROOT, TIMEOUT, Gpusnoop, LineReader, Skip,  # noqa: E402
@@ -107,3 +108,56 @@ def folded_profile_escapes_a_hostile_comm():
     assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", text), text[:400]
     mine = [l for l in text.splitlines() if l.startswith(b"gs\\x1b]0:x\\x07\\x1b[2J;")]
     assert mine, text[:400]
+
+
+HOLDER = r"""
+import ctypes, sys
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(bytes.fromhex(sys.argv[2])), 0, 0, 0)  # PR_SET_NAME
+cuda = ctypes.CDLL(sys.argv[1])
+print("ready", flush=True)
+kept = []
+for line in sys.stdin:  # one more kept 1 MiB allocation per line, until the daemon sees one
+    kept.append(ctypes.c_void_p())
+    print("done", cuda.cudaMalloc(ctypes.byref(kept[-1]), 1 << 20), flush=True)
+"""
+
+
+@test
+def ctl_status_escapes_a_hostile_comm():
+    """Low item: the daemon's `ctl status` line of a process spells its comm's escapes \\xNN."""
+    tmp = tempfile.mkdtemp(prefix="gs-exposure-")
+    os.chmod(tmp, 0o755)
+    sock = os.path.join(tmp, "ctl.sock")
+    d = Gpusnoop("daemon", "--output-dir", os.path.join(tmp, "reports"), "--socket", sock,
+                 "--metrics-addr", "127.0.0.1:0")
+    w = None
+    try:
+        d.wait_stderr("daemon: following every CUDA process", 120)
+        w = subprocess.Popen([sys.executable, "-c", HOLDER, CUDART, BUSY_COMM.hex()],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=dict(os.environ, GS_FAKE_CUDA_NO_DRIVER="1"))
+        out = LineReader(w.stdout)
+        out.wait_for(lambda l: l == "ready", "holder ready")
+        line = None
+        for _ in range(50):  # the daemon probes the runtime once it is loaded: allocate again
+            w.stdin.write(b"go\n")
+            w.stdin.flush()
+            expect_eq(out.wait_for(lambda l: l.startswith("done"), "holder allocated"),
+                      "done 0", "cudaMalloc")
+            out.lines.clear()
+            p = subprocess.run([os.path.join(ROOT, "gpusnoop"), "ctl", "--socket", sock,
+                                "status"], capture_output=True, timeout=TIMEOUT)
+            expect_eq(p.returncode, 0, f"ctl status ({p.stderr!r})")
+            mine = [l for l in p.stdout.splitlines() if l.startswith(f"pid {w.pid} ".encode())]
+            if mine and b" MiB outstanding" in mine[0]:
+                line = mine[0]
+                break
+            time.sleep(0.2)
+        assert line, p.stdout
+        assert not re.search(rb"[\x00-\x1f\x7f]", p.stdout.replace(b"\n", b"")), p.stdout
+        expect_eq(line.split(b":")[0],
+                  f"pid {w.pid} (gs\\x1b]0;x\\x07\\x1b[2J)".encode(), "the status line's comm")
+    finally:
+        if w:
+            end_input(w)
+        d.kill()

@@ -38,7 +38,7 @@ def inject_timeout_leaves_the_target_running():
     """Finding 8: the remote dlopen waits on the loader lock past --inject's 10 s.
 
     Another thread of the target is inside a library constructor (the loader lock held) from
-    before gpusnoop attaches until 13 s after. gpusnoop reports the timeout; the stopped thread
+    before gpusnoop attaches until 16 s after. gpusnoop reports the timeout; the stopped thread
     finishes its dlopen later, comes back through the stub to where it was (pthread_join, a
     restarted futex wait), and the target exits 0: no SIGSEGV at address 0."""
     lib = injection_library()
