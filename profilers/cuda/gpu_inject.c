@@ -264,6 +264,28 @@ static int wait_done(struct inject *in, uint64_t *ret)
 	return -ETIMEDOUT;
 }
 
+/* What the stub restores for a thread stopped with cur, its flags below the red zone. */
+static void stub_regs(const struct user_regs_struct *cur, struct gs_stub_regs *r)
+{
+	*r = (struct gs_stub_regs){ .rbx = cur->rbx,
+				    .rcx = cur->rcx,
+				    .rdx = cur->rdx,
+				    .rsi = cur->rsi,
+				    .rdi = cur->rdi,
+				    .rbp = cur->rbp,
+				    .r8 = cur->r8,
+				    .r9 = cur->r9,
+				    .r10 = cur->r10,
+				    .r11 = cur->r11,
+				    .r12 = cur->r12,
+				    .r13 = cur->r13,
+				    .r14 = cur->r14,
+				    .r15 = cur->r15,
+				    .rsp = cur->rsp };
+	gs_remote_stub__resume(cur->rip, cur->rax, (int64_t)cur->orig_rax, &r->rip, &r->rax);
+	r->flags_sp = (cur->rsp - RED_ZONE - 16) & ~0xfULL;
+}
+
 /*
  * Calls fn(a0, a1) in the stopped thread, returning into the stub; *ret gets its result and
  * the thread is stopped again where it was. On -ETIMEDOUT the thread is stopped inside the
@@ -277,25 +299,7 @@ static int stub_call(struct inject *in, uint64_t fn, uint64_t a0, uint64_t a1, u
 
 	if (ptrace(PTRACE_GETREGS, in->pid, NULL, &cur))
 		return -errno;
-	gs_remote_stub__resume(cur.rip, cur.rax, (int64_t)cur.orig_rax, &c.regs.rip, &c.regs.rax);
-	c.regs = (struct gs_stub_regs){ .rax = c.regs.rax,
-					.rbx = cur.rbx,
-					.rcx = cur.rcx,
-					.rdx = cur.rdx,
-					.rsi = cur.rsi,
-					.rdi = cur.rdi,
-					.rbp = cur.rbp,
-					.r8 = cur.r8,
-					.r9 = cur.r9,
-					.r10 = cur.r10,
-					.r11 = cur.r11,
-					.r12 = cur.r12,
-					.r13 = cur.r13,
-					.r14 = cur.r14,
-					.r15 = cur.r15,
-					.rsp = cur.rsp,
-					.rip = c.regs.rip,
-					.flags_sp = (cur.rsp - RED_ZONE - 16) & ~0xfULL };
+	stub_regs(&cur, &c.regs);
 	regs = cur;
 	regs.rip = in->stub;
 	regs.rsp = (c.regs.flags_sp - 16) & ~0xfULL;
