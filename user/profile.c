@@ -7,6 +7,7 @@
 #include <zlib.h>
 #include "user/array.h"
 #include "user/profile.h"
+#include "user/text_escape.h"
 
 /*
  * pprof is written by hand: profile.proto's wire format needs only varints and
@@ -371,12 +372,22 @@ size_t gs_profile__nr_stacks(const struct gs_profile *p)
 
 /*
  * Text chosen by the process (a symbol, comm or file name) inside a folded line: ';'
- * separates frames and a line ends the stack, so neither may occur inside one.
+ * separates frames, so it becomes ':'; control bytes, terminal escapes and ill-formed UTF-8
+ * are spelled \xNN (user/text_escape.h), so neither a line end nor an escape sequence
+ * reaches the file or the terminal that shows it.
  */
 static void put_folded_text(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == ';' ? ':' : *s == '\n' || *s == '\r' ? ' ' : *s, f);
+	char small[256], *buf = small;
+	size_t need = GS_TEXT_SAFE_LEN(strlen(s));
+
+	if (need > sizeof(small) && !(buf = malloc(need)))
+		buf = small; /* cut short rather than raw */
+	gs_text_safe(s, buf, buf == small ? sizeof(small) : need);
+	for (const char *c = buf; *c; c++)
+		fputc(*c == ';' ? ':' : *c, f);
+	if (buf != small)
+		free(buf);
 }
 
 /* A frame's label: its symbol, else [file], else [unknown]. */

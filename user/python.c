@@ -338,7 +338,9 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 	if (!slot || !slot->nr_named || !t || t->state != TARGET_ACTIVE)
 		return false;
 	n = gs_py_merge((const __u64 *)((const char *)rec + off), nr, slot->e.frames, slot->named,
-			slot->e.nr_frames, &t->interp.eval, merged, GS_MAX_STACK);
+			slot->e.nr_frames, &t->interp.eval,
+			gs_py_names__marker(gs_symcache__py_names(py->symcache), t->pid), merged,
+			GS_MAX_STACK);
 	memcpy(out, rec, off);
 	memcpy((char *)out + off, merged, n * sizeof(merged[0]));
 	out->alloc.hdr.size = (__u32)(off + n * sizeof(merged[0]));

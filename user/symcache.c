@@ -226,16 +226,25 @@ static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, str
 	frame->module = gs_perf_map__path(p->perf_map);
 }
 
-/* A stand-in address of a merged Python stack (user/python.c): the name it was given. */
-static void resolve_python(struct gs_symcache *cache, uint64_t addr, struct gs_frame *frame)
+/*
+ * A stand-in address of a merged Python stack (user/python.c): the name it was given, if it
+ * was given for pid. Anything else with the tag is a native frame pointer chain's garbage or
+ * forgery (the process wrote it): an unknown native address, never a Python frame.
+ */
+static void resolve_python(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+			   struct gs_frame *frame)
 {
-	const struct gs_py_name *n = gs_py_names__get(cache->py_names, addr);
+	const struct gs_py_name *n = gs_py_names__get(cache->py_names, pid, addr);
 
+	if (!n) {
+		*frame = (struct gs_frame){ .address = addr, .offset = addr };
+		return;
+	}
 	*frame = (struct gs_frame){ .address = addr, .line = -1, .kind = GS_FRAME_PYTHON };
-	if (addr == GS_PY_ADDR_MARKER) {
+	if (n->marker) {
 		frame->kind = GS_FRAME_MARKER;
-		frame->symbol = "[native frames missing]";
-	} else if (n) {
+		frame->symbol = n->qualname;
+	} else {
 		frame->address = n->code;
 		frame->symbol = n->qualname;
 		frame->file = n->file;
@@ -252,7 +261,7 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 	uint64_t file_off, vaddr;
 
 	if (gs_py_is_addr(addr)) {
-		resolve_python(cache, addr, frame);
+		resolve_python(cache, pid, addr, frame);
 		return;
 	}
 	/*

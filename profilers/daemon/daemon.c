@@ -32,6 +32,7 @@
 #include "user/out_dir.h"
 #include "user/out_file.h"
 #include "user/stack_table.h"
+#include "user/text_escape.h"
 
 #define POLL_MS		  100
 #define METRICS_EVERY_NS  1000000000ULL
@@ -359,7 +360,7 @@ bool gs_daemon__may_see(const struct gs_ctl_peer *peer, pid_t pid)
 static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE *out)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
-	char b[32];
+	char b[32], comm[GS_TEXT_SAFE_LEN(16)];
 
 	fprintf(out,
 		"gpusnoop daemon %s: up %.0f s, %zu CUDA processes, %" PRIu64
@@ -373,7 +374,8 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 			continue;
 		gs_format_bytes(gs_alloc_table__bytes(p->allocs), b, sizeof(b));
 		fprintf(out, "pid %d (%s): %s outstanding in %zu allocations, %" PRIu64 " failed\n",
-			(int)p->pid, gs_tracker__comm(d->tracker, p->pid), b,
+			(int)p->pid,
+			gs_text_safe(gs_tracker__comm(d->tracker, p->pid), comm, sizeof(comm)), b,
 			gs_alloc_table__count(p->allocs), p->failed_allocations);
 	}
 }
