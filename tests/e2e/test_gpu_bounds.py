@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_gpu_bounds.py: what a traced process can make record's GPU side hold, write or load."""
+import gzip
+import json
 import os
 import re
 import shutil
@@ -8,10 +10,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BIN, Gpusnoop, Workload, expect_eq, main, run_gpusnoop, test  # noqa: E402
+from harness import (BIN, Gpusnoop, MiB, Workload, expect_eq, main,  # noqa: E402
+                     run_gpusnoop, test)
 from test_gpu import (INJECTION, LOAD_TIMEOUT, gpu_env, gpu_rows, load,  # noqa: E402
                       ns)
-from test_daemon import NOBODY  # noqa: E402
+from test_daemon import NOBODY, Daemon, config_file  # noqa: E402
+from test_security_daemon import NobodyWorkload  # noqa: E402
 
 PIECES = 128  # user/busy_union.h: GS_BUSY_PIECES
 
@@ -142,6 +146,45 @@ def gpu_library_a_user_names_like_ours_is_refused():
             g.kill()
         if w:
             w.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@test
+def gpu_daemon_user_recording_stops_itself_at_user_max_bytes():
+    tmp, conf = config_file("gs-daemon-cap-", "user-max-bytes 1M\n")
+    d = Daemon("--config", conf)
+    w = None
+    try:
+        # nobody's job: an OOM the daemon reports (so it follows it), then launches for ever
+        w = NobodyWorkload("gs_gpu", gpu_env(CUDA_INJECTION64_PATH=INJECTION, GS_GPU_OOM="1",
+                                             GS_FAKE_CUDA_MEM_LIMIT=str(256 * MiB),
+                                             GS_GPU_LOOPS="100000000"))
+        d.wait_probed()
+        w.release()
+        w.wait_line("oom 2")
+        d.g.wait_stderr(f"pid {w.pid} (gs_gpu): cuda-oom: report", LOAD_TIMEOUT)
+        status, out, err = d.ctl("record", str(w.pid), "600", "gpu", uid=NOBODY)
+        expect_eq(status, 0, f"nobody's recording ({err})")
+        path = out.strip()
+        d.g.wait_stderr("recording; Ctrl-C to stop", LOAD_TIMEOUT)
+        w.release()
+        # before: the child wrote on (74 MB in 20 s) until the 600 s or the job ended
+        line = d.g.wait_stderr("recording stopped: its trace reached ", 60)
+        d.g.wait_stderr(f"recording done: {path}", 60)
+        assert w.proc.poll() is None, "the job still runs: the recording stopped itself"
+        size = os.path.getsize(path)
+        assert size <= MiB, (size, line)
+        with gzip.open(path, "rt") as f:
+            trace = json.load(f)  # complete and valid
+        cap = trace["metadata"]["size_cap"]
+        expect_eq(cap["max_bytes"], MiB, "the cap the file says")
+        assert len(gpu_rows(trace)) > 1000, "GPU records before the cap"
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
+        shutil.rmtree(d.dir, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
