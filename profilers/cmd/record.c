@@ -710,6 +710,8 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__end_object(j);
 	if (r->gpu)
 		gs_record_gpu__metadata(r->gpu, j);
+	/* names and handles past a process's cap: their launches read "unknown 0x..." */
+	gs_json__u64(j, "kernel_names_not_kept", gs_kernel_names__refused(r->names));
 	if (r->capped) {
 		gs_json__begin_object(j, "size_cap");
 		gs_json__u64(j, "max_bytes", r->opts.max_bytes);
