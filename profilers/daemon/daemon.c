@@ -402,6 +402,8 @@ static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_p
  * trigger reports they must not push out. Root's requests keep plain names.
  */
 #define USER_TAG "user"
+/* the least a user's recording may write, whatever user-max-bytes says */
+#define USER_RECORDING_MIN_BYTES (1ULL << 20)
 
 static void user_tag(const struct gs_ctl_peer *peer, char *tag, size_t len)
 {
@@ -444,6 +446,13 @@ static unsigned int user_recordings(const struct gs_daemon *d, const char *tag)
 	return n;
 }
 
+/* A user's recording ends itself at user-max-bytes (a trace needs room for its end). */
+static uint64_t user_recording_cap(const struct gs_daemon *d)
+{
+	return d->cfg.user_max_bytes > USER_RECORDING_MIN_BYTES ? d->cfg.user_max_bytes
+								: USER_RECORDING_MIN_BYTES;
+}
+
 static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 		       const struct gs_ctl_request *req, struct gs_mem_proc *p, FILE *out)
 {
@@ -462,9 +471,10 @@ static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 	}
 	enforce_user_caps(d, tag);
 	snprintf(kind, sizeof(kind), "%srecord", tag);
-	err = gs_daemon__start_recording(d, p->pid, false, req->secs,
-					 req->events[0] ? req->events : d->cfg.oom_record_events,
-					 kind, -1, path, sizeof(path));
+	err = gs_daemon__start_capped_recording(
+		d, p->pid, false, req->secs,
+		req->events[0] ? req->events : d->cfg.oom_record_events, kind, -1,
+		*tag ? user_recording_cap(d) : 0, path, sizeof(path));
 	if (err == -EBUSY)
 		fprintf(out, "error: busy: %d recordings are running\n", MAX_RECORDINGS);
 	else if (err)
