@@ -38,13 +38,17 @@ struct {
 	__type(value, __u32);
 } cgroups SEC(".maps");
 
-/* x86: the low two bits of cs are the privilege level the sample interrupted */
+/*
+ * A sample in user mode has a user ip. Decided from the ip, not from regs.cs: cs changed
+ * size in pt_regs (a u16 in a union since 6.9's FRED), and a CO-RE read of it fails to
+ * relocate on 6.1.
+ */
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
 	/* the context allows only whole-register loads: volatile keeps clang from narrowing */
-	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	__u64 ip = *(volatile __u64 *)&ctx->regs.ip;
 
-	return (cs & 3) == 3;
+	return !gs_is_kernel_addr(ip);
 }
 
 static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 flags)
