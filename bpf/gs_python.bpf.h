@@ -6,8 +6,13 @@
 #include <bpf/bpf_core_read.h>
 #include "gs_common.bpf.h"
 
-/* frames walked per stack: the recorded ones and the 3.12+ C-stack shims between them */
-#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32)
+/*
+ * Steps of the walk per stack: the recorded frames, the 3.12+ C-stack shims between them,
+ * and past the recorded ones a count of the frames left (Python's default recursion limit
+ * is 1000), which the truncation mark shows. bpf_loop(): the verifier checks one step.
+ */
+#define GS_PY_COUNT_MAX	   1024
+#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32 + GS_PY_COUNT_MAX)
 #define GS_PY_OWNER_CSTACK 3	/* 3.12+ FRAME_OWNED_BY_CSTACK: the shim an eval loop pushes */
 #define GS_PY_MAX_TSS_KEY  1024 /* glibc's PTHREAD_KEYS_MAX */
 
@@ -116,7 +121,8 @@ struct gs_py_walk {
 	__u16 len;   /* and ends after the highest field */
 	__u64 frame; /* the next frame to read; 0 at the end of the chain */
 	__u64 pid_tgid;
-	__u32 n; /* frames recorded */
+	__u32 n;    /* frames recorded */
+	__u32 more; /* frames counted past the recorded ones */
 	__u32 pid;
 	bool news; /* a code object not sent before */
 };
@@ -246,8 +252,12 @@ static long gs_py_walk_step(__u32 index, void *ctx)
 		w->frame = back;
 		return 0;
 	}
-	if (n >= GS_PY_MAX_FRAMES)
-		return 1; /* w->frame stays: the stack was truncated */
+	if (n >= GS_PY_MAX_FRAMES) {
+		/* truncated: only counted; w->frame stays nonzero if the count stops too */
+		w->more++;
+		w->frame = back;
+		return 0;
+	}
 	code = gs_py_field(sc, w->p.frame_code, w->lo);
 	instr = gs_py_field(sc, w->p.frame_instr, w->lo);
 	gs_py_note_code(w, code);
@@ -320,8 +330,8 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	e->hdr.ts_ns = ts_ns;
 	e->nr_frames = n;
 	e->flags = 0;
-	e->pad = 0;
-	if (w.frame) {
+	e->nr_more = w.frame ? 0 : w.more;
+	if (w.more || w.frame) {
 		e->flags = GS_PY_STACK_F_TRUNCATED;
 		gs_count(GS_STAT_PY_TRUNCATED);
 	}

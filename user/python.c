@@ -14,6 +14,7 @@
 #include "user/python_merge.h"
 #include "user/python_names.h"
 #include "user/python_proc.h"
+#include "user/stack_marks.h"
 #include "user/symcache.h"
 
 #define PYSTACK_SLOTS 64 /* threads whose stack waits for its record at once */
@@ -297,6 +298,17 @@ static bool record_frames(const void *rec, size_t *off, __u16 *nr)
 	return false;
 }
 
+#define HEAD_FITS(type)                                             \
+	_Static_assert(offsetof(struct type, frames) <= GS_PY_MERGED_HEAD, \
+		       #type "'s frames[] start past GS_PY_MERGED_HEAD")
+HEAD_FITS(gs_mem_alloc);
+HEAD_FITS(gs_mem_free_ret);
+HEAD_FITS(gs_cuda_call);
+HEAD_FITS(gs_cpu_sample);
+HEAD_FITS(gs_torch_mem);
+HEAD_FITS(gs_torch_oom);
+#undef HEAD_FITS
+
 /* nr_frames of each record kind: a __u16 at the same place for all of them is not a given */
 static void set_nr_frames(union gs_py_merged *out, __u16 nr)
 {
@@ -326,7 +338,7 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 {
 	const struct gs_event_hdr *hdr = rec;
 	const struct pystack_slot *slot;
-	__u64 merged[GS_MAX_STACK];
+	__u64 merged[GS_PY_MERGED_MAX];
 	struct target *t;
 	size_t off, n;
 	__u16 nr;
@@ -338,7 +350,9 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 	if (!slot || !slot->nr_named || !t || t->state != TARGET_ACTIVE)
 		return false;
 	n = gs_py_merge((const __u64 *)((const char *)rec + off), nr, slot->e.frames, slot->named,
-			slot->e.nr_frames, &t->interp.eval, merged, GS_MAX_STACK);
+			slot->e.nr_frames, &t->interp.eval, merged, GS_PY_MERGED_MAX - 1);
+	if (slot->e.flags & GS_PY_STACK_F_TRUNCATED)
+		gs_stack_mark_append_truncated(merged, &n, GS_PY_MERGED_MAX, slot->e.nr_more);
 	memcpy(out, rec, off);
 	memcpy((char *)out + off, merged, n * sizeof(merged[0]));
 	out->alloc.hdr.size = (__u32)(off + n * sizeof(merged[0]));

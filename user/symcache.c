@@ -13,6 +13,7 @@
 #include "user/pid_index.h"
 #include "user/proc_maps.h"
 #include "user/python_names.h"
+#include "user/stack_marks.h"
 #include "user/symcache.h"
 
 /*
@@ -232,7 +233,10 @@ static void resolve_python(struct gs_symcache *cache, uint64_t addr, struct gs_f
 	const struct gs_py_name *n = gs_py_names__get(cache->py_names, addr);
 
 	*frame = (struct gs_frame){ .address = addr, .line = -1, .kind = GS_FRAME_PYTHON };
-	if (addr == GS_PY_ADDR_MARKER) {
+	if (gs_stack_mark_is(addr)) {
+		frame->kind = GS_FRAME_MARKER;
+		frame->symbol = gs_stack_mark_name(addr);
+	} else if (addr == GS_PY_ADDR_MARKER) {
 		frame->kind = GS_FRAME_MARKER;
 		frame->symbol = "[native frames missing]";
 	} else if (n) {

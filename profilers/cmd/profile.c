@@ -17,6 +17,7 @@
 #include "user/out_file.h"
 #include "user/profile.h"
 #include "user/profile_mappings.h"
+#include "user/python.h"
 #include "user/stack_table.h"
 
 #define POLL_MS		 100
@@ -96,8 +97,9 @@ static struct gs_profile_frame user_frame(struct profile *p, pid_t pid, const st
 static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
 		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
 {
-	struct gs_profile_frame frames[GS_MAX_STACK * 2];
-	struct gs_profile_mapping maps[GS_MAX_STACK * 2];
+	/* a user stack with Python frames merged in is longer than a native one */
+	struct gs_profile_frame frames[GS_MAX_STACK + GS_PY_MERGED_MAX];
+	struct gs_profile_mapping maps[GS_PY_MERGED_MAX];
 	char labels[GS_MAX_STACK][MAX_MODULE_LABEL];
 	struct profile *p = ctx;
 	char comm[sizeof(key->comm) + 1];
@@ -117,7 +119,7 @@ static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user,
 			return;
 		}
 		s = gs_stack_table__get(p->stacks, (uint32_t)id);
-		for (uint32_t i = 0; i < s->nr_frames; i++)
+		for (uint32_t i = 0; i < s->nr_frames && i < GS_PY_MERGED_MAX; i++)
 			frames[n++] = user_frame(p, (pid_t)key->pid, &s->frames[i], &maps[i]);
 	}
 	err = gs_profile__add(p->profile, (pid_t)key->pid, comm, frames, n, count);

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* test_stack_marks.c: truncation marks: their addresses, their texts, where they go. */
+#include "tests/unit/harness.h"
+#include "user/python_names.h"
+#include "user/stack_marks.h"
+
+GS_TEST(marks_are_told_apart_from_every_other_address)
+{
+	GS_EXPECT(gs_stack_mark_is(gs_stack_mark_truncated(22)));
+	GS_EXPECT(gs_stack_mark_is(gs_stack_mark_truncated(0)));
+	GS_EXPECT(!gs_stack_mark_is(0x7fffffffe000ULL));		/* user */
+	GS_EXPECT(!gs_stack_mark_is(0xffffffff81000130ULL));		/* kernel */
+	GS_EXPECT(!gs_stack_mark_is(GS_PY_ADDR_TAG | 5));		/* a Python frame */
+	GS_EXPECT(!gs_stack_mark_is(GS_PY_ADDR_MARKER));		/* native frames missing */
+	GS_EXPECT(gs_py_is_addr(gs_stack_mark_truncated(1)));		/* symbolized apart */
+}
+
+GS_TEST(texts_say_how_many_frames_are_missing)
+{
+	const char *a = gs_stack_mark_name(gs_stack_mark_truncated(22));
+
+	GS_EXPECT_STR_EQ(a, "[truncated: 22 more]");
+	GS_EXPECT(a == gs_stack_mark_name(gs_stack_mark_truncated(22))); /* made once */
+	GS_EXPECT_STR_EQ(gs_stack_mark_name(gs_stack_mark_truncated(1ULL << 40)),
+			 "[truncated: 4294967295+ more]");
+	GS_EXPECT_STR_EQ(gs_stack_mark_name(gs_stack_mark_truncated(0)), "[truncated]");
+}
+
+GS_TEST(a_mark_goes_last_or_replaces_the_last_frame)
+{
+	__u64 s[4] = { 1, 2 };
+	size_t nr = 2;
+
+	gs_stack_mark_append_truncated(s, &nr, 4, 7);
+	if (!GS_EXPECT_EQ(nr, 3))
+		return;
+	GS_EXPECT_EQ(s[2], gs_stack_mark_truncated(7));
+	s[3] = 4;
+	nr = 4;
+	gs_stack_mark_append_truncated(s, &nr, 4, 7);
+	GS_EXPECT_EQ(nr, 4);
+	GS_EXPECT_EQ(s[3], gs_stack_mark_truncated(8)); /* the frame it replaced is missing too */
+	nr = 0;
+	gs_stack_mark_append_truncated(s, &nr, 0, 7);
+	GS_EXPECT_EQ(nr, 0);
+}
+
+GS_TEST_MAIN(marks_are_told_apart_from_every_other_address, texts_say_how_many_frames_are_missing,
+	     a_mark_goes_last_or_replaces_the_last_frame)
