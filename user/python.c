@@ -334,6 +334,14 @@ static void set_nr_frames(union gs_py_merged *out, __u16 nr)
 	}
 }
 
+/* Where the outermost Python frame of a merged stack ends: the cut Python frames were there */
+static size_t after_python(const __u64 *merged, size_t n)
+{
+	while (n && (!gs_py_is_addr(merged[n - 1]) || merged[n - 1] == GS_PY_ADDR_MARKER))
+		n--;
+	return n;
+}
+
 bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_merged *out)
 {
 	const struct gs_event_hdr *hdr = rec;
@@ -352,7 +360,8 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 	n = gs_py_merge((const __u64 *)((const char *)rec + off), nr, slot->e.frames, slot->named,
 			slot->e.nr_frames, &t->interp.eval, merged, GS_PY_MERGED_MAX - 1);
 	if (slot->e.flags & GS_PY_STACK_F_TRUNCATED)
-		gs_stack_mark_append_truncated(merged, &n, GS_PY_MERGED_MAX, slot->e.nr_more);
+		gs_stack_mark_insert_truncated(merged, &n, GS_PY_MERGED_MAX,
+					       after_python(merged, n), slot->e.nr_more);
 	memcpy(out, rec, off);
 	memcpy((char *)out + off, merged, n * sizeof(merged[0]));
 	out->alloc.hdr.size = (__u32)(off + n * sizeof(merged[0]));

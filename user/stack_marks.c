@@ -51,7 +51,8 @@ const char *gs_stack_mark_name(uint64_t addr)
 	return s ? s : "[truncated]";
 }
 
-void gs_stack_mark_append_truncated(__u64 *stack, size_t *nr, size_t max, uint64_t nr_more)
+void gs_stack_mark_insert_truncated(__u64 *stack, size_t *nr, size_t max, size_t at,
+				    uint64_t nr_more)
 {
 	if (!max)
 		return;
@@ -60,5 +61,9 @@ void gs_stack_mark_append_truncated(__u64 *stack, size_t *nr, size_t max, uint64
 		if (nr_more && nr_more < GS_STACK_MARK_MANY)
 			nr_more++;
 	}
-	stack[(*nr)++] = gs_stack_mark_truncated(nr_more);
+	if (at > *nr)
+		at = *nr;
+	memmove(&stack[at + 1], &stack[at], (*nr - at) * sizeof(*stack));
+	stack[at] = gs_stack_mark_truncated(nr_more);
+	(*nr)++;
 }

@@ -39,10 +39,11 @@ static inline uint64_t gs_stack_mark_truncated(uint64_t nr_more)
 const char *gs_stack_mark_name(uint64_t addr);
 
 /*
- * Appends a truncation mark to stack[0..*nr) (innermost first; its outermost end is where
- * the frames went missing), replacing the last frame when *nr == max: the replaced frame
- * counts as missing too. Does nothing if max is 0.
+ * Puts a truncation mark into stack[0..*nr) (innermost first) at index at (<= *nr): where
+ * the frames went missing, the frames from at on move out by one. A full stack (*nr ==
+ * max) loses its outermost frame to make room, counted as missing too. Nothing if max is 0.
  */
-void gs_stack_mark_append_truncated(__u64 *stack, size_t *nr, size_t max, uint64_t nr_more);
+void gs_stack_mark_insert_truncated(__u64 *stack, size_t *nr, size_t max, size_t at,
+				    uint64_t nr_more);
 
 #endif /* GS_STACK_MARKS_H */

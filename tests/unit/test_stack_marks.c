@@ -26,24 +26,31 @@ GS_TEST(texts_say_how_many_frames_are_missing)
 	GS_EXPECT_STR_EQ(gs_stack_mark_name(gs_stack_mark_truncated(0)), "[truncated]");
 }
 
-GS_TEST(a_mark_goes_last_or_replaces_the_last_frame)
+GS_TEST(a_mark_goes_where_frames_went_missing)
 {
 	__u64 s[4] = { 1, 2 };
 	size_t nr = 2;
 
-	gs_stack_mark_append_truncated(s, &nr, 4, 7);
+	gs_stack_mark_insert_truncated(s, &nr, 4, 1, 7);
 	if (!GS_EXPECT_EQ(nr, 3))
 		return;
-	GS_EXPECT_EQ(s[2], gs_stack_mark_truncated(7));
-	s[3] = 4;
-	nr = 4;
-	gs_stack_mark_append_truncated(s, &nr, 4, 7);
+	GS_EXPECT_EQ(s[0], 1);
+	GS_EXPECT_EQ(s[1], gs_stack_mark_truncated(7));
+	GS_EXPECT_EQ(s[2], 2);
+	gs_stack_mark_insert_truncated(s, &nr, 4, 9, 3); /* past the end: last */
 	GS_EXPECT_EQ(nr, 4);
-	GS_EXPECT_EQ(s[3], gs_stack_mark_truncated(8)); /* the frame it replaced is missing too */
+	GS_EXPECT_EQ(s[3], gs_stack_mark_truncated(3));
+	/* full: the outermost frame makes room and counts as missing */
+	gs_stack_mark_insert_truncated(s, &nr, 4, 0, 7);
+	GS_EXPECT_EQ(nr, 4);
+	GS_EXPECT_EQ(s[0], gs_stack_mark_truncated(8));
+	GS_EXPECT_EQ(s[1], 1);
+	GS_EXPECT_EQ(s[2], gs_stack_mark_truncated(7));
+	GS_EXPECT_EQ(s[3], 2);
 	nr = 0;
-	gs_stack_mark_append_truncated(s, &nr, 0, 7);
+	gs_stack_mark_insert_truncated(s, &nr, 0, 0, 7);
 	GS_EXPECT_EQ(nr, 0);
 }
 
 GS_TEST_MAIN(marks_are_told_apart_from_every_other_address, texts_say_how_many_frames_are_missing,
-	     a_mark_goes_last_or_replaces_the_last_frame)
+	     a_mark_goes_where_frames_went_missing)
