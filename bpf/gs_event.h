@@ -170,7 +170,7 @@ struct gs_cpu_key {
 	__u32 pid;
 	__s32 user_stack_id;   /* in the stacks map; negative: none (kernel thread, lost) */
 	__s32 kernel_stack_id; /* negative: the sample hit user mode, or lost */
-	__u32 pad;
+	__u32 tid;	       /* profile --per-thread; else 0 */
 	char comm[16];
 };
 

@@ -395,7 +395,18 @@ static void on_cuda_call(struct gs_tracker *t, const struct gs_cuda_call *e)
 static void on_cpu_sample(struct gs_tracker *t, const struct gs_cpu_sample *e)
 {
 	union gs_py_merged merged;
+	struct gs_cpu_sample unwound;
+	size_t n;
+
 	note_process(t, (pid_t)e->hdr.pid);
+	/* profile --stacks dwarf: the user stack unwound from its slice, as for allocations */
+	n = gs_tracker__unwind(t, &e->hdr, unwound.frames, GS_MAX_STACK);
+	if (n) {
+		memcpy(&unwound, e, offsetof(struct gs_cpu_sample, frames));
+		unwound.nr_frames = (__u16)n;
+		unwound.hdr.size = (__u32)(offsetof(struct gs_cpu_sample, frames) + n * 8);
+		e = &unwound;
+	}
 	e = with_python(t, e, &merged);
 	if (t->ops.cpu_sample)
 		t->ops.cpu_sample(t->ops.ctx, e);

@@ -37,6 +37,7 @@ struct mapping {
 
 struct stack {
 	pid_t pid;
+	pid_t tid;     /* 0: the samples of every thread named comm */
 	uint32_t comm; /* string id */
 	uint32_t nr;
 	uint32_t *frames; /* frame ids, innermost first */
@@ -258,6 +259,8 @@ static uint64_t stack_hash(const struct stack *s)
 {
 	uint64_t h = hash_bytes(HASH_SEED, &s->pid, sizeof(s->pid));
 
+	h = hash_bytes(h, &s->tid, sizeof(s->tid));
+
 	h = hash_bytes(h, &s->comm, sizeof(s->comm));
 	return hash_bytes(h, s->frames, s->nr * sizeof(*s->frames));
 }
@@ -271,14 +274,24 @@ static bool stack_eq(const struct gs_profile *p, uint32_t id, const void *key)
 {
 	const struct stack *a = &p->stacks[id], *b = key;
 
-	return a->pid == b->pid && a->comm == b->comm && a->nr == b->nr &&
+	return a->pid == b->pid && a->tid == b->tid && a->comm == b->comm && a->nr == b->nr &&
 	       !memcmp(a->frames, b->frames, a->nr * sizeof(*a->frames));
 }
 
 /* The string table starts with what pprof needs besides names, at these ids. */
-enum { STR_EMPTY, STR_SAMPLES, STR_COUNT, STR_CPU, STR_NANOSECONDS, STR_PID, STR_COMM };
-static const char *const fixed_strings[] = { "",    "samples", "count", "cpu", "nanoseconds",
-					     "pid", "comm" };
+enum {
+	STR_EMPTY,
+	STR_SAMPLES,
+	STR_COUNT,
+	STR_CPU,
+	STR_NANOSECONDS,
+	STR_PID,
+	STR_COMM,
+	STR_THREAD_ID,
+	STR_THREAD_NAME
+};
+static const char *const fixed_strings[] = { "",    "samples", "count",	    "cpu",	   "nanoseconds",
+					     "pid", "comm",    "thread_id", "thread_name" };
 
 struct gs_profile *gs_profile__new(void)
 {
@@ -317,8 +330,14 @@ void gs_profile__free(struct gs_profile *p)
 int gs_profile__add(struct gs_profile *p, pid_t pid, const char *comm,
 		    const struct gs_profile_frame *frames, size_t nr, uint64_t count)
 {
+	return gs_profile__add_thread(p, pid, 0, comm, frames, nr, count);
+}
+
+int gs_profile__add_thread(struct gs_profile *p, pid_t pid, pid_t tid, const char *comm,
+			   const struct gs_profile_frame *frames, size_t nr, uint64_t count)
+{
 	int64_t comm_id = intern_string(p, comm);
-	struct stack s = { .pid = pid, .nr = (uint32_t)nr, .count = count };
+	struct stack s = { .pid = pid, .tid = tid, .nr = (uint32_t)nr, .count = count };
 	size_t slot;
 	int err = -ENOMEM;
 
@@ -577,6 +596,15 @@ static void encode_sample(struct pbuf *b, struct pbuf *tmp, struct pbuf *packed,
 	pb_uint(&label, 1, STR_COMM); /* comm: a string */
 	pb_uint(&label, 2, s->comm);
 	pb_message(tmp, 3, &label);
+	/* the thread, by the names pprof's and OpenTelemetry's profilers use */
+	pb_uint(&label, 1, STR_THREAD_NAME);
+	pb_uint(&label, 2, s->comm);
+	pb_message(tmp, 3, &label);
+	if (s->tid) {
+		pb_uint(&label, 1, STR_THREAD_ID);
+		pb_uint(&label, 3, (uint64_t)s->tid);
+		pb_message(tmp, 3, &label);
+	}
 	free(label.data);
 	pb_message(b, PROFILE_SAMPLE, tmp);
 }
