@@ -25,6 +25,7 @@ struct frame {
 	uint32_t mapping;      /* mapping id + 1; 0: no module */
 	uint64_t address;
 	bool kernel;
+	bool python;  /* a Python function: its name is no symbol for pprof to demangle */
 	int32_t line; /* Python frames: the source line; 0: none */
 };
 
@@ -212,6 +213,7 @@ static uint64_t frame_hash(const struct frame *f)
 	h = hash_bytes(h, &f->mapping, sizeof(f->mapping));
 	h = hash_bytes(h, &f->address, sizeof(f->address));
 	h = hash_bytes(h, &f->line, sizeof(f->line));
+	h = hash_bytes(h, &f->python, sizeof(f->python));
 	return hash_bytes(h, &f->kernel, sizeof(f->kernel));
 }
 
@@ -225,7 +227,8 @@ static bool frame_eq(const struct gs_profile *p, uint32_t id, const void *key)
 	const struct frame *a = &p->frames[id], *b = key;
 
 	return a->name == b->name && a->module == b->module && a->mapping == b->mapping &&
-	       a->address == b->address && a->kernel == b->kernel && a->line == b->line;
+	       a->address == b->address && a->kernel == b->kernel && a->line == b->line &&
+	       a->python == b->python;
 }
 
 static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame *in)
@@ -242,6 +245,7 @@ static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame 
 			    .mapping = (uint32_t)mapping,
 			    .address = in->address,
 			    .kernel = in->kernel,
+			    .python = in->python,
 			    .line = in->line > 0 ? in->line : 0 };
 	if (index_reserve(&p->frame_index, p->nr_frames, p, frame_hash_of))
 		return -ENOMEM;
@@ -739,7 +743,11 @@ int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_i
 
 		pb_uint(&tmp, 1, (uint64_t)id);
 		pb_uint(&tmp, 2, f->name);
-		pb_uint(&tmp, 3, f->name);   /* system_name */
+		/*
+		 * system_name: pprof demangles a function whose name equals it, and its C++
+		 * simplification cuts "<...>": Python's <module> would be left nameless
+		 */
+		pb_uint(&tmp, 3, f->python ? STR_EMPTY : f->name);
 		pb_uint(&tmp, 4, f->module); /* filename: the binary; a Python function's source */
 		pb_message(&b, PROFILE_FUNCTION, &tmp);
 	}

@@ -26,7 +26,8 @@ struct gs_profile_frame {
 	bool kernel;
 	/* module's mapping; NULL: only its name is known (a mapping at 0, e.g. the kernel) */
 	const struct gs_profile_mapping *mapping;
-	int line; /* a Python frame's line (module: its source file); 0: none */
+	int line;    /* a Python frame's line (module: its source file); 0: none */
+	bool python; /* a Python function (name: its qualified name) */
 };
 
 struct gs_profile *gs_profile__new(void);

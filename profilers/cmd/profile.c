@@ -92,7 +92,8 @@ static struct gs_profile_frame user_frame(struct profile *p, pid_t pid, const st
 		return (struct gs_profile_frame){ .name = f->symbol,
 						  .module = f->file,
 						  .address = f->address,
-						  .line = f->line > 0 ? f->line : 0 };
+						  .line = f->line > 0 ? f->line : 0,
+						  .python = true };
 	return (struct gs_profile_frame){ .name = f->symbol,
 					  .module = f->module,
 					  .address = f->address,
