@@ -106,7 +106,10 @@ static bool stack_lost(__s32 id)
 	return id == -EEXIST || id == -ENOMEM;
 }
 
-/* The thread's label: its name, or with --per-thread "name-pid/tid" (stackcollapse-perf --tid) */
+/*
+ * The thread's label: its name, or in folded stacks with --per-thread "name-pid/tid" (as
+ * stackcollapse-perf.pl --tid writes it); pprof has the thread id as a label of its own.
+ */
 static void thread_label(const struct profile *p, const struct gs_cpu_key *key, char *buf,
 			 size_t len)
 {
@@ -114,7 +117,7 @@ static void thread_label(const struct profile *p, const struct gs_cpu_key *key, 
 
 	memcpy(comm, key->comm, sizeof(key->comm));
 	comm[sizeof(key->comm)] = '\0';
-	if (p->opts.per_thread)
+	if (p->opts.per_thread && p->opts.format == FORMAT_FOLDED)
 		snprintf(buf, len, "%s-%u/%u", comm, key->pid, key->tid);
 	else
 		snprintf(buf, len, "%s", comm);

@@ -24,20 +24,16 @@ spin()
 
 TWO_THREADS = r"""
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 static volatile int stop;
 __attribute__((noinline)) static void spin_worker(void) { while (!stop) ; }
-__attribute__((noinline)) static void spin_main(void)
-{
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	while (t.tv_sec - t0.tv_sec < 4);
-}
+static volatile int stop_main;
+static void on_alarm(int sig) { stop_main = sig; }
+__attribute__((noinline)) static void spin_main(void) { while (!stop_main) ; }
 static void *worker(void *arg)
 {
 	printf("worker %ld\n", (long)syscall(SYS_gettid));
@@ -49,6 +45,8 @@ int main(void)
 {
 	pthread_t t;
 	pthread_create(&t, NULL, worker, NULL);
+	signal(SIGALRM, on_alarm);
+	alarm(4);
 	printf("main %ld\n", (long)syscall(SYS_gettid));
 	fflush(stdout);
 	spin_main();
