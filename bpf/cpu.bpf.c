@@ -73,7 +73,8 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 
 static __always_inline void count_sample(struct bpf_perf_event_data *ctx, __u64 pid_tgid)
 {
-	struct gs_cpu_key key = { .pid = pid_tgid >> 32, .user_stack_id = -1,
+	struct gs_cpu_key key = { .pid = pid_tgid >> 32,
+				  .user_stack_id = -1,
 				  .kernel_stack_id = -1 };
 	__u64 zero = 0, *n;
 

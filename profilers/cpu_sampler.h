@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 

@@ -294,8 +294,9 @@ enum {
 	STR_THREAD_ID,
 	STR_THREAD_NAME
 };
-static const char *const fixed_strings[] = { "",    "samples", "count",	    "cpu",	   "nanoseconds",
-					     "pid", "comm",    "thread_id", "thread_name" };
+static const char *const fixed_strings[] = { "",     "samples",	    "count",
+					     "cpu",  "nanoseconds", "pid",
+					     "comm", "thread_id",   "thread_name" };
 
 struct gs_profile *gs_profile__new(void)
 {

@@ -298,7 +298,7 @@ static bool record_frames(const void *rec, size_t *off, __u16 *nr)
 	return false;
 }
 
-#define HEAD_FITS(type)                                             \
+#define HEAD_FITS(type)                                                    \
 	_Static_assert(offsetof(struct type, frames) <= GS_PY_MERGED_HEAD, \
 		       #type "'s frames[] start past GS_PY_MERGED_HEAD")
 HEAD_FITS(gs_mem_alloc);

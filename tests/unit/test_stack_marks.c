@@ -8,11 +8,11 @@ GS_TEST(marks_are_told_apart_from_every_other_address)
 {
 	GS_EXPECT(gs_stack_mark_is(gs_stack_mark_truncated(22)));
 	GS_EXPECT(gs_stack_mark_is(gs_stack_mark_truncated(0)));
-	GS_EXPECT(!gs_stack_mark_is(0x7fffffffe000ULL));		/* user */
-	GS_EXPECT(!gs_stack_mark_is(0xffffffff81000130ULL));		/* kernel */
-	GS_EXPECT(!gs_stack_mark_is(GS_PY_ADDR_TAG | 5));		/* a Python frame */
-	GS_EXPECT(!gs_stack_mark_is(GS_PY_ADDR_MARKER));		/* native frames missing */
-	GS_EXPECT(gs_py_is_addr(gs_stack_mark_truncated(1)));		/* symbolized apart */
+	GS_EXPECT(!gs_stack_mark_is(0x7fffffffe000ULL));      /* user */
+	GS_EXPECT(!gs_stack_mark_is(0xffffffff81000130ULL));  /* kernel */
+	GS_EXPECT(!gs_stack_mark_is(GS_PY_ADDR_TAG | 5));     /* a Python frame */
+	GS_EXPECT(!gs_stack_mark_is(GS_PY_ADDR_MARKER));      /* native frames missing */
+	GS_EXPECT(gs_py_is_addr(gs_stack_mark_truncated(1))); /* symbolized apart */
 }
 
 GS_TEST(texts_say_how_many_frames_are_missing)
