@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/array.h"
+#include "user/debuginfo.h"
 #include "user/elf_file.h"
 #include "user/log.h"
 #include "user/perf_map.h"
@@ -160,6 +161,8 @@ struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, 
 	};
 	if (!f->elf)
 		gs_dbg("symbols of %s: %s", name, strerror(errno));
+	else if (!gs_elf__has_symtab(f->elf))
+		gs_debuginfo__load(f->elf, fd, name); /* stripped: names from its debug info */
 	return f->elf;
 }
 
