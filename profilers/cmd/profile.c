@@ -123,14 +123,18 @@ static void thread_label(const struct profile *p, const struct gs_cpu_key *key, 
 		snprintf(buf, len, "%s", comm);
 }
 
-static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
-		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
+/*
+ * Counts one stack. native: user is as unwound (no Python frames merged in), so one of
+ * GS_MAX_STACK frames was cut there, most likely: a [truncated] frame says so.
+ */
+static void add_count(struct profile *p, const struct gs_cpu_key *key, const __u64 *user,
+		      uint32_t nr_user, const __u64 *kernel, uint32_t nr_kernel, uint64_t count,
+		      bool native)
 {
-	/* a user stack with Python frames merged in is longer than a native one */
-	struct gs_profile_frame frames[GS_MAX_STACK + GS_PY_MERGED_MAX];
+	/* a user stack with Python frames merged in is longer than a native one; the mark */
+	struct gs_profile_frame frames[GS_MAX_STACK + GS_PY_MERGED_MAX + 1];
 	struct gs_profile_mapping maps[GS_PY_MERGED_MAX];
 	char labels[GS_MAX_STACK][MAX_MODULE_LABEL];
-	struct profile *p = ctx;
 	char comm[sizeof(key->comm) + 32];
 	size_t n;
 	int err;
@@ -153,6 +157,10 @@ static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user,
 		s = gs_stack_table__get(p->stacks, (uint32_t)id);
 		for (uint32_t i = 0; i < s->nr_frames && i < GS_PY_MERGED_MAX; i++)
 			frames[n++] = user_frame(p, (pid_t)key->pid, &s->frames[i], &maps[i]);
+		if (native && nr_user >= GS_MAX_STACK)
+			frames[n++] = (struct gs_profile_frame){
+				.name = gs_stack_mark_name(gs_stack_mark_truncated(0))
+			};
 	}
 	err = gs_profile__add_thread(p->profile, (pid_t)key->pid, (pid_t)key->tid, comm, frames, n,
 				     count);
@@ -160,6 +168,12 @@ static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user,
 		gs_err("profile: %s", strerror(-err));
 		p->error = err;
 	}
+}
+
+static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
+		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
+{
+	add_count(ctx, key, user, nr_user, kernel, nr_kernel, count, true);
 }
 
 static void drain(struct profile *p)
@@ -185,7 +199,8 @@ static void on_sample(void *ctx, const struct gs_cpu_sample *e)
 				  .tid = p->opts.per_thread ? e->hdr.tid : 0 };
 
 	memcpy(key.comm, e->comm, sizeof(key.comm));
-	on_count(ctx, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1);
+	add_count(p, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1,
+		  !(e->hdr.flags & GS_EV_F_PYSTACK));
 }
 
 /* Stacks are symbolized while the process can still be read: before it is forgotten. */

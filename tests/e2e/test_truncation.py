@@ -109,5 +109,55 @@ def truncation_pprof_marks_each_deep_stack():
         expect_eq(n.count("deep_spin"), KEPT - 1 if "spin" in n else KEPT, "deep_spin frames")
 
 
+DEEP_C = r"""
+#include <stdlib.h>
+#include <time.h>
+static volatile int stop;
+__attribute__((noinline)) static int spin(double secs)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (volatile int i = 0; i < 100000; i++)
+			;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	return stop;
+}
+__attribute__((noinline)) int recurse(int n, double secs)
+{
+	if (n == 0)
+		return spin(secs);
+	return recurse(n - 1, secs) + 1; /* not a tail call: a frame per level */
+}
+int main(int argc, char **argv)
+{
+	return recurse(100, atof(argv[1])) == 0;
+}
+"""
+
+
+@test
+def truncation_native_stack_past_the_limit_is_marked_in_folded():
+    d = tempfile.mkdtemp()
+    src, exe = os.path.join(d, "deepc.c"), os.path.join(d, "deepc")
+    with open(src, "w") as f:
+        f.write(DEEP_C)
+    import subprocess
+    subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-o", exe, src], check=True)
+    status, out, err = run_gpusnoop("profile", "-F", "199", "-U", "--", exe, "1.5")
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    deep = marked = 0
+    for frames, n in test_profile.parse_folded(out):
+        if frames[0] != "deepc" or "spin" not in frames:
+            continue
+        deep += n
+        # 64 frames kept: spin and 63 of recurse(), then the mark outermost
+        if frames[1] == "[truncated]" and frames.count("recurse") == 63:
+            marked += n
+    assert deep >= 50, out[:500]
+    expect_eq(marked, deep, "marked deep stacks")
+
+
 if __name__ == "__main__":
     sys.exit(main())
