@@ -94,8 +94,8 @@ static bool debuglink(Elf *e, char *name, size_t len, uint32_t *crc)
 	d = data->d_buf;
 	n = strnlen(d, data->d_size);
 	crc_off = (n + 4) & ~(size_t)3; /* the name, its NUL, padding to 4 */
-	if (!n || n >= len || crc_off + 4 > data->d_size || memchr(d, '/', n) ||
-	    !strcmp(d, ".") || !strcmp(d, ".."))
+	if (!n || n >= len || crc_off + 4 > data->d_size || memchr(d, '/', n) || !strcmp(d, ".") ||
+	    !strcmp(d, ".."))
 		return false;
 	memcpy(name, d, n + 1);
 	memcpy(crc, d + crc_off, 4); /* the file's byte order: x86-64's little endian */
@@ -181,7 +181,8 @@ static int try_debuglink(struct gs_elf *elf, Elf *e, const char *path)
 	for (int i = 0; i < 3 && n <= 0; i++) {
 		int fd, len = i == 0   ? snprintf(cand, sizeof(cand), "%s/%s", dir, name)
 			      : i == 1 ? snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, name)
-				       : snprintf(cand, sizeof(cand), "%s%s/%s", debug_root, dir, name);
+				       : snprintf(cand, sizeof(cand), "%s%s/%s", debug_root, dir,
+						  name);
 
 		if (len >= (int)sizeof(cand) || !strcmp(cand, path))
 			continue;
