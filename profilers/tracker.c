@@ -202,7 +202,10 @@ static void note_process(struct gs_tracker *t, pid_t pid)
 /* The record with its Python frames merged into its stack (a copy in buf), or itself. */
 static const void *with_python(struct gs_tracker *t, const void *e, union gs_py_merged *buf)
 {
-	return t->python && gs_python__merge_record(t->python, e, buf) ? buf : e;
+	if (t->python && gs_python__merge_record(t->python, e, buf))
+		return buf;
+	/* a native stack cut at its last frame says so: [truncated] as its outermost frame */
+	return gs_python__mark_cut_stack(e, buf) ? buf : e;
 }
 
 static void stash_ustack(struct gs_tracker *t, const struct gs_ustack_event *e)

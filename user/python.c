@@ -368,3 +368,18 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 	set_nr_frames(out, (__u16)n);
 	return true;
 }
+
+bool gs_python__mark_cut_stack(const void *rec, union gs_py_merged *out)
+{
+	size_t off, n;
+	__u16 nr;
+
+	if (!record_frames(rec, &off, &nr) || nr < GS_MAX_STACK)
+		return false;
+	memcpy(out, rec, off + nr * sizeof(__u64));
+	n = nr;
+	gs_stack_mark_insert_truncated((__u64 *)((char *)out + off), &n, GS_PY_MERGED_MAX, n, 0);
+	out->alloc.hdr.size = (__u32)(off + n * sizeof(__u64));
+	set_nr_frames(out, (__u16)n);
+	return true;
+}

@@ -70,4 +70,11 @@ union gs_py_merged {
  */
 bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_merged *out);
 
+/*
+ * For a record whose native stack fills its GS_MAX_STACK frames (most likely cut there):
+ * writes into out a copy with a [truncated] mark (user/stack_marks.h) after them. Returns
+ * false (out untouched) for any other record. Needs no gs_python (--no-python too).
+ */
+bool gs_python__mark_cut_stack(const void *rec, union gs_py_merged *out);
+
 #endif /* GS_PYTHON_H */

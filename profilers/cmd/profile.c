@@ -124,8 +124,9 @@ static void thread_label(const struct profile *p, const struct gs_cpu_key *key, 
 }
 
 /*
- * Counts one stack. native: user is as unwound (no Python frames merged in), so one of
- * GS_MAX_STACK frames was cut there, most likely: a [truncated] frame says so.
+ * Counts one stack. native: user is a stack map's (in-kernel counts), so one of
+ * GS_MAX_STACK frames was cut there, most likely: a [truncated] frame says so (records
+ * come marked by the tracker).
  */
 static void add_count(struct profile *p, const struct gs_cpu_key *key, const __u64 *user,
 		      uint32_t nr_user, const __u64 *kernel, uint32_t nr_kernel, uint64_t count,
@@ -199,8 +200,8 @@ static void on_sample(void *ctx, const struct gs_cpu_sample *e)
 				  .tid = p->opts.per_thread ? e->hdr.tid : 0 };
 
 	memcpy(key.comm, e->comm, sizeof(key.comm));
-	add_count(p, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1,
-		  !(e->hdr.flags & GS_EV_F_PYSTACK));
+	/* the tracker marked a cut stack already */
+	add_count(p, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1, false);
 }
 
 /* Stacks are symbolized while the process can still be read: before it is forgotten. */
@@ -273,7 +274,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
-		o->common.other_target = "--cgroup PATH or --tid TID";
+		o->common.other_target = "--cgroup PATH";
 		break;
 	case 'U':
 		o->user_only = true;

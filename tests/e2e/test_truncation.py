@@ -3,6 +3,7 @@
 """test_truncation.py: a Python stack too deep to keep: 128 frames and a mark in every format."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -137,14 +138,34 @@ int main(int argc, char **argv)
 """
 
 
-@test
-def truncation_native_stack_past_the_limit_is_marked_in_folded():
+def deep_c():
     d = tempfile.mkdtemp()
     src, exe = os.path.join(d, "deepc.c"), os.path.join(d, "deepc")
     with open(src, "w") as f:
         f.write(DEEP_C)
-    import subprocess
     subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-o", exe, src], check=True)
+    return exe
+
+
+@test
+def truncation_native_stack_past_the_limit_is_marked_in_trace_json():
+    exe = deep_c()
+    out = os.path.join(tempfile.mkdtemp(), "t.json")
+    status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "199", "-o", out, "--", exe, "1.5")
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    with open(out) as f:
+        trace = json.load(f)
+    deep = [e["args"]["stack"] for e in trace["traceEvents"]
+            if e["ph"] == "i" and any(x.startswith("spin+") for x in e["args"]["stack"])]
+    assert len(deep) >= 20, len(deep)
+    for stack in deep:
+        expect_eq(len(stack), 65, "64 frames and the mark")
+        expect_eq(stack[-1], "[truncated]", "outermost frame")
+
+
+@test
+def truncation_native_stack_past_the_limit_is_marked_in_folded():
+    exe = deep_c()
     status, out, err = run_gpusnoop("profile", "-F", "199", "-U", "--", exe, "1.5")
     expect_eq(status, 0, f"gpusnoop status ({err})")
     deep = marked = 0
