@@ -10,7 +10,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_profile  # noqa: E402  (folded and protobuf readers)
 from harness import LineReader, expect_eq, main, run_gpusnoop, test  # noqa: E402
-from test_perf_agree import build_stat_loop, scratch  # noqa: E402
+from test_perf_agree import STAT_LOOP, build_stat_loop, scratch  # noqa: E402
 
 HZ = "199"
 PY_BUSY = r"""
@@ -203,14 +203,9 @@ def profile_pprof_keeps_python_module_name():
 def profile_dwarf_stacks_reach_start_without_frame_pointers():
     d = scratch()
     src, exe = os.path.join(d, "nofp.c"), os.path.join(d, "nofp")
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                           "test_perf_agree.py")) as f:
-        text = f.read()
-    import test_perf_agree
     with open(src, "w") as f:
-        f.write(test_perf_agree.STAT_LOOP)
+        f.write(STAT_LOOP)
     subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-g", "-o", exe, src], check=True)
-    del text
     stacks = [(f, n) for f, n in folded("--stacks", "dwarf", "-U", "--", exe, "1.5")
               if f[0] == "nofp"]
     total = sum(n for _, n in stacks)
