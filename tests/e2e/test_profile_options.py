@@ -5,7 +5,6 @@ import collections
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_profile  # noqa: E402  (folded and protobuf readers)
