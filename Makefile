@@ -8,7 +8,7 @@ CC ?= cc
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VERSION := 0.1.0
 
-PKGS := libbpf libelf zlib libmicrohttpd yajl libdw
+PKGS := libbpf libelf zlib libmicrohttpd yajl libdw liblzma
 CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-initializers \
 	-Wno-unused-parameter -D_GNU_SOURCE -DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -113,7 +113,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Werror=undef \
 FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace gpu_record python_lines
 # what each harness links besides itself: a link error naming a gs_ function means its file
 # belongs on the list (gs_log* come from tests/fuzz/fuzz_log.c, which formats and drops them)
-FUZZ_SRCS_elf := user/elf_file.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
+FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/options.c

@@ -5,6 +5,7 @@
 
 #include <bpf/bpf_core_read.h>
 #include "gs_event.h"
+#include "gs_uregs.bpf.h"
 
 /* Userspace sizes it before load and hands the same map to every object (bpf_map__reuse_fd). */
 struct {
@@ -185,12 +186,14 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 	return n;
 }
 
+/* from the task's user registers: in a sample that interrupted the kernel too (gs_uregs) */
 static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 {
-	struct pt_regs *regs = ctx;
+	struct gs_uregs r;
 
-	return gs_user_stack_from(ctx, frames, PT_REGS_IP(regs), PT_REGS_FP(regs),
-				  PT_REGS_SP(regs));
+	if (!gs_uregs(ctx, &r))
+		return gs_user_stack_kernel(ctx, frames);
+	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp);
 }
 
 /*

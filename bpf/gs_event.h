@@ -170,7 +170,7 @@ struct gs_cpu_key {
 	__u32 pid;
 	__s32 user_stack_id;   /* in the stacks map; negative: none (kernel thread, lost) */
 	__s32 kernel_stack_id; /* negative: the sample hit user mode, or lost */
-	__u32 pad;
+	__u32 tid;	       /* profile --per-thread; else 0 */
 	char comm[16];
 };
 
@@ -265,7 +265,7 @@ struct gs_ustack_event {
  * which then has GS_EV_F_PYSTACK in hdr.flags and the same ts_ns. Userspace names the code
  * objects and merges the frames into the native stack (user/python.c).
  */
-#define GS_PY_MAX_FRAMES 64 /* Python frames recorded per stack, innermost first */
+#define GS_PY_MAX_FRAMES 128 /* Python frames recorded per stack, innermost first */
 #define GS_PY_MAX_PROCS	 4096
 
 /* gs_py_proc.flag_kind: how a frame says that it ends a run of _PyEval_EvalFrameDefault */
@@ -311,7 +311,7 @@ struct gs_py_stack_event {
 	struct gs_event_hdr hdr;
 	__u16 nr_frames;
 	__u16 flags;
-	__u32 pad;
+	__u32 nr_more; /* F_TRUNCATED: frames beyond the recorded ones; 0: more than were counted */
 	struct gs_py_frame frames[GS_PY_MAX_FRAMES];
 };
 

@@ -217,6 +217,11 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	s->skel->rodata->cfg_all_pids = opts->all;
 	s->skel->rodata->cfg_records = opts->records;
 	s->skel->rodata->cfg_cgroup = opts->cgroup != NULL;
+	s->skel->rodata->cfg_no_kernel_stack = opts->no_kernel_stack;
+	s->skel->rodata->cfg_no_user_stack = opts->no_user_stack;
+	s->skel->rodata->cfg_tid = (__u32)opts->tid;
+	s->skel->rodata->cfg_per_thread = opts->per_thread;
+	s->skel->rodata->cfg_ustack = opts->ustack;
 	s->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
 	/* only the mode in use needs its map: the other is kept minimal */
 	if (opts->records) {

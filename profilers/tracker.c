@@ -202,7 +202,10 @@ static void note_process(struct gs_tracker *t, pid_t pid)
 /* The record with its Python frames merged into its stack (a copy in buf), or itself. */
 static const void *with_python(struct gs_tracker *t, const void *e, union gs_py_merged *buf)
 {
-	return t->python && gs_python__merge_record(t->python, e, buf) ? buf : e;
+	if (t->python && gs_python__merge_record(t->python, e, buf))
+		return buf;
+	/* a native stack cut at its last frame says so: [truncated] as its outermost frame */
+	return gs_python__mark_cut_stack(e, buf) ? buf : e;
 }
 
 static void stash_ustack(struct gs_tracker *t, const struct gs_ustack_event *e)
@@ -395,7 +398,18 @@ static void on_cuda_call(struct gs_tracker *t, const struct gs_cuda_call *e)
 static void on_cpu_sample(struct gs_tracker *t, const struct gs_cpu_sample *e)
 {
 	union gs_py_merged merged;
+	struct gs_cpu_sample unwound;
+	size_t n;
+
 	note_process(t, (pid_t)e->hdr.pid);
+	/* profile --stacks dwarf: the user stack unwound from its slice, as for allocations */
+	n = gs_tracker__unwind(t, &e->hdr, unwound.frames, GS_MAX_STACK);
+	if (n) {
+		memcpy(&unwound, e, offsetof(struct gs_cpu_sample, frames));
+		unwound.nr_frames = (__u16)n;
+		unwound.hdr.size = (__u32)(offsetof(struct gs_cpu_sample, frames) + n * 8);
+		e = &unwound;
+	}
 	e = with_python(t, e, &merged);
 	if (t->ops.cpu_sample)
 		t->ops.cpu_sample(t->ops.ctx, e);

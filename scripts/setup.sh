@@ -12,6 +12,7 @@ BUILD_PACKAGES=(
 	libmicrohttpd-dev # gpusnoop daemon: the Prometheus metrics endpoint
 	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
+	liblzma-dev # MiniDebugInfo (.gnu_debugdata, xz): symbols of stripped files (user/debuginfo.c)
 	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like demo/test fixtures
 	help2man # make man/install: the man pages, made from each subcommand's --help
 )
@@ -24,6 +25,9 @@ TEST_PACKAGES=(
 	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
 	libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes: make fuzz, make fuzz-smoke
 	debootstrap # make bundle's bullseye sysroot; test_bundle's minbase roots (scripts/bundle)
+	linux-perf # e2e test_perf_agree: perf record -g is the reference for leaf frames
+	libc6-dbg # e2e test_debuginfo: libc named from its separate debug file
+	xz-utils # e2e test_debuginfo: a MiniDebugInfo section is made with xz
 )
 
 mode=${1:-test}

@@ -7,12 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/array.h"
+#include "user/debuginfo.h"
 #include "user/elf_file.h"
 #include "user/log.h"
 #include "user/perf_map.h"
 #include "user/pid_index.h"
 #include "user/proc_maps.h"
 #include "user/python_names.h"
+#include "user/stack_marks.h"
 #include "user/symcache.h"
 
 /*
@@ -159,6 +161,8 @@ struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, 
 	};
 	if (!f->elf)
 		gs_dbg("symbols of %s: %s", name, strerror(errno));
+	else if (!gs_elf__has_symtab(f->elf))
+		gs_debuginfo__load(f->elf, fd, name); /* stripped: names from its debug info */
 	return f->elf;
 }
 
@@ -227,15 +231,21 @@ static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, str
 }
 
 /*
- * A stand-in address of a merged Python stack (user/python.c): the name it was given, if it
- * was given for pid. Anything else with the tag is a native frame pointer chain's garbage or
+ * A stand-in address of a merged Python stack (user/python.c): a stack mark
+ * (user/stack_marks.h), or the name it was given, if it was given for pid. Anything else with the tag is a native frame pointer chain's garbage or
  * forgery (the process wrote it): an unknown native address, never a Python frame.
  */
 static void resolve_python(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 			   struct gs_frame *frame)
 {
-	const struct gs_py_name *n = gs_py_names__get(cache->py_names, pid, addr);
+	const struct gs_py_name *n;
 
+	if (gs_stack_mark_is(addr)) {
+		*frame = (struct gs_frame){ .address = addr, .line = -1, .kind = GS_FRAME_MARKER };
+		frame->symbol = gs_stack_mark_name(addr);
+		return;
+	}
+	n = gs_py_names__get(cache->py_names, pid, addr);
 	if (!n) {
 		*frame = (struct gs_frame){ .address = addr, .offset = addr };
 		return;

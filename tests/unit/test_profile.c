@@ -420,7 +420,8 @@ GS_TEST(pprof_decodes_back)
 		if (!GS_EXPECT_EQ(s->nr_val, 2))
 			continue;
 		GS_EXPECT_EQ(s->val[1], s->val[0] * 10101010);
-		GS_EXPECT_EQ(s->nr_labels, 2);
+		GS_EXPECT_EQ(s->nr_labels,
+			     3); /* pid, comm, thread_name (thread_id: per thread only) */
 		total += s->val[0];
 	}
 	GS_EXPECT_EQ(total, gs_profile__total(p));
