@@ -158,7 +158,7 @@ CUPTI_LIBDIR := $(firstword $(foreach d,$(CUPTI_INC)/../lib64 $(CUPTI_INC)/../li
 CUPTI_SO := libgpusnoop-cupti.so
 ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
 all: $(CUPTI_SO)
-e2e: $(CUPTI_SO)
+e2e-build: $(CUPTI_SO)
 GPU_TEST_NEEDS := $(CUPTI_SO)
 # no -Werror=undef: CUPTI's headers test macros they do not define
 # It links no CUPTI: at run time it binds the process's own (cupti_bind.c), else the
@@ -186,8 +186,11 @@ $(info note: no CUPTI headers (CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cupti
 	$(CUPTI_SO) and record -e gpu are not built)
 endif
 
-# test_bundle.py runs the bundle in minimal Debian roots
-e2e: gpusnoop $(FIXTURES) bundle bundle-fixtures
+# test_bundle.py runs the bundle in minimal Debian roots; `make e2e-build` then
+# `scripts/run-e2e.sh WORD...` runs a part of the suite
+.PHONY: e2e-build
+e2e-build: gpusnoop $(FIXTURES) bundle bundle-fixtures
+e2e: e2e-build
 	$(Q)./scripts/run-e2e.sh
 
 # in this order even under -j: unit tests, seconds of each fuzzer, then the e2e suite
