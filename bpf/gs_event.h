@@ -53,8 +53,8 @@ struct gs_event_hdr {
 
 /* values of the targets map: a pid's entry holds only while start matches its process */
 struct gs_target {
-	__u32 flags; /* GS_TARGET_* */
-	__u32 pad;
+	__u32 flags;	  /* GS_TARGET_* */
+	__u32 skip_loads; /* loader events not to stop at: the start-up of an image probed already */
 	__u64 start; /* start time, clock ticks after boot (/proc/PID/stat field 22); 0: any */
 };
 

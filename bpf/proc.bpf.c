@@ -120,7 +120,9 @@ int dl_debug_state_enter(struct pt_regs *ctx)
 			gs_count(GS_STAT_STOPS_SKIPPED);
 		return 0;
 	}
-	if (tg && (tg->flags & GS_TARGET_STOP_ON_LOAD) && stop_self(task, pid, start))
+	if (tg && (tg->flags & GS_TARGET_STOP_ON_LOAD) && tg->skip_loads)
+		tg->skip_loads--; /* its libraries were probed at its image's last start-up */
+	else if (tg && (tg->flags & GS_TARGET_STOP_ON_LOAD) && stop_self(task, pid, start))
 		e->hdr.flags = GS_LIBS_F_STOPPED;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
@@ -161,6 +163,9 @@ int BPF_PROG(handle_exec, struct task_struct *task)
 		k = file_key(task);
 		stop = !bpf_map_lookup_elem(&probed_files, &k);
 	}
+	/* nor its loader's start-up (before and after the libraries): the same libraries */
+	if (tg)
+		tg->skip_loads = stop || !(tg->flags & GS_TARGET_CHILDREN) ? 0 : 2;
 	e = reserve_proc(GS_EV_PROC_EXEC, pid_tgid, start);
 	if (!e) {
 		if (stop)

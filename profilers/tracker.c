@@ -18,6 +18,7 @@
 #include "profilers/cuda/gpu_attach.h"
 #include "profilers/lib_attach.h"
 #include "user/pid_index.h"
+#include "profilers/job_control.h"
 #include "profilers/proc_tree.h"
 #include "profilers/stop_set.h"
 #include "profilers/watchdog.h"
@@ -780,6 +781,17 @@ static int start_command(struct gs_tracker *t)
 	pid_t pid;
 	int err;
 
+	/*
+	 * Its tree's processes stop at exec and at loader events, and no stop that a parent's
+	 * waitpid(WUNTRACED) does not see exists without ptrace: an interactive shell would
+	 * report each as a stopped job (README, "Stops").
+	 */
+	if (t->opts.children && gs_is_interactive_shell(t->opts.argv, isatty(STDIN_FILENO))) {
+		gs_err("'%s' is an interactive shell: its job control would see gpusnoop's stops; "
+		       "run a command or a script, or follow the shell with -p PID alone",
+		       t->opts.argv[0]);
+		return -EINVAL;
+	}
 	/* a script (torchrun, a shell wrapper) runs its interpreter: that is what is probed */
 	err = gs_find_executable(t->opts.argv[0], found, sizeof(found))
 		      ?: gs_exec_image(found, exe, sizeof(exe));
