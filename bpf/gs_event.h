@@ -55,7 +55,7 @@ struct gs_event_hdr {
 struct gs_target {
 	__u32 flags;	  /* GS_TARGET_* */
 	__u32 skip_loads; /* loader events not to stop at: the start-up of an image probed already */
-	__u64 start; /* start time, clock ticks after boot (/proc/PID/stat field 22); 0: any */
+	__u64 start;	  /* start time, clock ticks after boot (/proc/PID/stat field 22); 0: any */
 };
 
 /*

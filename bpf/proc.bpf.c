@@ -10,8 +10,9 @@
 #define SIGTSTP 20
 #define SIGTTIN 21
 #define SIGTTOU 22
-#define STOP_SIGNALS (1ULL << (SIGSTOP - 1) | 1ULL << (SIGTSTP - 1) | 1ULL << (SIGTTIN - 1) | \
-		      1ULL << (SIGTTOU - 1))
+#define STOP_SIGNALS                                                             \
+	(1ULL << (SIGSTOP - 1) | 1ULL << (SIGTSTP - 1) | 1ULL << (SIGTTIN - 1) | \
+	 1ULL << (SIGTTOU - 1))
 
 /* every exec is reported in all-process mode: a new image may carry a static cudart */
 const volatile bool cfg_report_all_execs = false;

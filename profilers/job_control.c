@@ -3,8 +3,8 @@
 #include <string.h>
 #include "profilers/job_control.h"
 
-static const char *const shells[] = { "sh",  "bash", "dash", "zsh",  "ksh", "mksh",
-				      "ash", "fish", "tcsh", "csh",  "yash", "posh" };
+static const char *const shells[] = { "sh",  "bash", "dash", "zsh", "ksh",  "mksh",
+				      "ash", "fish", "tcsh", "csh", "yash", "posh" };
 
 static bool is_shell(const char *path)
 {

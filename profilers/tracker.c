@@ -82,7 +82,7 @@ struct gs_tracker {
 	bool child_execed; /* its exec was handled: its image is probed */
 	bool closing;	   /* records are no longer handled, stopped processes only let go */
 	uint64_t last_liveness_ns, last_sweep_ns;
-	struct gs_watchdog watchdog; /* resumes what we stopped if we die */
+	struct gs_watchdog watchdog;		/* resumes what we stopped if we die */
 	uint32_t unanswered[GS_STOP_SWEEP_MAX]; /* in the stopped set at the last sweep */
 	size_t nr_unanswered;
 };

@@ -8,7 +8,7 @@
 #include "profilers/stop_set.h"
 
 #define STAT_TAIL " 0 0 0 0 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3\n"
-#define TEXT(s) s, sizeof(s) - 1
+#define TEXT(s)	  s, sizeof(s) - 1
 
 GS_TEST(start_time_is_field_22)
 {
