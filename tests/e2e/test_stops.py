@@ -91,6 +91,21 @@ def resume(pid):
         pass
 
 
+def poke(fifo, timeout=TIMEOUT):
+    """Writes a line into fifo once its reader is there; fails past timeout, never blocks."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            if time.monotonic() > end:
+                raise AssertionError(f"nobody reads {fifo}")
+            time.sleep(0.05)
+    os.write(fd, b"go\n")
+    os.close(fd)
+
+
 def stopped_left(root):
     """The processes of root's tree in state T now and still 0.5 s later."""
     first = [p for p in descendants(root) if state(p) == "T"]
@@ -118,8 +133,7 @@ def stops_buffer_full_at_exec_leaves_nothing_stopped():
         root = read_int(f"{marks}.root")
         os.kill(g.proc.pid, signal.SIGSTOP)
         time.sleep(1)  # the flood fills the buffer
-        with open(fifo, "w") as f:
-            f.write("go\n")
+        poke(fifo)
         wait_until(lambda: os.path.exists(marks), "the 300 execs, gpusnoop paused", 15)
         os.kill(g.proc.pid, signal.SIGCONT)
         expect_eq(g.wait(), 0, "gpusnoop status")
@@ -129,7 +143,7 @@ def stops_buffer_full_at_exec_leaves_nothing_stopped():
         expect_eq([p for p in descendants(root) if state(p)], [], "the tree after gpusnoop")
     finally:
         resume(g.proc.pid)
-        if root:
+        if root:  # first: a stopped process holding gpusnoop's pipes would hang g.kill()
             kill_tree(root)
         g.kill()
 
@@ -160,8 +174,8 @@ def stops_sigkill_of_gpusnoop_resumes_what_it_stopped():
         wait_until(lambda: read_int(count) > before + 2, "the loop running again", 5)
         expect_eq(stopped_left(py), [], "processes left stopped")
     finally:
-        g.kill()
         kill_tree(py)
+        g.kill()
 
 
 @test
@@ -186,9 +200,9 @@ def stops_foreign_sigstop_is_kept():
         os.kill(py, signal.SIGKILL)
         g.wait()
     finally:
-        g.kill()
         if py:
             kill_tree(py)
+        g.kill()
 
 
 def spawn_with_pid(pid, argv):
@@ -218,8 +232,7 @@ def stops_reused_pid_of_another_user_is_not_stopped():
         child = read_int(marks)
         root = int(open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[1])
         os.kill(g.proc.pid, signal.SIGSTOP)
-        with open(fifo, "w") as f:
-            f.write("go\n")
+        poke(fifo)
         wait_until(lambda: state(child) is None, "the child's exit")
         time.sleep(0.2)  # its parent reaps it: the pid is free
         other = ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
@@ -238,7 +251,7 @@ def stops_reused_pid_of_another_user_is_not_stopped():
                 p.wait()
     finally:
         resume(g.proc.pid)
-        if root:
+        if root:  # first: a stopped process holding gpusnoop's pipes would hang g.kill()
             kill_tree(root)
         g.kill()
 
