@@ -123,7 +123,10 @@ static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 	if (gs_proc_start(pid, &start))
 		return tg; /* gone already: its exit was seen, or a check of liveness sees it */
 	value.start = start;
-	if (bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.targets), &key, &value, BPF_ANY))
+	/* one BPF made at fork is kept: it counts its loader events (bpf/proc.bpf.c) */
+	if (bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.targets), &key, &value,
+				BPF_NOEXIST) &&
+	    errno != EEXIST)
 		gs_warn("pid %d: cannot follow exits: %s", (int)pid, strerror(errno));
 	return tg;
 }
