@@ -362,6 +362,8 @@ static void on_fork(struct gs_tracker *t, const struct gs_proc_fork *e)
 
 	if (!add_target(t, pid, CHILD_FLAGS) || gs_proc_tree__add(t->tree, pid, (pid_t)e->ppid))
 		gs_warn("pid %d: out of memory: its parent is not shown", (int)pid);
+	/* no stop holds it: it may be gone already, with what it inherited */
+	gs_symcache__inherit(t->symcache, pid, (pid_t)e->ppid);
 	scan_process(t, pid);
 }
 
