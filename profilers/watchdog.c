@@ -26,6 +26,19 @@ static void close_others(int a, int b)
 	syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
 }
 
+/* The OOM killer may take gpusnoop under memory pressure: never its watchdog. */
+static void spare_from_oom_killer(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (write(fd, "-1000", 5) < 0) {
+		/* not allowed: the default score, tiny as the process is */
+	}
+	close(fd);
+}
+
 /*
  * The child: only system calls from here (the parent may have threads). It waits for the
  * pipe's end of file (every writer gone: gpusnoop's exit, by any signal) or the parent-death
@@ -49,6 +62,7 @@ static void __attribute__((noreturn)) watch(int stopped_fd, int read_fd, pid_t p
 	signal(SIGCHLD, SIG_DFL);
 	sigaction(SIGUSR1, &sa, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGUSR1);
+	spare_from_oom_killer();
 	while (getppid() == parent) {
 		ssize_t n = read(read_fd, &c, 1);
 
