@@ -113,6 +113,8 @@ static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 
 	if (tg)
 		return tg;
+	if (t->opts.stop_every_exec && (flags & GS_TARGET_CHILDREN))
+		value.flags |= GS_TARGET_ALWAYS_STOP;
 	if (GS_ARRAY_RESERVE(t->targets, t->nr_targets, t->cap_targets, 16) ||
 	    gs_pid_index__set(&t->target_index, pid, t->nr_targets))
 		return NULL;
