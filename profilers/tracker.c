@@ -379,6 +379,12 @@ static void on_exec(struct gs_tracker *t, const struct gs_proc_event *e)
 		tg->loads = 0;
 		gs_proc_tree__exec(t->tree, pid);
 		target_gone(t, pid, true); /* probes the new image */
+		/* its name at exec, from the record: a process not held there may be gone now */
+		tg = find_target(t, pid);
+		if (tg && e->comm[0]) {
+			memcpy(tg->comm, e->comm, sizeof(tg->comm));
+			tg->comm[sizeof(tg->comm) - 1] = '\0';
+		}
 	} else if (t->opts.all) {
 		scan_process(t, pid);
 	}
