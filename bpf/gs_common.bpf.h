@@ -13,12 +13,12 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-/* pid -> GS_TARGET_* flags; consulted unless cfg_all_pids */
+/* pid -> struct gs_target; consulted unless cfg_all_pids */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, GS_MAX_TARGETS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct gs_target);
 } targets SEC(".maps");
 
 struct {

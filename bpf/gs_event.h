@@ -51,11 +51,39 @@ struct gs_event_hdr {
 	__u32 tid;
 };
 
-/* values of the targets map */
+/* values of the targets map: a pid's entry holds only while start matches its process */
+struct gs_target {
+	__u32 flags;	  /* GS_TARGET_* */
+	__u32 skip_loads; /* loader events not to stop at: the start-up of an image probed already */
+	__u64 start;	  /* start time, clock ticks after boot (/proc/PID/stat field 22); 0: any */
+};
+
+/*
+ * The stopped set (bpf/proc.bpf.c): pid -> its process's stop, from the SIGSTOP until
+ * userspace answers it. A stop whose record was lost is found here and resumed.
+ */
+#define GS_MAX_STOPPED 4096
+struct gs_stopped {
+	__u64 start;   /* as gs_target.start */
+	__u32 foreign; /* someone else stopped it meanwhile: it stays stopped */
+	__u32 pad;
+};
+/* task start_boottime (ns) to clock ticks: USER_HZ is 100 on every architecture we build */
+#define GS_NS_PER_TICK 10000000ULL
+
 #define GS_TARGET_TRACED       0x1
 #define GS_TARGET_STOP_ON_LOAD 0x2 /* SIGSTOP at each link-map change (spawned child) */
 /* its new processes become targets too (flags inherited, plus STOP_ON_LOAD); SIGSTOP at exec */
 #define GS_TARGET_CHILDREN 0x4
+/* stops at every exec, probed image or not: a rank's environment is read there */
+#define GS_TARGET_ALWAYS_STOP 0x8
+
+/* probed_files key: an image or loader probed already (kernel dev_t: major << 20 | minor) */
+#define GS_MAX_PROBED_FILES 1024
+struct gs_file_key {
+	__u64 dev;
+	__u64 ino;
+};
 
 /* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
 #define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
@@ -64,6 +92,8 @@ struct gs_event_hdr {
 
 struct gs_proc_event {
 	struct gs_event_hdr hdr;
+	__u64 start;   /* the process's start time, as gs_target.start */
+	char comm[16]; /* at the event (an exec's: the new image's) */
 };
 
 /* GS_EV_PROC_FORK: hdr.pid is the new process, reported before it first runs */
@@ -149,6 +179,8 @@ enum gs_stat {
 	GS_STAT_PY_TRUNCATED,	  /* Python stacks cut at GS_PY_MAX_FRAMES (outermost lost) */
 	GS_STAT_GPU_TOO_BIG,	  /* CUPTI records larger than GS_GPU_RECORD_BYTES: not copied */
 	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
+	GS_STAT_STOPS,		  /* processes stopped for probing (not a loss: not in "lost") */
+	GS_STAT_STOPS_SKIPPED,	  /* stops not sent: their record or the stopped set had no room */
 	GS_STAT__MAX,
 };
 

@@ -18,7 +18,10 @@
 #include "profilers/cuda/gpu_attach.h"
 #include "profilers/lib_attach.h"
 #include "user/pid_index.h"
+#include "profilers/job_control.h"
 #include "profilers/proc_tree.h"
+#include "profilers/stop_set.h"
+#include "profilers/watchdog.h"
 #include "profilers/tracker.h"
 #include "user/array.h"
 #include "user/clock.h"
@@ -46,6 +49,7 @@
 
 struct target {
 	pid_t pid;
+	unsigned int loads; /* loader events since its exec: its image is probed after two */
 	char comm[16];
 };
 
@@ -77,7 +81,10 @@ struct gs_tracker {
 	bool child_reaped;
 	bool child_execed; /* its exec was handled: its image is probed */
 	bool closing;	   /* records are no longer handled, stopped processes only let go */
-	uint64_t last_liveness_ns;
+	uint64_t last_liveness_ns, last_sweep_ns;
+	struct gs_watchdog watchdog;		/* resumes what we stopped if we die */
+	uint32_t unanswered[GS_STOP_SWEEP_MAX]; /* in the stopped set at the last sweep */
+	size_t nr_unanswered;
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -100,17 +107,28 @@ static struct target *find_target(struct gs_tracker *t, pid_t pid)
 static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 {
 	struct target *tg = find_target(t, pid);
+	struct gs_target value = { .flags = flags };
 	__u32 key = (__u32)pid;
+	uint64_t start;
 
 	if (tg)
 		return tg;
+	if (t->opts.stop_every_exec && (flags & GS_TARGET_CHILDREN))
+		value.flags |= GS_TARGET_ALWAYS_STOP;
 	if (GS_ARRAY_RESERVE(t->targets, t->nr_targets, t->cap_targets, 16) ||
 	    gs_pid_index__set(&t->target_index, pid, t->nr_targets))
 		return NULL;
 	tg = &t->targets[t->nr_targets++];
 	*tg = (struct target){ .pid = pid };
 	gs_read_comm(pid, pid, tg->comm, sizeof(tg->comm));
-	if (bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.targets), &key, &flags, BPF_ANY))
+	/* keyed by start time too: once it is gone, BPF drops it, and its pid is not it */
+	if (gs_proc_start(pid, &start))
+		return tg; /* gone already: its exit was seen, or a check of liveness sees it */
+	value.start = start;
+	/* one BPF made at fork is kept: it counts its loader events (bpf/proc.bpf.c) */
+	if (bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.targets), &key, &value,
+				BPF_NOEXIST) &&
+	    errno != EEXIST)
 		gs_warn("pid %d: cannot follow exits: %s", (int)pid, strerror(errno));
 	return tg;
 }
@@ -156,7 +174,6 @@ static void drop_target(struct gs_tracker *t, struct target *tg)
 static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 {
 	struct target *tg = find_target(t, pid);
-	__u32 key = (__u32)pid;
 
 	if (!tg)
 		return;
@@ -169,7 +186,7 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 		scan_process(t, pid);
 		return;
 	}
-	bpf_map_delete_elem(bpf_map__fd(t->objs.proc->maps.targets), &key);
+	/* its targets entry went in BPF, at its exit (a pid reused since keeps its own) */
 	gs_proc_tree__exit(t->tree, pid);
 	/*
 	 * The probes that watch pid alone (every probe of a -p target; those of a user's own
@@ -310,16 +327,37 @@ static bool unwind_torch(struct gs_tracker *t, const void *e, size_t frames_off,
 	return true;
 }
 
-/* The loader mapped or unmapped libraries (a stopped spawned command waits for us). */
-static void on_libs_changed(struct gs_tracker *t, const struct gs_event_hdr *hdr)
+static int stopped_fd(const struct gs_tracker *t)
 {
-	pid_t pid = (pid_t)hdr->pid;
+	return bpf_map__fd(t->objs.proc->maps.stopped);
+}
+
+/*
+ * After its loader's start-up (two link-map changes), a followed process's image and
+ * libraries are probed: the next exec of that image needs no stop (bpf/proc.bpf.c).
+ */
+static void note_probed_image(struct gs_tracker *t, pid_t pid)
+{
+	struct target *tg = find_target(t, pid);
+	struct gs_file_key key;
+	__u8 one = 1;
+
+	if (!tg || !t->opts.children || ++tg->loads != 2 || gs_exe_file_key(pid, &key))
+		return;
+	bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.probed_files), &key, &one, BPF_ANY);
+}
+
+/* The loader mapped or unmapped libraries (a stopped spawned command waits for us). */
+static void on_libs_changed(struct gs_tracker *t, const struct gs_proc_event *e)
+{
+	pid_t pid = (pid_t)e->hdr.pid;
 
 	/* in -a mode every process reports here: keep snapshots only of CUDA users */
 	if (!scan_process(t, pid) && !find_target(t, pid))
 		gs_symcache__forget(t->symcache, pid);
-	if (hdr->flags & GS_LIBS_F_STOPPED)
-		kill(pid, SIGCONT);
+	note_probed_image(t, pid);
+	if (e->hdr.flags & GS_LIBS_F_STOPPED)
+		gs_stop_set__answer(stopped_fd(t), pid, e->start);
 }
 
 /* A target's new process, before it first ran; it maps what its parent did. */
@@ -329,23 +367,33 @@ static void on_fork(struct gs_tracker *t, const struct gs_proc_fork *e)
 
 	if (!add_target(t, pid, CHILD_FLAGS) || gs_proc_tree__add(t->tree, pid, (pid_t)e->ppid))
 		gs_warn("pid %d: out of memory: its parent is not shown", (int)pid);
+	/* no stop holds it: it may be gone already, with what it inherited */
+	gs_symcache__inherit(t->symcache, pid, (pid_t)e->ppid);
 	scan_process(t, pid);
 }
 
-static void on_exec(struct gs_tracker *t, const struct gs_event_hdr *hdr)
+static void on_exec(struct gs_tracker *t, const struct gs_proc_event *e)
 {
-	pid_t pid = (pid_t)hdr->pid;
+	pid_t pid = (pid_t)e->hdr.pid;
+	struct target *tg = find_target(t, pid);
 
 	t->child_execed |= pid == t->child.pid;
-	if (find_target(t, pid)) {
+	if (tg) {
+		tg->loads = 0;
 		gs_proc_tree__exec(t->tree, pid);
 		target_gone(t, pid, true); /* probes the new image */
+		/* its name at exec, from the record: a process not held there may be gone now */
+		tg = find_target(t, pid);
+		if (tg && e->comm[0]) {
+			memcpy(tg->comm, e->comm, sizeof(tg->comm));
+			tg->comm[sizeof(tg->comm) - 1] = '\0';
+		}
 	} else if (t->opts.all) {
 		scan_process(t, pid);
 	}
 	/* a followed tree's process waits for them before its new image runs */
-	if (hdr->flags & GS_EXEC_F_STOPPED)
-		kill(pid, SIGCONT);
+	if (e->hdr.flags & GS_EXEC_F_STOPPED)
+		gs_stop_set__answer(stopped_fd(t), pid, e->start);
 }
 
 static void on_oom_kill(struct gs_tracker *t, pid_t pid)
@@ -457,7 +505,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	if (t->closing) {
 		if ((type == GS_EV_LIBS_CHANGED && (hdr->flags & GS_LIBS_F_STOPPED)) ||
 		    (type == GS_EV_PROC_EXEC && (hdr->flags & GS_EXEC_F_STOPPED)))
-			kill((pid_t)hdr->pid, SIGCONT);
+			gs_stop_set__answer(stopped_fd(t), (pid_t)hdr->pid,
+					    ((const struct gs_proc_event *)data)->start);
 		return 0;
 	}
 	switch (type) {
@@ -465,10 +514,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 		gs_warn("malformed ring buffer record (%zu bytes): skipped", size);
 		break;
 	case GS_EV_LIBS_CHANGED:
-		on_libs_changed(t, hdr);
+		on_libs_changed(t, data);
 		break;
 	case GS_EV_PROC_EXEC:
-		on_exec(t, hdr);
+		on_exec(t, data);
 		break;
 	case GS_EV_PROC_FORK:
 		on_fork(t, data);
@@ -585,6 +634,12 @@ static int open_objects(struct gs_tracker *t)
 
 	if (err)
 		return err;
+	/* before any probe: from the first stop on, our death cannot leave a process stopped */
+	err = gs_watchdog__start(&t->watchdog, stopped_fd(t));
+	if (err) {
+		gs_err("starting the watchdog: %s", strerror(-err));
+		return err;
+	}
 	err = proc_bpf__attach(t->objs.proc); /* the tracepoints; uprobes are attached per file */
 	if (err)
 		return gs_bpf_load_error("proc attach", err);
@@ -753,6 +808,17 @@ static int start_command(struct gs_tracker *t)
 	pid_t pid;
 	int err;
 
+	/*
+	 * Its tree's processes stop at exec and at loader events, and no stop that a parent's
+	 * waitpid(WUNTRACED) does not see exists without ptrace: an interactive shell would
+	 * report each as a stopped job (README, "Stops").
+	 */
+	if (t->opts.children && gs_is_interactive_shell(t->opts.argv, isatty(STDIN_FILENO))) {
+		gs_err("'%s' is an interactive shell: its job control would see gpusnoop's stops; "
+		       "run a command or a script, or follow the shell with -p PID alone",
+		       t->opts.argv[0]);
+		return -EINVAL;
+	}
 	/* a script (torchrun, a shell wrapper) runs its interpreter: that is what is probed */
 	err = gs_find_executable(t->opts.argv[0], found, sizeof(found))
 		      ?: gs_exec_image(found, exe, sizeof(exe));
@@ -845,6 +911,25 @@ static void check_liveness(struct gs_tracker *t)
 	}
 }
 
+/*
+ * Every stop's record is queued before the stop (bpf/proc.bpf.c), but one that no handler
+ * answered (a bug, a record skipped) must not hold its process forever: what was in the
+ * stopped set at the last sweep too, its record drained since, is resumed.
+ */
+static void sweep_stopped(struct gs_tracker *t)
+{
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	size_t n;
+
+	if (now - t->last_sweep_ns < LIVENESS_CHECK_NS)
+		return;
+	t->last_sweep_ns = now;
+	ring_buffer__consume(t->rb);
+	n = gs_stop_set__sweep(stopped_fd(t), t->unanswered, &t->nr_unanswered);
+	if (n)
+		gs_dbg("%zu stopped process(es) resumed without an answer", n);
+}
+
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 {
 	int n = ring_buffer__poll(t->rb, timeout_ms);
@@ -855,6 +940,7 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 	if (n == 0)
 		n = ring_buffer__consume(t->rb);
 	reap_child(t);
+	sweep_stopped(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */
 		ring_buffer__consume(t->rb);
@@ -952,6 +1038,7 @@ static void release_stopped(struct gs_tracker *t)
 	/* a program that read the flag just before it changed submits within microseconds */
 	ring_buffer__poll(t->rb, 10);
 	ring_buffer__consume(t->rb);
+	gs_stop_set__sweep(stopped_fd(t), NULL, NULL);
 }
 
 void gs_tracker__free(struct gs_tracker *t)
@@ -965,13 +1052,11 @@ void gs_tracker__free(struct gs_tracker *t)
 		kill(t->child.pid, SIGKILL);
 		waitpid(t->child.pid, NULL, 0);
 		close(t->child.release_fd);
-	} else if (t->child.pid && !t->child_reaped) {
-		/* never leave the command stopped at a loader event we will not answer */
-		kill(t->child.pid, SIGCONT);
 	}
 	if (t->child.error_fd >= 0)
 		close(t->child.error_fd);
 	ring_buffer__free(t->rb);
+	gs_watchdog__stop(&t->watchdog);
 	gs_links__free(t->links);
 	gs_lib_attach__free(t->attach);
 	gs_gpu_attach__free(t->gpu); /* after the links to its programs */

@@ -35,6 +35,8 @@ struct gs_tracker_opts {
 	bool gpu;	   /* GPU activity where the CUPTI injection library is loaded */
 	enum gs_stack_mode stacks;
 	bool python; /* Python frames merged into the stacks of CPython processes */
+	/* a tree's process stops at every exec, its image probed or not (its rank is read there) */
+	bool stop_every_exec;
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */

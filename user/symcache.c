@@ -106,6 +106,55 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 	return 0;
 }
 
+/* A deep copy of maps, as pid's. NULL with errno set. */
+static struct gs_maps *copy_maps(const struct gs_maps *maps, pid_t pid)
+{
+	struct gs_maps *out = calloc(1, sizeof(*out));
+
+	if (!out)
+		return NULL;
+	out->pid = pid;
+	out->mappings = calloc(maps->nr ? maps->nr : 1, sizeof(*out->mappings));
+	if (!out->mappings) {
+		free(out);
+		return NULL;
+	}
+	for (; out->nr < maps->nr; out->nr++) {
+		struct gs_mapping *m = &out->mappings[out->nr];
+
+		*m = maps->mappings[out->nr];
+		if (m->path && !(m->path = strdup(m->path))) {
+			gs_maps__free(out);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return out;
+}
+
+int gs_symcache__inherit(struct gs_symcache *cache, pid_t child, pid_t parent)
+{
+	struct proc_snapshot *p, *from;
+	struct gs_maps *maps;
+
+	if (find_proc(cache, child) || gs_symcache__refresh(cache, child) == 0)
+		return 0;
+	from = find_proc(cache, parent);
+	if (!from || !from->maps)
+		return -ESRCH;
+	maps = copy_maps(from->maps, child);
+	if (!maps)
+		return -ENOMEM;
+	if (GS_ARRAY_RESERVE(cache->procs, cache->nr_procs, cache->cap_procs, 16) ||
+	    gs_pid_index__set(&cache->proc_index, child, cache->nr_procs)) {
+		gs_maps__free(maps);
+		return -ENOMEM;
+	}
+	p = &cache->procs[cache->nr_procs++];
+	*p = (struct proc_snapshot){ .pid = child, .maps = maps };
+	return 0;
+}
+
 void gs_symcache__forget(struct gs_symcache *cache, pid_t pid)
 {
 	struct proc_snapshot *p = find_proc(cache, pid);

@@ -1095,6 +1095,8 @@ int gs_cmd_record(int argc, char **argv)
 	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
 	topts.free_returns = true; /* every free is a slice with its duration */
 	topts.gpu = r.opts.gpu;
+	/* a rank's file is chosen by its environment, read at its exec: held there, always */
+	topts.stop_every_exec = gs_record_ranks_wanted(r.opts.common.output);
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */

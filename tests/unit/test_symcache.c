@@ -280,7 +280,27 @@ GS_TEST(python_ids_resolve_only_in_their_own_process)
 	gs_symcache__free(cache);
 }
 
+GS_TEST(gone_child_inherits_its_parents_snapshot)
+{
+	struct gs_symcache *cache = gs_symcache__new();
+	const struct gs_maps *mine, *child;
+
+	GS_EXPECT(cache != NULL);
+	if (!cache)
+		return;
+	mine = gs_symcache__maps(cache, getpid());
+	GS_EXPECT(mine != NULL);
+	/* NO_PID is no process: its fork record came after it was gone */
+	GS_EXPECT_EQ(gs_symcache__inherit(cache, NO_PID, getpid()), 0);
+	child = gs_symcache__maps(cache, NO_PID);
+	GS_EXPECT(child != NULL && mine && child->nr == mine->nr && child->pid == NO_PID);
+	if (child && mine && child->nr && child->mappings[0].path && mine->mappings[0].path)
+		GS_EXPECT_STR_EQ(child->mappings[0].path, mine->mappings[0].path);
+	GS_EXPECT_EQ(gs_symcache__inherit(cache, NO_PID - 1, NO_PID - 2), -ESRCH);
+	gs_symcache__free(cache);
+}
+
 GS_TEST_MAIN(resolve_own_function, resolve_unmapped, resolve_libc_function, maps_snapshots,
 	     elf_cached_per_file, resolve_after_exit,
 	     forgetting_one_process_keeps_the_others_snapshots,
-	     python_ids_resolve_only_in_their_own_process)
+	     python_ids_resolve_only_in_their_own_process, gone_child_inherits_its_parents_snapshot)
