@@ -23,6 +23,10 @@ int gs_bpf_load_error(const char *what, int err)
 		       "CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE (CAP_SYS_ADMIN on kernels "
 		       "before 5.8)",
 		       what);
+	else if (err == -EINVAL) /* the kernel refused something: never that alone */
+		gs_err("loading BPF programs (%s): the kernel refused them (%s): `gpusnoop check` "
+		       "lists the BPF features this kernel lacks",
+		       what, strerror(-err));
 	else
 		gs_err("loading BPF programs (%s): %s", what, strerror(-err));
 	return err;

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cpu.skel.h"
+#include "profilers/bpf_objects.h"
 #include "profilers/cpu_sampler.h"
 #include "profilers/tracker.h"
 #include "user/log.h"
@@ -228,7 +229,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	err = err ?: gs_tracker__share_python_map(t, s->skel->maps.py_procs);
 	err = err ?: cpu_bpf__load(s->skel);
 	if (err) {
-		gs_err("loading BPF programs (cpu): %s", strerror(-err));
+		gs_bpf_load_error("cpu", err);
 		goto out_free;
 	}
 	if (s->cgroup_fd >= 0 && bpf_map_update_elem(bpf_map__fd(s->skel->maps.cgroups), &zero,
