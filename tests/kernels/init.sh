@@ -40,7 +40,7 @@ wait_for() {
 }
 
 record() {
-	"$GS" record "$@" -o /tmp/t.json.gz && gzip -dc /tmp/t.json.gz
+	"$GS" record -o /tmp/t.json.gz "$@" >/dev/null && gzip -dc /tmp/t.json.gz
 }
 
 # the daemon's OOM report: the host test's sequence (tests/e2e/test_daemon.py)
@@ -74,9 +74,10 @@ echo "@@GS-START $(uname -r)" >&3
 result check "$GS" check
 result leaks "$GS" leaks --format json -- "$BIN/gs_leaky"
 result record record -- "$BIN/gs_kernels"
-result record_cpu env GS_BURN_ROUNDS=10 bash -c \
-	"$GS record -e cpu -F 499 -o /tmp/cpu.json -- $BIN/gs_burn && cat /tmp/cpu.json"
-result profile env GS_BURN_ROUNDS=10 "$GS" profile -F 499 -o /dev/stdout -- "$BIN/gs_burn"
+# stdout: the trace or profile alone, without the workload's lines
+result record_cpu record -e cpu -F 499 -- env GS_BURN_ROUNDS=30 "$BIN/gs_burn"
+result profile bash -c "GS_BURN_ROUNDS=30 $GS profile -F 499 -o /tmp/p.folded -- $BIN/gs_burn \
+	>/dev/null && cat /tmp/p.folded"
 printf 'echo shell $$\n%s\n%s &\nwait\n' "$BIN/gs_leaky" "$BIN/gs_leaky" >/tmp/steps.sh
 result tree "$GS" leaks --format json -- bash /tmp/steps.sh
 result daemon_oom daemon_oom
