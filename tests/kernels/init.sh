@@ -43,13 +43,27 @@ record() {
 	"$GS" record -o /tmp/t.json.gz "$@" >/dev/null && gzip -dc /tmp/t.json.gz
 }
 
+# waits as wait_for, while process $4 lives
+wait_alive() {
+	for _ in $(seq "$3"); do
+		grep -qF -- "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$4" 2>/dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
 # the daemon's OOM report: the host test's sequence (tests/e2e/test_daemon.py)
 daemon_oom() {
-	local dpid wpid
+	local dpid wpid f
 	"$GS" daemon --output-dir /tmp/reports --socket /tmp/ctl.sock \
 		--metrics-addr 127.0.0.1:0 2>/tmp/daemon.err &
 	dpid=$!
-	wait_for /tmp/daemon.err "daemon: following every CUDA process" 240 || return 1
+	if ! wait_alive /tmp/daemon.err "daemon: following every CUDA process" 240 "$dpid"; then
+		wait "$dpid"
+		cat /tmp/daemon.err >&2
+		return 1
+	fi
 	GS_FAKE_CUDA_MEM_LIMIT=$((256 << 20)) GS_FAKE_CUDA_NO_DRIVER=1 "$BIN/gs_oom" --hold \
 		>/tmp/oom.out &
 	wpid=$!
@@ -65,11 +79,14 @@ daemon_oom() {
 	kill -USR1 "$wpid" 2>/dev/null
 	wait "$wpid"
 	cat /tmp/daemon.err >&2
-	cat /tmp/reports/gpusnoop-cuda-oom-*.json
+	# the reports, not the flight recorder's traces beside them
+	for f in /tmp/reports/gpusnoop-cuda-oom-*.json; do
+		case $f in *.trace.json) ;; *) cat "$f" ;; esac
+	done
 }
 
 export REPO BIN LIB GS
-export -f wait_for record daemon_oom
+export -f wait_for wait_alive record daemon_oom
 echo "@@GS-START $(uname -r)" >&3
 result check "$GS" check
 result leaks "$GS" leaks --format json -- "$BIN/gs_leaky"
