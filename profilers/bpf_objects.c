@@ -24,8 +24,8 @@ int gs_bpf_load_error(const char *what, int err)
 		       "before 5.8)",
 		       what);
 	else if (err == -EINVAL) /* the kernel refused something: never that alone */
-		gs_err("loading BPF programs (%s): the kernel refused them (%s): `gpusnoop check` "
-		       "lists the BPF features this kernel lacks",
+		gs_err("loading BPF programs (%s): the kernel refused them (%s): -v shows why, "
+		       "`gpusnoop check` what this kernel lacks",
 		       what, strerror(-err));
 	else
 		gs_err("loading BPF programs (%s): %s", what, strerror(-err));

@@ -17,9 +17,12 @@ static const struct gs_kfeat_desc descs[GS_KF__NR] = {
 };
 
 static const char *const cmd_names[GS_KCMD__NR] = {
-	[GS_KCMD_LEAKS] = "leaks",	     [GS_KCMD_RECORD] = "record",
-	[GS_KCMD_RECORD_CPU] = "record -e cpu", [GS_KCMD_PROFILE] = "profile",
-	[GS_KCMD_DAEMON] = "daemon",	     [GS_KCMD_TREE] = "-- CMD tree",
+	[GS_KCMD_LEAKS] = "leaks",
+	[GS_KCMD_RECORD] = "record",
+	[GS_KCMD_RECORD_CPU] = "record -e cpu",
+	[GS_KCMD_PROFILE] = "profile",
+	[GS_KCMD_DAEMON] = "daemon",
+	[GS_KCMD_TREE] = "-- CMD tree",
 };
 
 const struct gs_kfeat_desc *gs_kfeat_desc(enum gs_kfeat f)
@@ -108,8 +111,7 @@ uint32_t gs_kcmd_wants(enum gs_kcmd c)
 	/* the tree follows processes with tracepoints only */
 	if (c == GS_KCMD_TREE)
 		return 0;
-	return GS_KF_BIT(GS_KF_LOOP) |
-	       (c == GS_KCMD_PROFILE ? 0 : GS_KF_BIT(GS_KF_UPROBE_MULTI));
+	return GS_KF_BIT(GS_KF_LOOP) | (c == GS_KCMD_PROFILE ? 0 : GS_KF_BIT(GS_KF_UPROBE_MULTI));
 }
 
 uint32_t gs_kcompat_needs(bool cuda_probes)

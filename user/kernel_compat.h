@@ -21,11 +21,11 @@ enum gs_kfeat {
 };
 
 #define GS_KF_BIT(f) (1u << (f))
-#define GS_KF_ALL ((1u << GS_KF__NR) - 1)
+#define GS_KF_ALL    ((1u << GS_KF__NR) - 1)
 
 /* what the stack walk and per-call state of every object need */
-#define GS_KF_NEED_BASE                                                                        \
-	(GS_KF_BIT(GS_KF_RINGBUF) | GS_KF_BIT(GS_KF_TP_BTF) | GS_KF_BIT(GS_KF_TASK_BTF) |      \
+#define GS_KF_NEED_BASE                                                                   \
+	(GS_KF_BIT(GS_KF_RINGBUF) | GS_KF_BIT(GS_KF_TP_BTF) | GS_KF_BIT(GS_KF_TASK_BTF) | \
 	 GS_KF_BIT(GS_KF_TASK_STORAGE) | GS_KF_BIT(GS_KF_FIND_VMA))
 /* ... and the CUDA uprobes (leaks, record, daemon) */
 #define GS_KF_NEED_CUDA (GS_KF_NEED_BASE | GS_KF_BIT(GS_KF_COOKIE))

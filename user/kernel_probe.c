@@ -134,7 +134,8 @@ int gs_kernel__require(const struct gs_kernel *k, uint32_t needs)
 		what[0] = '\0';
 	gs_err("kernel %s lacks BPF features gpusnoop needs: %s%s; `gpusnoop check` lists what "
 	       "works here",
-	       k->release, what, missing & k->off ? " (switched off by " GS_KERNEL_FEATURES_OFF_ENV ")" : "");
+	       k->release, what,
+	       missing & k->off ? " (switched off by " GS_KERNEL_FEATURES_OFF_ENV ")" : "");
 	return -ENOTSUP;
 }
 

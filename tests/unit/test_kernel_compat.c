@@ -6,10 +6,10 @@
 
 /* what Debian's kernels answer to user/kernel_probe.c (seen booted under qemu) */
 #define K5_10 (GS_KF_BIT(GS_KF_RINGBUF) | GS_KF_BIT(GS_KF_TP_BTF))
-#define K5_15                                                                                  \
-	(K5_10 | GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) |                   \
+#define K5_15                                                                \
+	(K5_10 | GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) | \
 	 GS_KF_BIT(GS_KF_COOKIE))
-#define K6_1 (K5_15 | GS_KF_BIT(GS_KF_FIND_VMA) | GS_KF_BIT(GS_KF_LOOP))
+#define K6_1  (K5_15 | GS_KF_BIT(GS_KF_FIND_VMA) | GS_KF_BIT(GS_KF_LOOP))
 #define K6_12 (K6_1 | GS_KF_BIT(GS_KF_UPROBE_MULTI))
 
 static bool runs(uint32_t have, enum gs_kcmd c)
@@ -52,9 +52,9 @@ GS_TEST(kernel_5_10_lacks_task_storage_and_cookies)
 		     GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) |
 			     GS_KF_BIT(GS_KF_FIND_VMA) | GS_KF_BIT(GS_KF_COOKIE));
 	/* sampling uses no cookies */
-	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10,
-		     GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) |
-			     GS_KF_BIT(GS_KF_FIND_VMA));
+	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10, GS_KF_BIT(GS_KF_TASK_BTF) |
+							       GS_KF_BIT(GS_KF_TASK_STORAGE) |
+							       GS_KF_BIT(GS_KF_FIND_VMA));
 	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_PROFILE), gs_kcompat_needs(false));
 	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_LEAKS), gs_kcompat_needs(true));
 }
