@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* check.c: `gpusnoop check`: the kernel's BPF features and what each command can do with them. */
+#include <argp.h>
 #include <stdio.h>
 #include <string.h>
 #include "profilers/cmd/subcommands.h"
+#include "profilers/options.h"
 #include "user/kernel_compat.h"
 #include "user/kernel_probe.h"
 
@@ -52,18 +54,38 @@ static bool print_command(const struct gs_kernel *k, enum gs_kcmd c)
 	return true;
 }
 
+static const char check_doc[] =
+	"The BPF features of this kernel, each probed (a tiny map or program, never the "
+	"version number), and what each command can do here.\v"
+	"Exit status 1 when a command cannot run on this kernel. " GS_KERNEL_FEATURES_OFF_ENV
+	"=FEATURE,... treats features as missing, to see what an older kernel does.\n\n"
+	"EXAMPLES:\n"
+	"  gpusnoop check\n"
+	"  gpusnoop check && gpusnoop leaks -- ./train";
+
+static error_t check_parse(int key, char *arg, struct argp_state *state)
+{
+	if (key == ARGP_KEY_ARG)
+		argp_error(state, "no arguments expected");
+	return key == ARGP_KEY_ARG ? 0 : ARGP_ERR_UNKNOWN;
+}
+
+static const struct argp_child check_children[] = {
+	{ &gs_help_argp, 0, NULL, 0 },
+	{ 0 },
+};
+
+static const struct argp check_argp = {
+	NULL, check_parse, "", check_doc, check_children, NULL, NULL,
+};
+
 int gs_cmd_check(int argc, char **argv)
 {
 	struct gs_kernel k;
 	bool all = true;
 
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("Usage: gpusnoop check\n"
-		       "The BPF features of this kernel, probed, and what each command can do.\n"
-		       "Exit status 1 when a command cannot run here. " GS_KERNEL_FEATURES_OFF_ENV
-		       "=feat,... treats features as missing.\n");
-		return 0;
-	}
+	if (argp_parse(&check_argp, argc, argv, 0, NULL, NULL))
+		return 1;
 	if (gs_kernel__probe(&k))
 		return 1;
 	print_features(&k);
