@@ -16,6 +16,7 @@
 #include "profilers/bpf_objects.h"
 #include "profilers/cpu_sampler.h"
 #include "profilers/tracker.h"
+#include "user/kernel_probe.h"
 #include "user/log.h"
 
 #define MAX_CPUS 4096
@@ -216,6 +217,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 		goto out_free;
 	}
 	s->skel->rodata->cfg_all_pids = opts->all;
+	s->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
 	s->skel->rodata->cfg_records = opts->records;
 	s->skel->rodata->cfg_cgroup = opts->cgroup != NULL;
 	s->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);

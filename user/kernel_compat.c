@@ -108,10 +108,10 @@ uint32_t gs_kcmd_wants(enum gs_kcmd c)
 {
 	if ((unsigned)c >= GS_KCMD__NR)
 		return 0;
-	/* the tree follows processes with tracepoints only */
-	if (c == GS_KCMD_TREE)
-		return 0;
-	return GS_KF_BIT(GS_KF_LOOP) | (c == GS_KCMD_PROFILE ? 0 : GS_KF_BIT(GS_KF_UPROBE_MULTI));
+	/* sampling attaches no uprobes */
+	return GS_KF_BIT(GS_KF_LOOP) | GS_KF_BIT(GS_KF_FIND_VMA) |
+	       (c == GS_KCMD_PROFILE || c == GS_KCMD_RECORD_CPU ? 0
+								: GS_KF_BIT(GS_KF_UPROBE_MULTI));
 }
 
 uint32_t gs_kcompat_needs(bool cuda_probes)

@@ -23,10 +23,10 @@ enum gs_kfeat {
 #define GS_KF_BIT(f) (1u << (f))
 #define GS_KF_ALL    ((1u << GS_KF__NR) - 1)
 
-/* what the stack walk and per-call state of every object need */
+/* what per-call state and the stack walk of every object need */
 #define GS_KF_NEED_BASE                                                                   \
 	(GS_KF_BIT(GS_KF_RINGBUF) | GS_KF_BIT(GS_KF_TP_BTF) | GS_KF_BIT(GS_KF_TASK_BTF) | \
-	 GS_KF_BIT(GS_KF_TASK_STORAGE) | GS_KF_BIT(GS_KF_FIND_VMA))
+	 GS_KF_BIT(GS_KF_TASK_STORAGE))
 /* ... and the CUDA uprobes (leaks, record, daemon) */
 #define GS_KF_NEED_CUDA (GS_KF_NEED_BASE | GS_KF_BIT(GS_KF_COOKIE))
 
@@ -68,7 +68,8 @@ const char *gs_kcmd_name(enum gs_kcmd c);
 /* features a command cannot run without */
 uint32_t gs_kcmd_needs(enum gs_kcmd c);
 
-/* features a command runs without, losing something: Python frames, one link per library */
+/* features a command runs without, losing something: Python frames, one link per library,
+ * the bounded stack walk */
 uint32_t gs_kcmd_wants(enum gs_kcmd c);
 
 /* a session's needs: every object loads proc and walks stacks, CUDA probes add cookies */

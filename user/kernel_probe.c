@@ -155,3 +155,14 @@ int gs_kernel__check_session(bool cuda_probes, bool *python)
 	}
 	return 0;
 }
+
+bool gs_kernel_has_find_vma(void)
+{
+	const char *list = getenv(GS_KERNEL_FEATURES_OFF_ENV);
+	uint32_t off = 0;
+
+	/* an unknown name was refused at the session's start (gs_kernel__check_session) */
+	if (list && !gs_kfeat_parse(list, &off, NULL) && (off & GS_KF_BIT(GS_KF_FIND_VMA)))
+		return false;
+	return has_helper(BPF_FUNC_find_vma);
+}

@@ -32,4 +32,7 @@ int gs_kernel__require(const struct gs_kernel *k, uint32_t needs);
  */
 int gs_kernel__check_session(bool cuda_probes, bool *python);
 
+/* bpf_find_vma() (5.17), less GPUSNOOP_KERNEL_FEATURES_OFF: each object's cfg_no_find_vma */
+bool gs_kernel_has_find_vma(void);
+
 #endif /* GS_KERNEL_PROBE_H */

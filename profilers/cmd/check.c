@@ -49,8 +49,8 @@ static bool print_command(const struct gs_kernel *k, enum gs_kcmd c)
 	}
 	printf("%-14s yes%s%s%s\n", gs_kcmd_name(c),
 	       lost & GS_KF_BIT(GS_KF_LOOP) ? ", no Python frames (bpf_loop(), Linux 5.17)" : "",
-	       lost & GS_KF_BIT(GS_KF_UPROBE_MULTI) ? ", one link per probe" : "",
-	       lost & ~(GS_KF_BIT(GS_KF_LOOP) | GS_KF_BIT(GS_KF_UPROBE_MULTI)) ? ", less" : "");
+	       lost & GS_KF_BIT(GS_KF_FIND_VMA) ? ", the kernel's user stack walk" : "",
+	       lost & GS_KF_BIT(GS_KF_UPROBE_MULTI) ? ", one link per probe" : "");
 	return true;
 }
 

@@ -34,27 +34,31 @@ GS_TEST(kernel_6_1_runs_everything_with_one_link_per_probe)
 	GS_EXPECT(gs_kcompat_python_frames(K6_1));
 	GS_EXPECT(!gs_kcompat_multi_links(K6_1));
 	GS_EXPECT_EQ(gs_kcmd_wants(GS_KCMD_LEAKS) & ~K6_1, GS_KF_BIT(GS_KF_UPROBE_MULTI));
+	GS_EXPECT_EQ(gs_kcmd_wants(GS_KCMD_TREE) & ~K6_1, GS_KF_BIT(GS_KF_UPROBE_MULTI));
 	/* sampling attaches no uprobes: nothing lost */
 	GS_EXPECT_EQ(gs_kcmd_wants(GS_KCMD_PROFILE) & ~K6_1, 0);
 }
 
-GS_TEST(kernel_5_15_lacks_find_vma_for_every_stack_walk)
+GS_TEST(kernel_5_15_runs_everything_with_the_kernels_walk_and_native_stacks)
 {
-	for (int c = 0; c < GS_KCMD__NR; c++)
-		GS_EXPECT(!runs(K5_15, c));
-	GS_EXPECT_EQ(gs_kcompat_needs(true) & ~K5_15, GS_KF_BIT(GS_KF_FIND_VMA));
+	for (int c = 0; c < GS_KCMD__NR; c++) {
+		GS_EXPECT(runs(K5_15, c));
+		GS_EXPECT(gs_kcmd_wants(c) & GS_KF_BIT(GS_KF_FIND_VMA));
+	}
+	GS_EXPECT_EQ(gs_kcmd_wants(GS_KCMD_LEAKS) & ~K5_15, GS_KF_BIT(GS_KF_FIND_VMA) |
+								    GS_KF_BIT(GS_KF_LOOP) |
+								    GS_KF_BIT(GS_KF_UPROBE_MULTI));
 	GS_EXPECT(!gs_kcompat_python_frames(K5_15));
 }
 
 GS_TEST(kernel_5_10_lacks_task_storage_and_cookies)
 {
-	GS_EXPECT_EQ(gs_kcompat_needs(true) & ~K5_10,
-		     GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) |
-			     GS_KF_BIT(GS_KF_FIND_VMA) | GS_KF_BIT(GS_KF_COOKIE));
+	GS_EXPECT_EQ(gs_kcompat_needs(true) & ~K5_10, GS_KF_BIT(GS_KF_TASK_BTF) |
+							      GS_KF_BIT(GS_KF_TASK_STORAGE) |
+							      GS_KF_BIT(GS_KF_COOKIE));
 	/* sampling uses no cookies */
-	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10, GS_KF_BIT(GS_KF_TASK_BTF) |
-							       GS_KF_BIT(GS_KF_TASK_STORAGE) |
-							       GS_KF_BIT(GS_KF_FIND_VMA));
+	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10,
+		     GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE));
 	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_PROFILE), gs_kcompat_needs(false));
 	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_LEAKS), gs_kcompat_needs(true));
 }
@@ -106,7 +110,7 @@ GS_TEST(parse_names_and_refuses_unknown_ones)
 
 GS_TEST_MAIN(kernel_6_12_runs_everything_with_everything,
 	     kernel_6_1_runs_everything_with_one_link_per_probe,
-	     kernel_5_15_lacks_find_vma_for_every_stack_walk,
+	     kernel_5_15_runs_everything_with_the_kernels_walk_and_native_stacks,
 	     kernel_5_10_lacks_task_storage_and_cookies,
 	     missing_features_name_the_first_kernel_with_each,
 	     format_truncates_and_reports_the_full_length, parse_names_and_refuses_unknown_ones)
