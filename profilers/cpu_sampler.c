@@ -218,6 +218,8 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	}
 	s->skel->rodata->cfg_all_pids = opts->all;
 	s->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
+	/* the verifier drops the Python walk, and its bpf_loop() (5.17), where it is off */
+	s->skel->rodata->cfg_python = gs_tracker__has_python(t);
 	s->skel->rodata->cfg_records = opts->records;
 	s->skel->rodata->cfg_cgroup = opts->cgroup != NULL;
 	s->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);

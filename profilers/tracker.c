@@ -551,6 +551,11 @@ int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs)
 	return gs_python__share_map(t->python, py_procs);
 }
 
+bool gs_tracker__has_python(const struct gs_tracker *t)
+{
+	return t->python != NULL;
+}
+
 uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t)
 {
 	return t->objs.wakeup_bytes;

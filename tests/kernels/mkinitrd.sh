@@ -3,7 +3,7 @@
 # Packs the initramfs the kernel tests boot: this build of gpusnoop, its fixtures and their libraries.
 set -euo pipefail
 
-# usage: mkinitrd.sh OUT.cpio.gz
+# usage: mkinitrd.sh OUT.cpio.gz [INIT]  (INIT: another /init than init.sh, to debug a kernel)
 # A minimal root made of copied binaries and the libraries ldd names for them, no distribution
 # root: what the checks in init.sh run. The repository's gpusnoop and .output/fixtures keep
 # their absolute paths, so RUNPATHs ($ORIGIN/../lib) and the paths the tests expect in stack
@@ -39,7 +39,7 @@ for lib in $(ldd "${bins[@]}" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/[^ ]
 done
 mkdir -p "$root/lib64"
 cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
-cp "$repo/tests/kernels/init.sh" "$root/init"
+cp "${2:-$repo/tests/kernels/init.sh}" "$root/init"
 chmod +x "$root/init"
 echo "root:x:0:0::/:/bin/bash" >"$root/etc/passwd"
 echo "$repo" >"$root/repo"
