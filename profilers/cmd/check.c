@@ -37,6 +37,10 @@ static bool print_command(const struct gs_kernel *k, enum gs_kcmd c)
 	uint32_t lost = gs_kcmd_wants(c) & ~k->have;
 	char what[512];
 
+	if (k->unprivileged) {
+		printf("%-14s ?\n", gs_kcmd_name(c));
+		return false;
+	}
 	if (missing) {
 		if (gs_kfeat_format(missing, what, sizeof(what)) < 0)
 			what[0] = '\0';
