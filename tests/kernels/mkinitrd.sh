@@ -14,7 +14,7 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
 tools=(bash sh cat mkdir mount sleep gzip base64 timeout ls rm env seq grep uname sync)
-command -v ip >/dev/null && tools+=(ip)
+tools+=(ip) # the guest brings lo up: the daemon serves metrics on 127.0.0.1
 bins=()
 for t in "${tools[@]}"; do
 	bins+=("$(command -v "$t")")
