@@ -95,6 +95,9 @@ struct gs_stack_vma {
 	__u64 start, end;
 };
 
+/* set where the kernel has no bpf_find_vma() (user/kernel_probe.c): the verifier drops its call */
+const volatile bool cfg_no_find_vma = false;
+
 /* each thread's stack mapping, as last found: bpf_find_vma() costs more than the walk */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -122,6 +125,9 @@ static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
 {
 	struct gs_stack_vma *c, vma = {};
 
+	/* bpf_find_vma() is Linux 5.17: before it (5.15), the kernel's walk, faults and all */
+	if (cfg_no_find_vma)
+		return 0;
 	c = bpf_task_storage_get(&stack_vmas, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (c && sp >= c->start && sp < c->end)
 		return c->end;

@@ -27,6 +27,7 @@
 #include "user/clock.h"
 #include "user/elf_file.h"
 #include "user/event_decode.h"
+#include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/proc_info.h"
@@ -613,6 +614,11 @@ int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs)
 	return gs_python__share_map(t->python, py_procs);
 }
 
+bool gs_tracker__has_python(const struct gs_tracker *t)
+{
+	return t->python != NULL;
+}
+
 uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t)
 {
 	return t->objs.wakeup_bytes;
@@ -668,10 +674,12 @@ static int open_unwinder(struct gs_tracker *t)
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
 		     const struct gs_tracker_ops *ops)
 {
+	bool python = opts->python;
 	struct gs_tracker *t;
 	int err;
 
 	err = check_environment();
+	err = err ?: gs_kernel__check_session(opts->families != 0, &python);
 	if (err)
 		return err;
 	libbpf_set_print(libbpf_print);
@@ -694,7 +702,7 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	if (opts->children)
 		gs_lib_attach__probe_by_file(t->attach);
 	err = opts->stacks == GS_STACKS_DWARF ? open_unwinder(t) : 0;
-	if (!err && opts->python) {
+	if (!err && python) {
 		t->python = gs_python__new(t->symcache);
 		/* without privileges, loading the objects fails next and says what to grant */
 		if (!t->python && errno != EPERM && errno != EACCES)

@@ -23,6 +23,7 @@ TEST_PACKAGES=(
 	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
 	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
+	qemu-system-x86 cpio iproute2 # e2e test_kernels: boots 5.10, 5.15, 6.1, 6.12 (tests/kernels)
 	libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes: make fuzz, make fuzz-smoke
 	debootstrap # make bundle's bullseye sysroot; test_bundle's minbase roots (scripts/bundle)
 	linux-perf # e2e test_perf_agree: perf record -g is the reference for leaf frames

@@ -30,6 +30,7 @@ static const struct subcommand subcommands[] = {
 	{ "ctl", "ask the daemon: status, leaks PID, snapshot PID, record PID SECONDS",
 	  gs_cmd_ctl },
 	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
+	{ "check", "this kernel's BPF features and what each command can do here", gs_cmd_check },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

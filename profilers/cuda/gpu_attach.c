@@ -12,6 +12,7 @@
 #include "profilers/cuda/gpu_attach.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "profilers/tracker.h"
+#include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
@@ -76,6 +77,7 @@ struct gs_gpu_attach *gs_gpu_attach__open(struct gs_tracker *t, struct gs_links 
 		goto out_err;
 	}
 	ga->skel->rodata->cfg_all_pids = all;
+	ga->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
 	ga->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
 	err = gs_tracker__share_maps(t, ga->skel->maps.events, ga->skel->maps.targets,
 				     ga->skel->maps.stats);
