@@ -19,12 +19,7 @@ struct call {
 	__u64 args[GS_CALL_ARGS];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct call);
-} calls SEC(".maps");
+GS_CALLS_MAP(struct call);
 
 /* The arguments a call's entry sees: registers, then per flags stack slots and a struct. */
 static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args)
@@ -49,7 +44,7 @@ int cuda_call_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = gs_entry_cookie(ctx);
 	struct call *c;
 
 	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
@@ -74,7 +69,7 @@ SEC("uprobe")
 int cuda_launch_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = gs_entry_cookie(ctx);
 	struct gs_cuda_call *e;
 	__u64 ts;
 	int py;
@@ -154,7 +149,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct call *c;
 
-	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, (__u16)gs_ret_cookie(ctx));
 	if (!c)
 		return 0;
 	if (c->flags & GS_CALL_F_USER_STACK)

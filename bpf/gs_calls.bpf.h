@@ -20,6 +20,107 @@ struct gs_call_head {
 	__u32 depth; /* nested probed calls (cudaMalloc -> cuMemAlloc_v2) */
 };
 
+#ifdef GS_OLD_KERNEL
+/*
+ * Before 5.11 (no task storage): per-call state in an LRU hash by thread id. An entry is
+ * made once per thread and reused; a thread gone leaves its entry to be evicted.
+ */
+#define GS_CALLS_MAP(value_type)                          \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);      \
+		__uint(max_entries, GS_OLD_CALL_THREADS); \
+		__type(key, __u32);                       \
+		__type(value, value_type);                \
+	} calls SEC(".maps")
+#define GS_OLD_CALL_THREADS   16384
+#define GS_OLD_CALL_VALUE_MAX 256
+
+/* zeroes for a new thread's entry: larger than any object's value */
+struct gs_call_zero {
+	char b[GS_OLD_CALL_VALUE_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_call_zero);
+} gs_call_zeroes SEC(".maps");
+
+/* (ino, file offset) of a probed function -> its cookie, written by userspace at attach */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GS_OLD_PROBES);
+	__type(key, struct gs_probe_key);
+	__type(value, __u64);
+} probe_cookies SEC(".maps");
+
+/* task_struct.vmacache, gone in 6.1: find_vma() of the probe's trap left the vma there */
+struct vmacache___gs {
+	__u64 seqnum;
+	struct vm_area_struct *vmas[4];
+};
+
+struct task_struct___gs {
+	struct vmacache___gs vmacache;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 gs_cookie_at(struct vm_area_struct **vmas, __u64 ip)
+{
+	struct vm_area_struct *vma = vmas[(ip >> 12) & 3];
+	struct gs_probe_key k = {};
+	__u64 *v;
+
+	if (!vma || ip < BPF_CORE_READ(vma, vm_start) || ip >= BPF_CORE_READ(vma, vm_end))
+		return 0;
+	k.dev = BPF_CORE_READ(vma, vm_file, f_inode, i_sb, s_dev);
+	k.ino = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
+	k.off = ip - BPF_CORE_READ(vma, vm_start) + (BPF_CORE_READ(vma, vm_pgoff) << 12);
+	v = bpf_map_lookup_elem(&probe_cookies, &k);
+	return v ? *v : 0;
+}
+
+/*
+ * An entry probe's cookie without bpf_get_attach_cookie() (5.15): the probed function's
+ * file and offset, from the vma the uprobe's trap just looked up (the thread's vmacache).
+ * ip is past the int3 on x86; both it and the probe's address are tried.
+ */
+static __always_inline __u64 gs_entry_cookie(void *ctx)
+{
+	struct task_struct___gs *task = (void *)bpf_get_current_task();
+	struct vm_area_struct *vmas[4] = {};
+	__u64 ip = PT_REGS_IP((struct pt_regs *)ctx), v;
+
+	/* a kernel with cookies (switched off to test this build): the verifier drops the rest */
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_attach_cookie))
+		return bpf_get_attach_cookie(ctx);
+	if (bpf_core_field_exists(task->vmacache))
+		bpf_core_read(vmas, sizeof(vmas), &task->vmacache.vmas);
+	v = gs_cookie_at(vmas, ip - 1);
+	return v ?: gs_cookie_at(vmas, ip);
+}
+
+/* a return probe's: not known, and not needed (gs_call_outermost() takes the entry's) */
+#define gs_ret_cookie(ctx) 0
+
+static __always_inline struct gs_call_head *gs_call_current(void *calls)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct gs_call_head *c = bpf_map_lookup_elem(calls, &tid);
+
+	return c && c->entry_ts_ns ? c : NULL;
+}
+#else
+#define GS_CALLS_MAP(value_type)                         \
+	struct {                                         \
+		__uint(type, BPF_MAP_TYPE_TASK_STORAGE); \
+		__uint(map_flags, BPF_F_NO_PREALLOC);    \
+		__type(key, int);                        \
+		__type(value, value_type);               \
+	} calls SEC(".maps")
+#define gs_entry_cookie(ctx) bpf_get_attach_cookie(ctx)
+#define gs_ret_cookie(ctx)   bpf_get_attach_cookie(ctx)
+
 /*
  * Each object's per-call state lives in task storage (BPF_MAP_TYPE_TASK_STORAGE, value type
  * starting with struct gs_call_head): one slot per thread, found without hashing and
@@ -32,6 +133,7 @@ static __always_inline struct gs_call_head *gs_call_current(void *calls)
 
 	return c && c->entry_ts_ns ? c : NULL;
 }
+#endif /* GS_OLD_KERNEL */
 
 /*
  * Returns true when this thread is already inside a probed call of this object: the
@@ -62,14 +164,30 @@ static __always_inline void *gs_call_outermost(void *calls, __u16 api)
 		c->depth--;
 		return NULL;
 	}
+#ifdef GS_OLD_KERNEL
+	return c; /* no return cookie: the entry's call */
+#else
 	return c->api == api ? c : NULL;
+#endif
 }
 
 /* The thread's slot for a new outermost call, to be filled in whole; NULL: none (counted) */
 static __always_inline void *gs_call_slot(void *calls)
 {
+#ifdef GS_OLD_KERNEL
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	void *c = bpf_map_lookup_elem(calls, &tid), *z;
+
+	if (!c) {
+		z = bpf_map_lookup_elem(&gs_call_zeroes, &zero);
+		if (z)
+			bpf_map_update_elem(calls, &tid, z, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(calls, &tid);
+	}
+#else
 	void *c = bpf_task_storage_get(calls, bpf_get_current_task_btf(), NULL,
 				       BPF_LOCAL_STORAGE_GET_F_CREATE);
+#endif
 
 	if (!c)
 		gs_count(GS_STAT_INFLIGHT_FULL);

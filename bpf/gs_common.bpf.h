@@ -29,6 +29,18 @@ struct {
 } stats SEC(".maps");
 
 const volatile bool cfg_all_pids = false;
+
+/*
+ * GS_OLD_KERNEL: the objects built for Linux 5.10 (.output/NAME.old.bpf.o, user/kernel_compat.c picks
+ * them): no bpf_get_current_task_btf() (5.11), task storage (5.11), bpf_cookie (5.15), nor
+ * callbacks (bpf_loop, bpf_find_vma: 5.17). Their maps, programs and globals keep the names and
+ * the layout of the others', so that one skeleton opens either.
+ */
+#ifdef GS_OLD_KERNEL
+#define gs_current_task() ((struct task_struct *)bpf_get_current_task())
+#else
+#define gs_current_task() bpf_get_current_task_btf()
+#endif
 /*
  * Wake the reader only once this many bytes wait in the ring buffer. 0 submits with flags 0,
  * the kernel's adaptive wake-up: a wake-up whenever the record is the first the reader has
@@ -98,6 +110,20 @@ struct gs_stack_vma {
 /* set where the kernel has no bpf_find_vma() (user/kernel_probe.c): the verifier drops its call */
 const volatile bool cfg_no_find_vma = false;
 
+#ifdef GS_OLD_KERNEL
+/* no task storage nor bpf_find_vma(): unused, kept for the skeleton */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, int);
+	__type(value, struct gs_stack_vma);
+} stack_vmas SEC(".maps");
+
+static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
+{
+	return 0;
+}
+#else
 /* each thread's stack mapping, as last found: bpf_find_vma() costs more than the walk */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -137,6 +163,7 @@ static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
 		*c = vma;
 	return vma.end;
 }
+#endif /* GS_OLD_KERNEL */
 
 /*
  * Fills frames[GS_MAX_STACK] with the user stack, innermost first; returns the frame count.
@@ -152,7 +179,7 @@ static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
 static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 ip, __u64 fp,
 						__u64 lo)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = gs_current_task();
 	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
 	__u64 frame[2], tramp = 0, end = gs_stack_end(task, lo);
 	__u16 n = 1;

@@ -85,6 +85,14 @@ struct gs_file_key {
 	__u64 ino;
 };
 
+/* kernels without bpf_cookie (5.10): probe_cookies key, a probed function's file and offset */
+#define GS_OLD_PROBES 8192
+struct gs_probe_key {
+	__u64 dev; /* kernel dev_t, as gs_file_key */
+	__u64 ino;
+	__u64 off;
+};
+
 /* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
 #define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
 /* ... of GS_EV_PROC_EXEC too: a GS_TARGET_CHILDREN target stops before its new image runs */

@@ -40,7 +40,7 @@ const volatile bool cfg_python = true;
  */
 static __always_inline __u64 gs_py_thread_state(const struct gs_py_proc *p)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = gs_current_task();
 	struct {
 		__s32 initialized;
 		__u32 key;
@@ -230,7 +230,7 @@ static __always_inline __u64 gs_py_field(const struct gs_py_scratch *sc, __u16 o
 }
 
 /* Reads one frame into the scratch record (or steps over a shim); 1 stops the walk. */
-static long gs_py_walk_step(__u32 index, void *ctx)
+static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
 {
 	struct gs_py_walk *w = ctx;
 	__u32 zero = 0, n = w->n, last = w->n - 1;
@@ -324,7 +324,11 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	if (!w.len || !sc)
 		return 0;
 	sc->ev.nr_more = 0;
+#ifdef GS_OLD_KERNEL
+	return 0; /* no bpf_loop() (5.17): no Python frames */
+#else
 	bpf_loop(GS_PY_WALK_MAX, gs_py_walk_step, &w, 0);
+#endif
 	e = &sc->ev;
 	n = w.n;
 	if (!n)

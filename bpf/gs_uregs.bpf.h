@@ -33,6 +33,7 @@ static __always_inline bool gs_uregs(void *ctx, struct gs_uregs *out)
 {
 	struct pt_regs *regs = ctx;
 
+#ifndef GS_OLD_KERNEL
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
 		struct task_struct *task = bpf_get_current_task_btf();
 
@@ -42,7 +43,9 @@ static __always_inline bool gs_uregs(void *ctx, struct gs_uregs *out)
 		out->ip = PT_REGS_IP_CORE(regs);
 		out->sp = PT_REGS_SP_CORE(regs);
 		out->fp = PT_REGS_FP_CORE(regs);
-	} else {
+	} else
+#endif
+	{
 		out->ip = PT_REGS_IP(regs);
 		out->sp = PT_REGS_SP(regs);
 		out->fp = PT_REGS_FP(regs);

@@ -27,12 +27,7 @@ const volatile bool cfg_free_returns = false;
 /* --stacks dwarf: a GS_EV_USTACK slice precedes each record that carries a stack */
 const volatile bool cfg_ustack = false;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct call);
-} calls SEC(".maps");
+GS_CALLS_MAP(struct call);
 
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height)
@@ -47,7 +42,7 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
-	c->head.api = bpf_get_attach_cookie(ctx);
+	c->head.api = gs_entry_cookie(ctx);
 	c->head.pad = 0;
 	c->head.depth = 0;
 	c->out_ptr = out_ptr;
@@ -84,7 +79,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	int py = 0;
 	__u64 ts;
 
-	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, (__u16)gs_ret_cookie(ctx));
 	if (!c || c->kind != CALL_ALLOC)
 		return 0;
 
@@ -147,7 +142,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
-	c->head.api = bpf_get_attach_cookie(ctx);
+	c->head.api = gs_entry_cookie(ctx);
 	c->head.pad = 0;
 	c->head.depth = 0;
 	c->out_ptr = c->size = c->pitch_ptr = c->height = 0;
@@ -176,7 +171,7 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	int py = 0;
 	__u64 ts;
 
-	c = gs_call_outermost(&calls, (__u16)bpf_get_attach_cookie(ctx));
+	c = gs_call_outermost(&calls, (__u16)gs_ret_cookie(ctx));
 	if (!c || c->kind != CALL_FREE)
 		return 0;
 	if ((__s32)ret == 0 && !cfg_free_returns) {

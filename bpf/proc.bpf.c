@@ -108,7 +108,7 @@ int dl_debug_state_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32;
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = gs_current_task();
 	__u64 start = task_start(task);
 	struct gs_target *tg = target_of(pid, start);
 	struct gs_proc_event *e;

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* bpf_objects.c: open, configure, share maps and load proc, mem, cuda and torch on demand. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cuda.skel.h"
 #include "mem.skel.h"
 #include "proc.skel.h"
 #include "torch.skel.h"
+#include "bpf/gs_event.h"
 #include "profilers/bpf_objects.h"
+#include "profilers/bpf_old.h"
 #include "profilers/cuda/api.h"
 #include "user/kernel_probe.h"
 #include "user/links.h"
@@ -42,6 +47,62 @@ int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 	return err ?: bpf_map__reuse_fd(stats, bpf_map__fd(o->proc->maps.stats));
 }
 
+/*
+ * open_NAME(old): NAME_bpf__open(), or the same skeleton on the bytes of NAME's 5.10 build,
+ * whose maps, programs and globals it finds by the same names at the same offsets.
+ */
+#define GS_OPEN_FN(name)                                                                          \
+	static struct name##_bpf *open_##name(bool old)                                           \
+	{                                                                                         \
+		struct name##_bpf *obj;                                                           \
+		int err;                                                                          \
+                                                                                                  \
+		if (!old)                                                                         \
+			return name##_bpf__open();                                                \
+		obj = calloc(1, sizeof(*obj));                                                    \
+		if (!obj)                                                                         \
+			return NULL;                                                              \
+		err = name##_bpf__create_skeleton(obj);                                           \
+		if (!err) {                                                                       \
+			obj->skeleton->data = (void *)gs_bpf_old_##name(&obj->skeleton->data_sz); \
+			err = bpf_object__open_skeleton(obj->skeleton, NULL);                     \
+		}                                                                                 \
+		if (err) {                                                                        \
+			name##_bpf__destroy(obj);                                                 \
+			errno = -err;                                                             \
+			return NULL;                                                              \
+		}                                                                                 \
+		return obj;                                                                       \
+	}
+GS_OPEN_FN(proc)
+GS_OPEN_FN(mem)
+GS_OPEN_FN(cuda)
+
+static int put_cookie(struct bpf_object *obj, const struct gs_probe_key *k, uint64_t cookie)
+{
+	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, "probe_cookies") : NULL;
+	int err;
+
+	if (!m)
+		return 0;
+	err = bpf_map__update_elem(m, k, sizeof(*k), &cookie, sizeof(cookie), BPF_ANY);
+	if (err)
+		gs_err("recording a probe's cookie (5.10 build): %s", strerror(-err));
+	return err;
+}
+
+int gs_bpf_objects__old_cookie(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino, uint64_t off,
+			       uint64_t cookie)
+{
+	struct gs_probe_key k = { .dev = dev, .ino = ino, .off = off };
+	int err;
+
+	if (!o->old)
+		return 0;
+	err = put_cookie(o->mem ? o->mem->obj : NULL, &k, cookie);
+	return err ?: put_cookie(o->cuda ? o->cuda->obj : NULL, &k, cookie);
+}
+
 /* Which of mem.bpf.o (allocations, frees) and cuda.bpf.o (other calls) the families use. */
 static void objects_for(uint32_t families, bool *mem, bool *cuda)
 {
@@ -64,7 +125,7 @@ static int load_proc(struct gs_bpf_objects *o)
 {
 	int err;
 
-	o->proc = proc_bpf__open();
+	o->proc = open_proc(o->old);
 	if (!o->proc) {
 		err = -errno;
 		gs_err("opening BPF object proc: %s", strerror(-err));
@@ -85,7 +146,7 @@ static int load_mem(struct gs_bpf_objects *o)
 {
 	int err;
 
-	o->mem = mem_bpf__open();
+	o->mem = open_mem(o->old);
 	if (!o->mem) {
 		err = -errno;
 		gs_err("opening BPF object mem: %s", strerror(-err));
@@ -109,7 +170,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 {
 	int err;
 
-	o->cuda = cuda_bpf__open();
+	o->cuda = open_cuda(o->old);
 	if (!o->cuda) {
 		err = -errno;
 		gs_err("opening BPF object cuda: %s", strerror(-err));
@@ -134,6 +195,10 @@ int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_o
 
 	*o = (struct gs_bpf_objects){ .opts = *opts };
 	o->no_find_vma = !gs_kernel_has_find_vma();
+	o->old = gs_kernel_old_objects();
+	if (o->old)
+		gs_dbg("kernel without task storage, BTF tasks or bpf_cookie (5.11, 5.15): "
+		       "loading the Linux 5.10 builds");
 	objects_for(opts->families, &mem, &cuda);
 	err = load_proc(o);
 	if (!err && mem)

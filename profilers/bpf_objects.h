@@ -44,6 +44,7 @@ struct gs_bpf_objects {
 	uint32_t wakeup_bytes;
 	bool torch_failed; /* tried once and failed (logged): not tried again */
 	bool no_find_vma;  /* the kernel has no bpf_find_vma() (5.17): each object's cfg_ */
+	bool old;	   /* proc, mem and cuda are their 5.10 builds (profilers/bpf_old.c) */
 };
 
 /* Loads proc, and mem and cuda as the families need. Returns 0 or -errno (logged). */
@@ -56,6 +57,13 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o);
 /* Makes another object (opened, not loaded) use proc's ring buffer, targets and counters. */
 int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 			       struct bpf_map *targets, struct bpf_map *stats);
+/*
+ * The 5.10 builds have no bpf_cookie: an entry probe's cookie is found by the probed
+ * function's file (kernel dev_t, inode) and offset. Records it in mem's and cuda's map;
+ * 0 where the objects are not those builds, or -errno.
+ */
+int gs_bpf_objects__old_cookie(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino,
+			       uint64_t off, uint64_t cookie);
 /* Destroys what was loaded; accepts a zeroed struct. */
 void gs_bpf_objects__close(struct gs_bpf_objects *o);
 /* "loading BPF programs (what): why", with the privileges to grant on -EPERM; returns err. */

@@ -210,6 +210,9 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			goto out_free;
 		}
 	}
+	err = gs_kernel__require_cpu(); /* cpu.bpf.o has no 5.10 build */
+	if (err)
+		goto out_free;
 	s->skel = cpu_bpf__open();
 	if (!s->skel) {
 		err = -errno;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cuda.skel.h"
@@ -119,6 +120,20 @@ static int remember_attached(struct gs_lib_attach *la, pid_t scope, const struct
 	return 0;
 }
 
+/* the 5.10 builds find an entry's cookie by the probed file and offset (bpf_objects.h) */
+static int old_cookie(struct gs_lib_attach *la, const char *path, uint64_t off, uint64_t cookie)
+{
+	struct stat st;
+
+	if (!la->objs->old)
+		return 0;
+	if (stat(path, &st))
+		return -errno;
+	return gs_bpf_objects__old_cookie(la->objs,
+					  (uint64_t)major(st.st_dev) << 20 | minor(st.st_dev),
+					  st.st_ino, off, cookie);
+}
+
 static int attach_symbol(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
 			 pid_t scope, const char *name, struct bpf_program *entry,
 			 struct bpf_program *ret, uint64_t cookie)
@@ -130,6 +145,9 @@ static int attach_symbol(struct gs_lib_attach *la, struct gs_elf *elf, const cha
 		return -ENOENT;
 	if (gs_elf__vaddr_to_offset(elf, vaddr, &off))
 		return -ENOEXEC;
+	err = old_cookie(la, path, off, cookie);
+	if (err)
+		return err;
 	/* the return probe first: an entry seen without its return would look like nesting */
 	if (ret) {
 		err = gs_links__attach_uprobe(la->links, ret, scope, path, off, true, cookie);

@@ -94,10 +94,10 @@ uint32_t gs_kcmd_needs(enum gs_kcmd c)
 	case GS_KCMD_LEAKS:
 	case GS_KCMD_RECORD:
 	case GS_KCMD_DAEMON:
-		return GS_KF_NEED_CUDA;
+	case GS_KCMD_TREE:
+		return GS_KF_NEED_OLD;
 	case GS_KCMD_RECORD_CPU:
 	case GS_KCMD_PROFILE:
-	case GS_KCMD_TREE:
 		return GS_KF_NEED_BASE;
 	default:
 		return 0;
@@ -116,7 +116,18 @@ uint32_t gs_kcmd_wants(enum gs_kcmd c)
 
 uint32_t gs_kcompat_needs(bool cuda_probes)
 {
-	return cuda_probes ? GS_KF_NEED_CUDA : GS_KF_NEED_BASE;
+	(void)cuda_probes; /* the 5.10 builds cover what cookies, task storage and BTF tasks do */
+	return GS_KF_NEED_OLD;
+}
+
+uint32_t gs_kcompat_cpu_needs(void)
+{
+	return GS_KF_NEED_BASE;
+}
+
+bool gs_kcompat_old_objects(uint32_t have)
+{
+	return (have & GS_KF_OLD_COVERS) != GS_KF_OLD_COVERS;
 }
 
 bool gs_kcompat_python_frames(uint32_t have)

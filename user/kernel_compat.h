@@ -29,6 +29,14 @@ enum gs_kfeat {
 	 GS_KF_BIT(GS_KF_TASK_STORAGE))
 /* ... and the CUDA uprobes (leaks, record, daemon) */
 #define GS_KF_NEED_CUDA (GS_KF_NEED_BASE | GS_KF_BIT(GS_KF_COOKIE))
+/*
+ * what proc, mem and cuda's 5.10 builds (-DGS_OLD_KERNEL) do without: per-call state in a
+ * thread-id hash, the task through CO-RE, the cookie from the probed file and offset
+ */
+#define GS_KF_OLD_COVERS \
+	(GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) | GS_KF_BIT(GS_KF_COOKIE))
+/* what those builds need: leaks, record (CUDA), the daemon and the tree on 5.10 */
+#define GS_KF_NEED_OLD (GS_KF_NEED_CUDA & ~GS_KF_OLD_COVERS)
 
 struct gs_kfeat_desc {
 	const char *name;  /* as GPUSNOOP_KERNEL_FEATURES_OFF and `gpusnoop check` spell it */
@@ -72,8 +80,14 @@ uint32_t gs_kcmd_needs(enum gs_kcmd c);
  * the bounded stack walk */
 uint32_t gs_kcmd_wants(enum gs_kcmd c);
 
-/* a session's needs: every object loads proc and walks stacks, CUDA probes add cookies */
+/* a session's needs (proc, mem, cuda): the 5.10 builds' where the kernel lacks what they cover */
 uint32_t gs_kcompat_needs(bool cuda_probes);
+
+/* CPU sampling's (cpu.bpf.o has no 5.10 build): profile, record -e cpu */
+uint32_t gs_kcompat_cpu_needs(void);
+
+/* proc, mem and cuda's 5.10 builds, for a kernel that lacks a feature they do without */
+bool gs_kcompat_old_objects(uint32_t have);
 
 /* Python frames need bpf_loop(): a bounded walk of 32 frames does not pass the verifier */
 bool gs_kcompat_python_frames(uint32_t have);

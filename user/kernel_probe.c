@@ -156,6 +156,21 @@ int gs_kernel__check_session(bool cuda_probes, bool *python)
 	return 0;
 }
 
+bool gs_kernel_old_objects(void)
+{
+	struct gs_kernel k;
+
+	return !gs_kernel__probe(&k) && !k.unprivileged && gs_kcompat_old_objects(k.have);
+}
+
+int gs_kernel__require_cpu(void)
+{
+	struct gs_kernel k;
+	int err = gs_kernel__probe(&k);
+
+	return err ?: gs_kernel__require(&k, gs_kcompat_cpu_needs());
+}
+
 bool gs_kernel_has_find_vma(void)
 {
 	const char *list = getenv(GS_KERNEL_FEATURES_OFF_ENV);

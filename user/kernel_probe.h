@@ -32,6 +32,12 @@ int gs_kernel__require(const struct gs_kernel *k, uint32_t needs);
  */
 int gs_kernel__check_session(bool cuda_probes, bool *python);
 
+/* proc, mem and cuda's 5.10 builds are the ones to load here (gs_kcompat_old_objects()) */
+bool gs_kernel_old_objects(void);
+
+/* as gs_kernel__require() for CPU sampling (profile, record -e cpu): 0 or -ENOTSUP, logged */
+int gs_kernel__require_cpu(void);
+
 /* bpf_find_vma() (5.17), less GPUSNOOP_KERNEL_FEATURES_OFF: each object's cfg_no_find_vma */
 bool gs_kernel_has_find_vma(void);
 
