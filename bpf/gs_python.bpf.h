@@ -168,7 +168,8 @@ static __always_inline void gs_py_read_str(const struct gs_py_proc *p, __u64 add
 }
 
 /* Sends what names code, the first time the walk meets it in this process */
-static __noinline void gs_py_send_code(const struct gs_py_proc *p, __u64 code, __u64 pid_tgid)
+static __noinline __attribute__((unused)) void gs_py_send_code(const struct gs_py_proc *p,
+							       __u64 code, __u64 pid_tgid)
 {
 	__u32 zero = 0, size = 0;
 	struct gs_py_code_event *e = bpf_map_lookup_elem(&py_code_scratch, &zero);
@@ -301,6 +302,13 @@ static __always_inline void gs_py_window(const struct gs_py_proc *p, __u16 *lo, 
  * Returns 1 if it emitted one (set GS_EV_F_PYSTACK and ts_ns in the next record then), 0 if
  * not. Global, not inlined: the verifier checks it once per program, not per call site.
  */
+#ifdef GS_OLD_KERNEL
+/* no bpf_loop() (5.17), and no callbacks at all in an object for 5.10: no Python frames */
+static __always_inline int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
+{
+	return 0;
+}
+#else
 __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 {
 	__u32 pid = pid_tgid >> 32, zero = 0, n;
@@ -324,11 +332,7 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	if (!w.len || !sc)
 		return 0;
 	sc->ev.nr_more = 0;
-#ifdef GS_OLD_KERNEL
-	return 0; /* no bpf_loop() (5.17): no Python frames */
-#else
 	bpf_loop(GS_PY_WALK_MAX, gs_py_walk_step, &w, 0);
-#endif
 	e = &sc->ev;
 	n = w.n;
 	if (!n)
@@ -354,6 +358,7 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	}
 	return 1;
 }
+#endif /* GS_OLD_KERNEL */
 
 /* After gs_py_emit() returned emitted: the record it belongs to says so. */
 static __always_inline void gs_py_mark(struct gs_event_hdr *hdr, int emitted, __u64 ts_ns)
