@@ -51,16 +51,36 @@ GS_TEST(kernel_5_15_runs_everything_with_the_kernels_walk_and_native_stacks)
 	GS_EXPECT(!gs_kcompat_python_frames(K5_15));
 }
 
-GS_TEST(kernel_5_10_lacks_task_storage_and_cookies)
+GS_TEST(kernel_5_10_runs_the_cuda_commands_on_the_old_builds_and_no_sampling)
 {
-	GS_EXPECT_EQ(gs_kcompat_needs(true) & ~K5_10, GS_KF_BIT(GS_KF_TASK_BTF) |
-							      GS_KF_BIT(GS_KF_TASK_STORAGE) |
-							      GS_KF_BIT(GS_KF_COOKIE));
-	/* sampling uses no cookies */
-	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10,
+	/* leaks, record, the daemon and the tree: proc, mem and cuda's 5.10 builds */
+	GS_EXPECT(gs_kcompat_old_objects(K5_10));
+	GS_EXPECT_EQ(gs_kcompat_needs(true) & ~K5_10, 0);
+	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10, 0);
+	GS_EXPECT(runs(K5_10, GS_KCMD_LEAKS));
+	GS_EXPECT(runs(K5_10, GS_KCMD_RECORD));
+	GS_EXPECT(runs(K5_10, GS_KCMD_DAEMON));
+	GS_EXPECT(runs(K5_10, GS_KCMD_TREE));
+	/* cpu.bpf.o has no such build */
+	GS_EXPECT(!runs(K5_10, GS_KCMD_PROFILE));
+	GS_EXPECT(!runs(K5_10, GS_KCMD_RECORD_CPU));
+	GS_EXPECT_EQ(gs_kcompat_cpu_needs() & ~K5_10,
 		     GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE));
-	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_PROFILE), gs_kcompat_needs(false));
-	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_LEAKS), gs_kcompat_needs(true));
+	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_PROFILE), gs_kcompat_cpu_needs());
+	GS_EXPECT(!gs_kcompat_python_frames(K5_10));
+}
+
+GS_TEST(old_builds_only_where_a_feature_they_cover_is_missing)
+{
+	GS_EXPECT(!gs_kcompat_old_objects(K5_15));
+	GS_EXPECT(!gs_kcompat_old_objects(K6_1));
+	GS_EXPECT(!gs_kcompat_old_objects(K6_12));
+	/* each of the three alone (a backport, or GPUSNOOP_KERNEL_FEATURES_OFF) */
+	GS_EXPECT(gs_kcompat_old_objects(K6_12 & ~GS_KF_BIT(GS_KF_COOKIE)));
+	GS_EXPECT(gs_kcompat_old_objects(K6_12 & ~GS_KF_BIT(GS_KF_TASK_STORAGE)));
+	GS_EXPECT(gs_kcompat_old_objects(K6_12 & ~GS_KF_BIT(GS_KF_TASK_BTF)));
+	/* the old builds still need the ring buffer and BTF tracepoints */
+	GS_EXPECT_EQ(gs_kcompat_needs(true), GS_KF_BIT(GS_KF_RINGBUF) | GS_KF_BIT(GS_KF_TP_BTF));
 }
 
 GS_TEST(missing_features_name_the_first_kernel_with_each)
@@ -111,6 +131,7 @@ GS_TEST(parse_names_and_refuses_unknown_ones)
 GS_TEST_MAIN(kernel_6_12_runs_everything_with_everything,
 	     kernel_6_1_runs_everything_with_one_link_per_probe,
 	     kernel_5_15_runs_everything_with_the_kernels_walk_and_native_stacks,
-	     kernel_5_10_lacks_task_storage_and_cookies,
+	     kernel_5_10_runs_the_cuda_commands_on_the_old_builds_and_no_sampling,
+	     old_builds_only_where_a_feature_they_cover_is_missing,
 	     missing_features_name_the_first_kernel_with_each,
 	     format_truncates_and_reports_the_full_length, parse_names_and_refuses_unknown_ones)
