@@ -101,12 +101,27 @@ int gs_resume_process(pid_t pid, uint64_t start)
 	return err;
 }
 
+/*
+ * Takes key's entry out of the set: lookup-and-delete on a hash map is Linux 5.14; before it
+ * (EINVAL), a lookup then a delete, which only this process and an exit's program race for.
+ */
+static int take(int map_fd, __u32 *key, struct gs_stopped *st)
+{
+	if (!bpf_map_lookup_and_delete_elem(map_fd, key, st))
+		return 0;
+	if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+		return -errno;
+	if (bpf_map_lookup_elem(map_fd, key, st) || bpf_map_delete_elem(map_fd, key))
+		return -errno;
+	return 0;
+}
+
 bool gs_stop_set__answer(int map_fd, pid_t pid, uint64_t start)
 {
 	struct gs_stopped st;
 	__u32 key = (__u32)pid;
 
-	if (bpf_map_lookup_and_delete_elem(map_fd, &key, &st))
+	if (take(map_fd, &key, &st))
 		return false; /* exited (its entry went with it), or swept already */
 	if (st.foreign || (start && st.start != start))
 		return false;
@@ -137,7 +152,7 @@ size_t gs_stop_set__sweep(int map_fd, uint32_t *prev, size_t *nr_prev)
 				left[nr_left++] = key;
 			continue;
 		}
-		if (bpf_map_lookup_and_delete_elem(map_fd, &key, &st))
+		if (take(map_fd, &key, &st))
 			continue;
 		if (!st.foreign && !gs_resume_process((pid_t)key, st.start))
 			resumed++;
