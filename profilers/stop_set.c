@@ -103,13 +103,13 @@ int gs_resume_process(pid_t pid, uint64_t start)
 
 /*
  * Takes key's entry out of the set: lookup-and-delete on a hash map is Linux 5.14; before it
- * (EINVAL), a lookup then a delete, which only this process and an exit's program race for.
+ * (ENOTSUPP), a lookup then a delete, which only this process and an exit's program race for.
  */
 static int take(int map_fd, __u32 *key, struct gs_stopped *st)
 {
 	if (!bpf_map_lookup_and_delete_elem(map_fd, key, st))
 		return 0;
-	if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+	if (errno == ENOENT) /* else 5.10's ENOTSUPP (524), not a userspace errno */
 		return -errno;
 	if (bpf_map_lookup_elem(map_fd, key, st) || bpf_map_delete_elem(map_fd, key))
 		return -errno;
