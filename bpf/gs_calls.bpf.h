@@ -55,23 +55,48 @@ struct {
 	__type(value, __u64);
 } probe_cookies SEC(".maps");
 
-/* task_struct.vmacache, gone in 6.1: find_vma() of the probe's trap left the vma there */
-struct vmacache___gs {
-	__u64 seqnum;
-	struct vm_area_struct *vmas[4];
-};
-
-struct task_struct___gs {
-	struct vmacache___gs vmacache;
+/* the VMA tree of kernels before 6.1 (the maple tree replaced it) */
+struct mm_struct___gs {
+	struct rb_root mm_rb;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u64 gs_cookie_at(struct vm_area_struct **vmas, __u64 ip)
+struct vm_area_struct___gs {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct rb_node vm_rb;
+} __attribute__((preserve_access_index));
+
+/* deeper than any red-black tree of VMAs a process can have (2 log2(n + 1)) */
+#define GS_OLD_VMA_DEPTH 48
+
+/* find_vma(): the mapping that holds ip, walked down mm_rb with checked reads; NULL if none */
+static __always_inline struct vm_area_struct *gs_old_find_vma(struct task_struct *task, __u64 ip)
 {
-	struct vm_area_struct *vma = vmas[(ip >> 12) & 3];
+	struct mm_struct___gs *mm = (void *)BPF_CORE_READ(task, mm);
+	__u64 rb_off = bpf_core_field_offset(struct vm_area_struct___gs, vm_rb);
+	struct rb_node *node = BPF_CORE_READ(mm, mm_rb.rb_node);
+
+	for (int i = 0; i < GS_OLD_VMA_DEPTH && node; i++) {
+		struct vm_area_struct___gs *vma = (void *)node - rb_off;
+
+		if (ip >= BPF_CORE_READ(vma, vm_end)) {
+			node = BPF_CORE_READ(node, rb_right);
+		} else if (ip >= BPF_CORE_READ(vma, vm_start)) {
+			return (void *)vma;
+		} else {
+			node = BPF_CORE_READ(node, rb_left);
+		}
+	}
+	return NULL;
+}
+
+static __always_inline __u64 gs_cookie_at(struct task_struct *task, __u64 ip)
+{
+	struct vm_area_struct *vma = gs_old_find_vma(task, ip);
 	struct gs_probe_key k = {};
 	__u64 *v;
 
-	if (!vma || ip < BPF_CORE_READ(vma, vm_start) || ip >= BPF_CORE_READ(vma, vm_end))
+	if (!vma)
 		return 0;
 	k.dev = BPF_CORE_READ(vma, vm_file, f_inode, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
@@ -82,22 +107,21 @@ static __always_inline __u64 gs_cookie_at(struct vm_area_struct **vmas, __u64 ip
 
 /*
  * An entry probe's cookie without bpf_get_attach_cookie() (5.15): the probed function's
- * file and offset, from the vma the uprobe's trap just looked up (the thread's vmacache).
- * ip is past the int3 on x86; both it and the probe's address are tried.
+ * file and offset, from the mapping that holds ip (past the int3 on x86: both it and the
+ * probe's address are tried).
  */
 static __always_inline __u64 gs_entry_cookie(void *ctx)
 {
-	struct task_struct___gs *task = (void *)bpf_get_current_task();
-	struct vm_area_struct *vmas[4] = {};
+	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 ip = PT_REGS_IP((struct pt_regs *)ctx), v;
 
 	/* a kernel with cookies (switched off to test this build): the verifier drops the rest */
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_attach_cookie))
 		return bpf_get_attach_cookie(ctx);
-	if (bpf_core_field_exists(task->vmacache))
-		bpf_core_read(vmas, sizeof(vmas), &task->vmacache.vmas);
-	v = gs_cookie_at(vmas, ip - 1);
-	return v ?: gs_cookie_at(vmas, ip);
+	if (!bpf_core_field_exists(((struct mm_struct___gs *)0)->mm_rb))
+		return 0;
+	v = gs_cookie_at(task, ip - 1);
+	return v ?: gs_cookie_at(task, ip);
 }
 
 /* a return probe's: not known, and not needed (gs_call_outermost() takes the entry's) */
