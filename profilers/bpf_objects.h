@@ -62,8 +62,8 @@ int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
  * function's file (kernel dev_t, inode) and offset. Records it in mem's and cuda's map;
  * 0 where the objects are not those builds, or -errno.
  */
-int gs_bpf_objects__old_cookie(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino,
-			       uint64_t off, uint64_t cookie);
+int gs_bpf_objects__old_cookie(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino, uint64_t off,
+			       uint64_t cookie);
 /* Destroys what was loaded; accepts a zeroed struct. */
 void gs_bpf_objects__close(struct gs_bpf_objects *o);
 /* "loading BPF programs (what): why", with the privileges to grant on -EPERM; returns err. */
