@@ -223,6 +223,12 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 
 	if (o->torch || !o->opts.torch || o->torch_failed)
 		return o->torch;
+	if (o->old) { /* torch.bpf.o has no 5.10 build */
+		gs_warn("PyTorch memory is not followed: its probes need task storage maps (Linux "
+			"5.11) and BPF cookies on uprobes (Linux 5.15)");
+		o->torch_failed = true;
+		return NULL;
+	}
 	o->torch = torch_bpf__open();
 	err = o->torch ? 0 : -errno;
 	if (!err) {

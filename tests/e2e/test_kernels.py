@@ -180,6 +180,12 @@ def kernel_5_10_leaks_record_tree_daemon_exact_sampling_refused_in_one_line():
         said = [l for l in r[name][2].splitlines() if "bpf_loop" in l]
         expect_eq(said, [f"gpusnoop: warning: python frames: off: kernel {r['release']} lacks "
                          "bpf_loop() (Linux 5.17); stacks stay native"], f"{name}: one line")
+        assert "Invalid argument" not in r[name][2], (name, r[name][2])
+    # the daemon would load PyTorch's probes: torch.bpf.o has no 5.10 build
+    said = [l for l in r["daemon_oom"][2].splitlines() if "PyTorch" in l]
+    expect_eq(said, ["gpusnoop: warning: PyTorch memory is not followed: its probes need task "
+                     "storage maps (Linux 5.11) and BPF cookies on uprobes (Linux 5.15)"],
+              "daemon: one line about PyTorch")
     # cpu.bpf.o has no 5.10 build
     want = (f"gpusnoop: error: kernel {r['release']} lacks BPF features gpusnoop needs: "
             "bpf_get_current_task_btf() (Linux 5.11), task storage maps (Linux 5.11); "
