@@ -115,7 +115,8 @@ static __always_inline __u64 gs_entry_cookie(void *ctx)
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 ip = PT_REGS_IP((struct pt_regs *)ctx), v;
 
-	/* a kernel with cookies (switched off to test this build): the verifier drops the rest */
+	/* a kernel with cookies (a backport without task storage, or GPUSNOOP_KERNEL_FEATURES_OFF):
+	 * userspace attached them, and the verifier drops the rest */
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_attach_cookie))
 		return bpf_get_attach_cookie(ctx);
 	if (!bpf_core_field_exists(((struct mm_struct___gs *)0)->mm_rb))

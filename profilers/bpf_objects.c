@@ -195,7 +195,7 @@ int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_o
 
 	*o = (struct gs_bpf_objects){ .opts = *opts };
 	o->no_find_vma = !gs_kernel_has_find_vma();
-	o->old = gs_kernel_old_objects();
+	o->old = gs_kernel_old_objects(&o->old_cookies);
 	if (o->old)
 		gs_dbg("kernel without task storage, BTF tasks or bpf_cookie (5.11, 5.15): "
 		       "loading the Linux 5.10 builds");

@@ -45,6 +45,7 @@ struct gs_bpf_objects {
 	bool torch_failed; /* tried once and failed (logged): not tried again */
 	bool no_find_vma;  /* the kernel has no bpf_find_vma() (5.17): each object's cfg_ */
 	bool old;	   /* proc, mem and cuda are their 5.10 builds (profilers/bpf_old.c) */
+	bool old_cookies;  /* ... on a kernel that takes uprobe cookies all the same */
 };
 
 /* Loads proc, and mem and cuda as the families need. Returns 0 or -errno (logged). */

@@ -148,7 +148,7 @@ static int attach_symbol(struct gs_lib_attach *la, struct gs_elf *elf, const cha
 	err = old_cookie(la, path, off, cookie);
 	if (err)
 		return err;
-	if (la->objs->old)
+	if (la->objs->old && !la->objs->old_cookies)
 		cookie = 0; /* the kernel takes none: libbpf would refuse the link */
 	/* the return probe first: an entry seen without its return would look like nesting */
 	if (ret) {

@@ -156,11 +156,14 @@ int gs_kernel__check_session(bool cuda_probes, bool *python)
 	return 0;
 }
 
-bool gs_kernel_old_objects(void)
+bool gs_kernel_old_objects(bool *cookies)
 {
 	struct gs_kernel k;
 
-	return !gs_kernel__probe(&k) && !k.unprivileged && gs_kcompat_old_objects(k.have);
+	if (gs_kernel__probe(&k) || k.unprivileged)
+		return false;
+	*cookies = k.have & GS_KF_BIT(GS_KF_COOKIE);
+	return gs_kcompat_old_objects(k.have);
 }
 
 int gs_kernel__require_cpu(void)

@@ -249,6 +249,31 @@ def features_off_refuse_in_one_line_never_invalid_argument():
 
 
 @test
+def without_task_storage_leaks_runs_exact_on_the_5_10_builds():
+    # they take the kernel's cookies where it has them
+    status, out, err = run_gpusnoop("leaks", "--format", "json", "--",
+                                    os.path.join(BIN, "gs_leaky"),
+                                    env={OFF_ENV: "task_storage,task_btf"})
+    expect_eq(status, 0, f"status ({err})")
+    reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    expect_eq([x["report"] for x in reports], ["exit", "final"], "reports written")
+    leaky_expectations(reports[0]["processes"][0])
+
+
+@test
+def without_task_storage_record_runs_exact_on_the_5_10_builds():
+    path = os.path.join(tempfile.mkdtemp(), "t.json.gz")
+    status, _, err = run_gpusnoop("record", "-o", path, "--", os.path.join(BIN, "gs_kernels"),
+                                  env={OFF_ENV: "task_storage,task_btf"}, timeout=120)
+    expect_eq(status, 0, f"status ({err})")
+    with gzip.open(path, "rt") as f:
+        trace = json.load(f)
+    pid = slices(trace)[0]["pid"]
+    expect_eq(expect_valid_trace(trace, pid), "gs_kernels", "process name")
+    expect_kernels_workload(trace, pid)
+
+
+@test
 def without_task_storage_and_cookies_leaks_runs_on_the_5_10_builds():
     # the same stacks, bytes and counts; the API name needs the 5.10 kernel's VMA tree (mm_rb,
     # gone in 6.1) to find the cookie, so here it is not checked (test 5.10 above checks it)
