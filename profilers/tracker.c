@@ -20,6 +20,7 @@
 #include "user/pid_index.h"
 #include "profilers/proc_tree.h"
 #include "profilers/tracker.h"
+#include "profilers/drain_budget.h"
 #include "user/array.h"
 #include "user/clock.h"
 #include "user/elf_file.h"
@@ -78,6 +79,7 @@ struct gs_tracker {
 	bool child_execed; /* its exec was handled: its image is probed */
 	bool closing;	   /* records are no longer handled, stopped processes only let go */
 	uint64_t last_liveness_ns;
+	struct gs_drain_budget budget; /* this turn's share of the ring buffer (drain()) */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -433,10 +435,9 @@ static void on_torch_oom(struct gs_tracker *t, const struct gs_torch_oom *e)
 		t->ops.torch_oom(t->ops.ctx, e);
 }
 
-/* The ring buffer's callback: each validated record to its handler. */
-static int handle_event(void *ctx, void *data, size_t size)
+/* Each validated record to its handler. */
+static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 {
-	struct gs_tracker *t = ctx;
 	const struct gs_event_hdr *hdr = data;
 	int type = gs_event_decode(data, size);
 
@@ -444,7 +445,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if ((type == GS_EV_LIBS_CHANGED && (hdr->flags & GS_LIBS_F_STOPPED)) ||
 		    (type == GS_EV_PROC_EXEC && (hdr->flags & GS_EXEC_F_STOPPED)))
 			kill((pid_t)hdr->pid, SIGCONT);
-		return 0;
+		return;
 	}
 	switch (type) {
 	case -EINVAL:
@@ -509,7 +510,31 @@ static int handle_event(void *ctx, void *data, size_t size)
 	default:
 		gs_dbg("unknown record type %u", hdr->type);
 	}
-	return 0;
+}
+
+/* The ring buffer's callback; -EAGAIN after the turn's last record stops the read there. */
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct gs_tracker *t = ctx;
+
+	dispatch_event(t, data, size);
+	/* letting stopped processes go is never cut short */
+	return !t->closing && gs_drain_budget__take(&t->budget) ? -EAGAIN : 0;
+}
+
+/*
+ * Reads at most a turn's budget of records (waiting up to timeout_ms for the first, -1: read
+ * what is there without waiting). Returns the number handled or -errno.
+ */
+static int drain(struct gs_tracker *t, int timeout_ms)
+{
+	int n;
+
+	gs_drain_budget__start(&t->budget);
+	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : ring_buffer__consume(t->rb);
+	if (n == -EAGAIN && t->budget.spent)
+		return (int)t->budget.used; /* the rest is read next turn */
+	return n;
 }
 
 /*
@@ -822,7 +847,7 @@ static void check_liveness(struct gs_tracker *t)
 			 * still known: comm and maps are gone from /proc, not from the tracker. The
 			 * records handled may drop targets (exits): look again from the start.
 			 */
-			ring_buffer__consume(t->rb);
+			drain(t, -1);
 			drained = true;
 			i = 0;
 		} else {
@@ -833,17 +858,17 @@ static void check_liveness(struct gs_tracker *t)
 
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 {
-	int n = ring_buffer__poll(t->rb, timeout_ms);
+	int n = drain(t, timeout_ms);
 
 	if (n == -EINTR)
 		n = 0;
 	/* records below the wake-up threshold (bpf/gs_common.bpf.h) come with the timeout */
 	if (n == 0)
-		n = ring_buffer__consume(t->rb);
+		n = drain(t, -1);
 	reap_child(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */
-		ring_buffer__consume(t->rb);
+		drain(t, -1);
 		target_gone(t, t->child.pid, false);
 	}
 	check_liveness(t);
