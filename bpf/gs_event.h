@@ -10,6 +10,10 @@
 
 #define GS_MAX_STACK	64    /* user frames captured per allocation */
 #define GS_MAX_TARGETS	16384 /* processes one session can follow */
+#define GS_MAX_UIDS	4096  /* users whose share of the ring buffer is counted (-a) */
+#define GS_UID_WINDOW_NS (100 * 1000 * 1000ULL) /* a user's share counts over this long */
+#define GS_OOM_PER_UID	16    /* OOM records a second per user on their own buffer */
+#define GS_OOM_ERROR	2     /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY alike */
 #define GS_MAX_INFLIGHT 65536 /* threads inside a probed call at once */
 
 enum gs_event_type {
@@ -137,6 +141,15 @@ struct gs_cuda_call {
 	__u64 frames[GS_MAX_STACK];
 };
 
+/* uid_shares' value: what one user wrote lately to events and what it lost for it (-a) */
+struct gs_uid_share {
+	__u64 window_ns;     /* start of the current window */
+	__u64 bytes;	     /* written to events in it */
+	__u64 dropped;	     /* records dropped for being over the share, ever */
+	__u64 oom_window_ns; /* start of the current OOM window */
+	__u64 ooms;	     /* OOM records put on oom_events in it */
+};
+
 /* slots of the per-CPU stats map: losses are counted, never silent */
 enum gs_stat {
 	GS_STAT_RINGBUF_FULL = 0, /* records dropped: ring buffer had no room */
@@ -149,6 +162,8 @@ enum gs_stat {
 	GS_STAT_PY_TRUNCATED,	  /* Python stacks cut at GS_PY_MAX_FRAMES (outermost lost) */
 	GS_STAT_GPU_TOO_BIG,	  /* CUPTI records larger than GS_GPU_RECORD_BYTES: not copied */
 	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
+	GS_STAT_OOM_FALLBACK,	  /* OOM records sent on the shared buffer: their own one full */
+	GS_STAT_UID_OVER_SHARE,	  /* records dropped: their user wrote past its share (-a) */
 	GS_STAT__MAX,
 };
 

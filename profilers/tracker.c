@@ -21,6 +21,7 @@
 #include "profilers/proc_tree.h"
 #include "profilers/tracker.h"
 #include "profilers/drain_budget.h"
+#include "profilers/oom_queue.h"
 #include "user/array.h"
 #include "user/clock.h"
 #include "user/elf_file.h"
@@ -61,6 +62,8 @@ struct gs_tracker {
 	struct gs_tracker_ops ops;
 	struct gs_bpf_objects objs;
 	struct ring_buffer *rb;
+	struct ring_buffer *oom_rb; /* OOM signals: read before rb (oom_drain()) */
+	struct gs_oom_queue *oom_queue;
 	struct gs_links *links;
 	struct gs_lib_attach *attach; /* library discovery and probes */
 	struct gs_gpu_attach *gpu;    /* opts.gpu: the injection library's probes */
@@ -512,14 +515,54 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 	}
 }
 
+/* The OOM records queued, handed on oldest first. */
+static void flush_ooms(struct gs_tracker *t)
+{
+	void *data;
+	size_t size;
+
+	while (gs_oom_queue__pop(t->oom_queue, &data, &size))
+		dispatch_event(t, data, size);
+}
+
+/*
+ * The OOM buffer's callback, from oom_rb and from rb (which watches it too, so that an OOM
+ * record wakes a waiting reader): into the queue, emptied first when full.
+ */
+static int queue_oom(void *ctx, void *data, size_t size)
+{
+	struct gs_tracker *t = ctx;
+
+	if (gs_oom_queue__full(t->oom_queue))
+		flush_ooms(t);
+	if (gs_oom_queue__push(t->oom_queue, data, size) == -E2BIG)
+		gs_warn("OOM record of %zu bytes: too big, skipped", size);
+	return 0;
+}
+
+/* The OOM signals waiting, all handled now: before any record of the shared buffer. */
+static void oom_drain(struct gs_tracker *t)
+{
+	ring_buffer__consume(t->oom_rb);
+	flush_ooms(t);
+}
+
+/* Records between two looks at the OOM buffer in the middle of a drain. */
+#define OOM_CHECK_EVERY 1024
+
 /* The ring buffer's callback; -EAGAIN after the turn's last record stops the read there. */
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct gs_tracker *t = ctx;
 
 	dispatch_event(t, data, size);
-	/* letting stopped processes go is never cut short */
-	return !t->closing && gs_drain_budget__take(&t->budget) ? -EAGAIN : 0;
+	if (t->closing)
+		return 0; /* letting stopped processes go is never cut short */
+	if (gs_drain_budget__take(&t->budget))
+		return -EAGAIN;
+	if (t->budget.used % OOM_CHECK_EVERY == 0)
+		oom_drain(t);
+	return 0;
 }
 
 /*
@@ -530,8 +573,11 @@ static int drain(struct gs_tracker *t, int timeout_ms)
 {
 	int n;
 
+	if (!t->closing)
+		oom_drain(t);
 	gs_drain_budget__start(&t->budget);
 	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : ring_buffer__consume(t->rb);
+	flush_ooms(t); /* what rb read of the OOM buffer */
 	if (n == -EAGAIN && t->budget.spent)
 		return (int)t->budget.used; /* the rest is read next turn */
 	return n;
@@ -592,6 +638,7 @@ static int open_objects(struct gs_tracker *t)
 		.torch = t->opts.torch,
 		.python = t->python,
 	};
+	int oom_fd;
 	int err = gs_bpf_objects__open(&t->objs, &oopts);
 
 	if (err)
@@ -599,11 +646,15 @@ static int open_objects(struct gs_tracker *t)
 	err = proc_bpf__attach(t->objs.proc); /* the tracepoints; uprobes are attached per file */
 	if (err)
 		return gs_bpf_load_error("proc attach", err);
+	t->oom_queue = calloc(1, sizeof(*t->oom_queue));
+	if (!t->oom_queue)
+		return -ENOMEM;
+	oom_fd = bpf_map__fd(t->objs.proc->maps.oom_events);
 	t->rb = ring_buffer__new(bpf_map__fd(t->objs.proc->maps.events), handle_event, t, NULL);
-	if (!t->rb) {
-		err = -errno;
+	t->oom_rb = ring_buffer__new(oom_fd, queue_oom, t, NULL);
+	err = !t->rb || !t->oom_rb ? -errno : ring_buffer__add(t->rb, oom_fd, queue_oom, t);
+	if (err)
 		gs_err("ring buffer: %s", strerror(-err));
-	}
 	return err;
 }
 
@@ -983,6 +1034,8 @@ void gs_tracker__free(struct gs_tracker *t)
 	if (t->child.error_fd >= 0)
 		close(t->child.error_fd);
 	ring_buffer__free(t->rb);
+	ring_buffer__free(t->oom_rb);
+	free(t->oom_queue);
 	gs_links__free(t->links);
 	gs_lib_attach__free(t->attach);
 	gs_gpu_attach__free(t->gpu); /* after the links to its programs */

@@ -6,7 +6,8 @@
 
 uint64_t gs_losses_dropped(const uint64_t stats[GS_STAT__MAX])
 {
-	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL];
+	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL] +
+	       stats[GS_STAT_UID_OVER_SHARE];
 }
 
 void gs_losses_write_json(struct gs_json *j, const uint64_t stats[GS_STAT__MAX])
