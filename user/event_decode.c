@@ -153,7 +153,7 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_PY_TRUNCATED] = "python_stack_truncated",
 		[GS_STAT_GPU_TOO_BIG] = "gpu_record_too_big",
 		[GS_STAT_TARGETS_FULL] = "targets_full",
-		[GS_STAT_OOM_FALLBACK] = "oom_fallback",
+		/* GS_STAT_OOM_FALLBACK: not a loss, the record came the usual way */
 		[GS_STAT_UID_OVER_SHARE] = "uid_over_share",
 	};
 
