@@ -218,6 +218,9 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 			"WARNING: %" PRIu64 " events were lost (ring buffer full: %" PRIu64
 			"); counts may be incomplete\n",
 			dropped, r->stats[GS_STAT_RINGBUF_FULL]);
+	if (r->window_lost)
+		fprintf(f, "WARNING: %" PRIu64 " of them lost since the previous report\n",
+			r->window_lost);
 	fputc('\n', f);
 }
 
@@ -404,6 +407,9 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 		json_proc(&j, r, &r->procs[i], stacks);
 	gs_json__end_array(&j);
 	gs_losses_write_json(&j, r->stats);
+	/* whether this report's own window lost events, not only the session */
+	gs_json__u64(&j, "window_lost_events", r->window_lost);
+	gs_json__u64(&j, "window_start_ns", r->window_start_ns);
 	gs_json__end_object(&j);
 	fputc('\n', f);
 }

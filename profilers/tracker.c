@@ -967,6 +967,27 @@ void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX])
 	free(values);
 }
 
+size_t gs_tracker__uid_drops(const struct gs_tracker *t, uint32_t *uids, uint64_t *drops,
+			     size_t max)
+{
+	int fd = bpf_map__fd(t->objs.proc->maps.uid_shares);
+	__u32 key, next;
+	size_t n = 0;
+	/* bounded: an LRU map has at most GS_MAX_UIDS keys, whatever happens meanwhile */
+	for (size_t i = 0; i < GS_MAX_UIDS && n < max; i++) {
+		struct gs_uid_share share;
+
+		if (bpf_map_get_next_key(fd, i ? &key : NULL, &next))
+			break;
+		key = next;
+		if (!bpf_map_lookup_elem(fd, &key, &share) && share.dropped) {
+			uids[n] = key;
+			drops[n++] = share.dropped;
+		}
+	}
+	return n;
+}
+
 uint64_t gs_tracker__dropped(const struct gs_tracker *t)
 {
 	uint64_t stats[GS_STAT__MAX];

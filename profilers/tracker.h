@@ -86,6 +86,12 @@ bool gs_tracker__saw_cuda(const struct gs_tracker *t);
 /* Loss counters summed over CPUs, indexed by enum gs_stat. */
 void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX]);
 uint64_t gs_tracker__dropped(const struct gs_tracker *t);
+/*
+ * -a: the users whose records were dropped for being over their share of the ring buffer,
+ * at most max of them, into uids[] and drops[] (records, ever). Returns how many.
+ */
+size_t gs_tracker__uid_drops(const struct gs_tracker *t, uint32_t *uids, uint64_t *drops,
+			     size_t max);
 struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t);
 /* The spawned command's pid, 0 without one; its exit status once it was reaped. */
 pid_t gs_tracker__child(const struct gs_tracker *t);

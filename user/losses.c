@@ -19,3 +19,15 @@ void gs_losses_write_json(struct gs_json *j, const uint64_t stats[GS_STAT__MAX])
 			gs_json__u64(j, gs_stat_name(i), stats[i]);
 	gs_json__end_object(j);
 }
+
+uint64_t gs_loss_window__take(struct gs_loss_window *w, const uint64_t stats[GS_STAT__MAX],
+			      uint64_t now_ns, uint64_t *start_ns)
+{
+	uint64_t dropped = gs_losses_dropped(stats);
+	uint64_t lost = dropped >= w->dropped ? dropped - w->dropped : dropped;
+
+	*start_ns = w->start_ns;
+	w->start_ns = now_ns;
+	w->dropped = dropped;
+	return lost;
+}

@@ -17,6 +17,7 @@
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_file.h"
+#include "user/losses.h"
 #include "user/stack_table.h"
 
 #define POLL_MS 100
@@ -46,7 +47,8 @@ struct leaks {
 	struct gs_out *out;
 	/* --interval's reports; interval_ns 0: none */
 	uint64_t interval_ns, next_report_ns;
-	int error; /* first fatal error inside a callback */
+	int error;			   /* first fatal error inside a callback */
+	struct gs_loss_window loss_window; /* since the previous report */
 };
 
 static void fatal(struct leaks *l, int err)
@@ -174,6 +176,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		}
 	}
 	gs_tracker__stats(l->tracker, r.stats);
+	r.window_lost =
+		gs_loss_window__take(&l->loss_window, r.stats, r.now_ns, &r.window_start_ns);
 	if (!err) {
 		if (l->opts.json)
 			gs_leak_report__write_json(gs_out__file(l->out), &r, l->stacks);
