@@ -13,7 +13,7 @@
  */
 #define GS_DRAIN_MAX_RECORDS 65536
 #define GS_DRAIN_MAX_NS	     (20 * 1000 * 1000ULL)
-#define GS_DRAIN_CLOCK_EVERY 256 /* records between two clock readings */
+#define GS_DRAIN_CLOCK_EVERY 16 /* records between two clock readings */
 
 struct gs_drain_budget {
 	uint64_t max_records;	 /* 0: GS_DRAIN_MAX_RECORDS */

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_floods.py: a unique-stack flood stays bounded: stacks and failure groups per process."""
+import json
 import os
+import re
+import socket
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Gpusnoop, Workload, expect_eq, main, process, test
+from harness import BIN, Gpusnoop, Workload, expect_eq, main, process, test  # noqa: E402
+from test_daemon import OOM_ENV, Daemon  # noqa: E402
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 
@@ -67,3 +73,105 @@ def failure_groups_past_the_cap_are_one_counted_other():
 
 if __name__ == "__main__":
     main()
+
+
+FLOOD_UID = 4321
+RSS_BOUND_MB = 250  # the issue saw 139 -> 762 MB in 20 s (old main here: 559 MB in 12 s)
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def ctl_raw(sock_path, request):
+    """One control request on a raw socket (no client process to start): (reply, seconds)."""
+    t0 = time.monotonic()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(request.encode() + b"\n")
+        chunks = []
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            chunks.append(c)
+    return b"".join(chunks).decode(), time.monotonic() - t0
+
+
+def start_flooders(n):
+    """n gs_flood processes of FLOOD_UID, each failing cudaMalloc from ever new call paths."""
+    def as_flood_user():
+        # niced: the bound is on the daemon's loop, not on a 2-core machine's scheduler
+        os.nice(19)
+        os.setgroups([])
+        os.setgid(FLOOD_UID)
+        os.setuid(FLOOD_UID)
+    env = dict(os.environ, GS_FLOOD_N="1000000000", GS_FLOOD_MODE="fail", **NO_DRIVER)
+    return [subprocess.Popen([os.path.join(BIN, "gs_flood")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=env, preexec_fn=as_flood_user)
+            for _ in range(n)]
+
+
+@test
+def daemon_soak_flood_of_one_user_hides_no_oom_of_another():
+    d = Daemon()
+    w = None
+    flooders = []
+    try:
+        w = Workload("gs_oom", env=OOM_ENV)  # root's, held until the flood runs
+        d.wait_probed()
+        rss_start = rss_mb(d.g.proc.pid)
+        flooders = start_flooders(2)
+        latencies, rss_max = [], rss_start
+        end = time.monotonic() + 12
+        released = False
+        while time.monotonic() < end:
+            reply, secs = ctl_raw(d.sock, "status")
+            assert reply.startswith("gpusnoop daemon"), reply
+            latencies.append(secs)
+            rss_max = max(rss_max, rss_mb(d.g.proc.pid))
+            if not released and time.monotonic() > end - 8:
+                w.release()  # root's OOM, in the middle of the flood
+                released = True
+            time.sleep(0.05)
+        w.wait_line("oom 2")
+        deadline = time.monotonic() + 5
+        while not d.reports(f"cuda-oom-{w.pid}-*.json") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        files = d.reports(f"cuda-oom-{w.pid}-*.json")
+        expect_eq(len(files), 1, "root's OOM report written during the flood")
+        with open(files[0]) as f:
+            report = json.load(f)
+        t = report["trigger"]
+        expect_eq((t["kind"], t["pid"], t["error"]), ("cuda-oom", w.pid, 2), "trigger")
+        assert "window_lost_events" in report, report.keys()
+        for p in flooders:
+            assert p.poll() is None, "flooders ran the whole time"
+        status_reply, _ = ctl_raw(d.sock, "status")
+        lost = int(re.search(r"(\d+) events lost", status_reply).group(1))
+        over = re.findall(r"^user (\d+): (\d+) events dropped", status_reply, re.M)
+        print(f"    ctl status max {max(latencies) * 1000:.1f} ms over {len(latencies)} "
+              f"(slowest {[round(x * 1000) for x in sorted(latencies)[-5:]]}), "
+              f"RSS {rss_start:.0f} -> max {rss_max:.0f} MB, lost {lost}, over share {over}")
+        assert max(latencies) < 0.1, f"ctl status latency max {max(latencies):.3f} s"
+        assert rss_max < RSS_BOUND_MB, f"daemon RSS {rss_max:.0f} MB"
+        expect_eq([u for u, _ in over if u != str(FLOOD_UID)], [], "users over their share")
+        if lost:  # what was lost is the flooding user's, and ctl status says so
+            expect_eq([u for u, _ in over], [str(FLOOD_UID)], "per-user drops shown")
+        for p in flooders:
+            p.kill()
+            p.wait()
+        flooders = []
+        d.stop()
+    finally:
+        for p in flooders:
+            p.kill()
+            p.wait()
+        d.g.kill()
+        if w:
+            w.kill()
