@@ -28,6 +28,13 @@ struct {
 	__type(value, struct gs_uid_share);
 } uid_shares SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_share_state);
+} share_state SEC(".maps");
+
 /* pid -> GS_TARGET_* flags; consulted unless cfg_all_pids */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -79,30 +86,44 @@ static __always_inline struct gs_uid_share *gs_uid_share(__u32 uid)
 }
 
 /*
- * Under -a, a buffer more than half full is shared: a user that wrote more than a quarter of
- * it in the last GS_UID_WINDOW_NS has its records dropped (counted, per user too), so one
- * user's flood cannot take the room every other user's records need. A quiet buffer is
- * anyone's. Counts are per user, not exact across CPUs: a share, not an accounting.
+ * Under -a, a buffer more than half full is shared: from the moment it went over half, a
+ * user that wrote more than a quarter of it has its records dropped (counted, per user too)
+ * until it is below half again, so one user's flood cannot take the room every other user's
+ * records need, even while the reader is slow or stopped. A buffer under half is anyone's.
+ * Counts are per user, not exact across CPUs: a share, not an accounting.
  */
 static __always_inline bool gs_over_share(__u64 size)
 {
+	struct gs_share_state *st;
 	struct gs_uid_share *s;
-	__u64 now, ring, avail;
+	__u64 ring, avail;
+	__u32 zero = 0;
 
 	if (!cfg_uid_share)
 		return false;
+	st = bpf_map_lookup_elem(&share_state, &zero);
+	if (!st)
+		return false;
+	ring = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if (avail < ring / 2) {
+		if (st->pressure) { /* a new period: everyone's count starts again */
+			st->pressure = 0;
+			__sync_fetch_and_add(&st->epoch, 1);
+		}
+		return false;
+	}
+	if (!st->pressure)
+		st->pressure = 1;
 	s = gs_uid_share((__u32)bpf_get_current_uid_gid());
 	if (!s)
 		return false;
-	now = bpf_ktime_get_ns();
-	if (now - s->window_ns > GS_UID_WINDOW_NS) {
-		s->window_ns = now;
+	if (s->epoch != st->epoch) {
+		s->epoch = st->epoch;
 		s->bytes = 0;
 	}
 	__sync_fetch_and_add(&s->bytes, size);
-	ring = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
-	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	if (avail < ring / 2 || s->bytes <= ring / 4)
+	if (s->bytes <= ring / 4)
 		return false;
 	__sync_fetch_and_add(&s->dropped, 1);
 	gs_count(GS_STAT_UID_OVER_SHARE);

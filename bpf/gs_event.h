@@ -11,7 +11,6 @@
 #define GS_MAX_STACK	64    /* user frames captured per allocation */
 #define GS_MAX_TARGETS	16384 /* processes one session can follow */
 #define GS_MAX_UIDS	4096  /* users whose share of the ring buffer is counted (-a) */
-#define GS_UID_WINDOW_NS (100 * 1000 * 1000ULL) /* a user's share counts over this long */
 #define GS_OOM_PER_UID	16    /* OOM records a second per user on their own buffer */
 #define GS_OOM_ERROR	2     /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY alike */
 #define GS_MAX_INFLIGHT 65536 /* threads inside a probed call at once */
@@ -141,13 +140,19 @@ struct gs_cuda_call {
 	__u64 frames[GS_MAX_STACK];
 };
 
-/* uid_shares' value: what one user wrote lately to events and what it lost for it (-a) */
+/* uid_shares' value: what one user wrote to events under pressure, what it lost for it (-a) */
 struct gs_uid_share {
-	__u64 window_ns;     /* start of the current window */
+	__u64 epoch;	     /* the pressure period bytes counts in (gs_share_state.epoch) */
 	__u64 bytes;	     /* written to events in it */
 	__u64 dropped;	     /* records dropped for being over the share, ever */
 	__u64 oom_window_ns; /* start of the current OOM window */
 	__u64 ooms;	     /* OOM records put on oom_events in it */
+};
+
+/* share_state's one value: whether events is under pressure (over half full), and since when */
+struct gs_share_state {
+	__u64 epoch;	/* one more each time a pressure period ends */
+	__u64 pressure; /* 1 while events was last seen over half full */
 };
 
 /* slots of the per-CPU stats map: losses are counted, never silent */

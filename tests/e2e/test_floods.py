@@ -4,13 +4,15 @@
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BIN, Gpusnoop, Workload, expect_eq, main, process, test  # noqa: E402
+from harness import BIN, MiB, Gpusnoop, Workload, expect_eq, main, process, test  # noqa: E402
 from test_daemon import OOM_ENV, Daemon  # noqa: E402
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
@@ -71,6 +73,60 @@ def failure_groups_past_the_cap_are_one_counted_other():
     expect_eq(fails[0]["error"], 2, "error of a kept group")
 
 
+@test
+def user_over_its_share_is_dropped_not_others():
+    # -a with a 1 MiB buffer and the reader stopped: uid 4321's flood stops at its share, so
+    # uid 4322's OOM still fits, and the report says who lost what, and in which window
+    tmp = tempfile.mkdtemp(prefix="gs-floods-")
+    os.chmod(tmp, 0o755)
+    out = os.path.join(tmp, "leaks.json")
+    g = Gpusnoop("leaks", "-a", "--ringbuf", "1", "--format", "json", "-o", out)
+    flooders, oom = [], None
+    try:
+        g.wait_tracing()
+        flooders = start_flooders(2, "free")
+        time.sleep(1)  # flooding, the reader keeping up
+        os.kill(g.proc.pid, signal.SIGSTOP)
+        time.sleep(1)  # the buffer fills up to the flooding user's share
+        oom = subprocess.Popen([os.path.join(BIN, "gs_oom")], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=dict(os.environ, **OOM_ENV),
+                               preexec_fn=as_user(FLOOD_UID + 1))
+        oom_out, oom_err = oom.communicate(timeout=30)
+        assert b"oom 2" in oom_out, (oom_out, oom_err)
+        for p in flooders:
+            p.kill()
+            p.wait()
+        flooders = []
+        os.kill(g.proc.pid, signal.SIGCONT)
+        time.sleep(1)
+        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()[-2000:]})")
+        with open(out) as f:
+            reports = [json.loads(line) for line in f if line.startswith("{")]
+        mine = [r for r in reports for p in r["processes"]
+                if p["pid"] == oom.pid and r["report"] == "exit"]
+        expect_eq(len(mine), 1, "the OOM process's exit report: " + repr(
+            [(r["monotonic_ns"], [(q["pid"], q["comm"], q["outstanding_allocations"],
+                                   q["failed_allocations"]) for q in r["processes"]])
+             for r in mine]))
+        p = process(mine[0], oom.pid)
+        expect_eq((p["outstanding_bytes"], p["outstanding_allocations"],
+                   p["failed_allocations"]), (96 * MiB, 3, 1), "what it held and its OOM")
+        final = reports[-1]
+        expect_eq(final["lost"]["ringbuf_full"], 0, "buffer never full")
+        assert final["lost"]["uid_over_share"] > 0, final["lost"]
+        expect_eq(sum(r["window_lost_events"] for r in reports), final["dropped_events"],
+                  "every loss in one report's window")
+    finally:
+        for p in flooders:
+            p.kill()
+            p.wait()
+        if g.proc.poll() is None:
+            os.kill(g.proc.pid, signal.SIGCONT)
+        g.kill()
+        if oom and oom.poll() is None:
+            oom.kill()
+
+
 if __name__ == "__main__":
     main()
 
@@ -103,15 +159,20 @@ def ctl_raw(sock_path, request):
     return b"".join(chunks).decode(), time.monotonic() - t0
 
 
-def start_flooders(n):
-    """n gs_flood processes of FLOOD_UID, each failing cudaMalloc from ever new call paths."""
-    def as_flood_user():
-        # niced: the bound is on the daemon's loop, not on a 2-core machine's scheduler
-        os.nice(19)
+def as_user(uid, nice=0):
+    def become():
+        os.nice(nice)
         os.setgroups([])
-        os.setgid(FLOOD_UID)
-        os.setuid(FLOOD_UID)
-    env = dict(os.environ, GS_FLOOD_N="1000000000", GS_FLOOD_MODE="fail", **NO_DRIVER)
+        os.setgid(uid)
+        os.setuid(uid)
+    return become
+
+
+def start_flooders(n, mode="fail"):
+    """n gs_flood processes of FLOOD_UID, each calling cudaMalloc from ever new call paths."""
+    # niced: the bound is on the daemon's loop, not on a 2-core machine's scheduler
+    as_flood_user = as_user(FLOOD_UID, 19)
+    env = dict(os.environ, GS_FLOOD_N="1000000000", GS_FLOOD_MODE=mode, **NO_DRIVER)
     return [subprocess.Popen([os.path.join(BIN, "gs_flood")], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, env=env, preexec_fn=as_flood_user)
             for _ in range(n)]
