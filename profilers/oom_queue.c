@@ -21,7 +21,7 @@ int gs_oom_queue__push(struct gs_oom_queue *q, const void *data, size_t size)
 	if (gs_oom_queue__full(q))
 		return -ENOSPC;
 	slot = (q->head + q->nr) % GS_OOM_QUEUE_SLOTS;
-	memcpy(q->rec[slot], data, size);
+	memmove(q->rec[slot], data, size); /* data may be the slot just popped */
 	q->size[slot] = (uint32_t)size;
 	q->nr++;
 	return 0;

@@ -31,7 +31,7 @@ static inline bool gs_oom_queue__full(const struct gs_oom_queue *q)
 }
 /*
  * Takes the oldest record out: false when empty. *data is borrowed, valid until the next
- * push (its slot is free from now on).
+ * push (its slot is free from now on), which may be of *data itself (put back at the end).
  */
 bool gs_oom_queue__pop(struct gs_oom_queue *q, void **data, size_t *size);
 

@@ -64,6 +64,7 @@ struct gs_tracker {
 	struct ring_buffer *rb;
 	struct ring_buffer *oom_rb; /* OOM signals: read before rb (oom_drain()) */
 	struct gs_oom_queue *oom_queue;
+	unsigned oom_deferred_turns; /* turns the queue's oldest deferred record has waited */
 	struct gs_links *links;
 	struct gs_lib_attach *attach; /* library discovery and probes */
 	struct gs_gpu_attach *gpu;    /* opts.gpu: the injection library's probes */
@@ -515,14 +516,31 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 	}
 }
 
-/* The OOM records queued, handed on oldest first. */
-static void flush_ooms(struct gs_tracker *t)
+/* Turns a record of a process not known yet may wait for that process's earlier records. */
+#define OOM_DEFER_TURNS 8
+
+/*
+ * The OOM records queued, handed on oldest first. Unless all, one of a process the tracker
+ * does not know yet (-a, a followed tree) waits for the records that come before it on the
+ * shared buffer: handled first, it would make the process known and, already gone, reported
+ * as exited before its allocations were read.
+ */
+static void flush_ooms(struct gs_tracker *t, bool all)
 {
+	size_t n = t->oom_queue->nr;
 	void *data;
 	size_t size;
 
-	while (gs_oom_queue__pop(t->oom_queue, &data, &size))
+	while (n-- && gs_oom_queue__pop(t->oom_queue, &data, &size)) {
+		const struct gs_event_hdr *hdr = data;
+
+		if (!all && size >= sizeof(*hdr) && (t->opts.all || t->opts.children) &&
+		    !find_target(t, (pid_t)hdr->pid)) {
+			gs_oom_queue__push(t->oom_queue, data, size); /* its room was just freed */
+			continue;
+		}
 		dispatch_event(t, data, size);
+	}
 }
 
 /*
@@ -534,17 +552,29 @@ static int queue_oom(void *ctx, void *data, size_t size)
 	struct gs_tracker *t = ctx;
 
 	if (gs_oom_queue__full(t->oom_queue))
-		flush_ooms(t);
+		flush_ooms(t, true);
 	if (gs_oom_queue__push(t->oom_queue, data, size) == -E2BIG)
 		gs_warn("OOM record of %zu bytes: too big, skipped", size);
 	return 0;
 }
 
-/* The OOM signals waiting, all handled now: before any record of the shared buffer. */
+/* The OOM signals waiting, handled now: before any record of the shared buffer. */
 static void oom_drain(struct gs_tracker *t)
 {
 	ring_buffer__consume(t->oom_rb);
-	flush_ooms(t);
+	flush_ooms(t, false);
+}
+
+/*
+ * After a turn: the shared buffer read to its end, or the deferred records waited long
+ * enough: every OOM record goes.
+ */
+static void oom_turn_end(struct gs_tracker *t, bool spent)
+{
+	if (!spent || ++t->oom_deferred_turns >= OOM_DEFER_TURNS) {
+		flush_ooms(t, true);
+		t->oom_deferred_turns = 0;
+	}
 }
 
 /* Records between two looks at the OOM buffer in the middle of a drain. */
@@ -577,7 +607,7 @@ static int drain(struct gs_tracker *t, int timeout_ms)
 		oom_drain(t);
 	gs_drain_budget__start(&t->budget);
 	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : ring_buffer__consume(t->rb);
-	flush_ooms(t); /* what rb read of the OOM buffer */
+	oom_turn_end(t, n == -EAGAIN && t->budget.spent);
 	if (n == -EAGAIN && t->budget.spent)
 		return (int)t->budget.used; /* the rest is read next turn */
 	return n;

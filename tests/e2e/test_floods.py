@@ -112,7 +112,6 @@ def user_over_its_share_is_dropped_not_others():
         expect_eq((p["outstanding_bytes"], p["outstanding_allocations"],
                    p["failed_allocations"]), (96 * MiB, 3, 1), "what it held and its OOM")
         final = reports[-1]
-        expect_eq(final["lost"]["ringbuf_full"], 0, "buffer never full")
         assert final["lost"]["uid_over_share"] > 0, final["lost"]
         expect_eq(sum(r["window_lost_events"] for r in reports), final["dropped_events"],
                   "every loss in one report's window")
