@@ -65,6 +65,7 @@ struct gs_tracker {
 	struct ring_buffer *oom_rb; /* OOM signals: read before rb (oom_drain()) */
 	struct gs_oom_queue *oom_queue;
 	unsigned oom_deferred_turns; /* turns the queue's oldest deferred record has waited */
+	uint64_t last_event_ns;	     /* time of the last record read from rb's shared buffer */
 	struct gs_links *links;
 	struct gs_lib_attach *attach; /* library discovery and probes */
 	struct gs_gpu_attach *gpu;    /* opts.gpu: the injection library's probes */
@@ -516,14 +517,14 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 	}
 }
 
-/* Turns a record of a process not known yet may wait for that process's earlier records. */
+/* Turns an OOM record may wait for the shared buffer's records older than itself. */
 #define OOM_DEFER_TURNS 8
 
 /*
- * The OOM records queued, handed on oldest first. Unless all, one of a process the tracker
- * does not know yet (-a, a followed tree) waits for the records that come before it on the
- * shared buffer: handled first, it would make the process known and, already gone, reported
- * as exited before its allocations were read.
+ * The OOM records queued, handed on oldest first. Unless all, one newer than the last
+ * record read from the shared buffer waits for those before it there (its process's
+ * allocations, its exec): handled first, its report would lack them. It is never lost
+ * meanwhile, and waits at most OOM_DEFER_TURNS turns of a flood.
  */
 static void flush_ooms(struct gs_tracker *t, bool all)
 {
@@ -534,8 +535,7 @@ static void flush_ooms(struct gs_tracker *t, bool all)
 	while (n-- && gs_oom_queue__pop(t->oom_queue, &data, &size)) {
 		const struct gs_event_hdr *hdr = data;
 
-		if (!all && size >= sizeof(*hdr) && (t->opts.all || t->opts.children) &&
-		    !find_target(t, (pid_t)hdr->pid)) {
+		if (!all && size >= sizeof(*hdr) && hdr->ts_ns > t->last_event_ns) {
 			gs_oom_queue__push(t->oom_queue, data, size); /* its room was just freed */
 			continue;
 		}
@@ -584,7 +584,10 @@ static void oom_turn_end(struct gs_tracker *t, bool spent)
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct gs_tracker *t = ctx;
+	const struct gs_event_hdr *hdr = data;
 
+	if (size >= sizeof(*hdr) && hdr->ts_ns > t->last_event_ns)
+		t->last_event_ns = hdr->ts_ns;
 	dispatch_event(t, data, size);
 	if (t->closing)
 		return 0; /* letting stopped processes go is never cut short */
@@ -606,7 +609,16 @@ static int drain(struct gs_tracker *t, int timeout_ms)
 	if (!t->closing)
 		oom_drain(t);
 	gs_drain_budget__start(&t->budget);
-	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : ring_buffer__consume(t->rb);
+	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : 0;
+	/*
+	 * A wake-up reads only the buffer that woke it: after an OOM record's, the shared one's
+	 * records below the wake-up threshold, the OOM's own allocations among them, come now.
+	 */
+	if (n >= 0 && !t->budget.spent) {
+		int more = ring_buffer__consume(t->rb);
+
+		n = more < 0 ? more : n + more;
+	}
 	oom_turn_end(t, n == -EAGAIN && t->budget.spent);
 	if (n == -EAGAIN && t->budget.spent)
 		return (int)t->budget.used; /* the rest is read next turn */
