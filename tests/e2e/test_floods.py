@@ -209,6 +209,9 @@ def daemon_soak_flood_of_one_user_hides_no_oom_of_another():
             report = json.load(f)
         t = report["trigger"]
         expect_eq((t["kind"], t["pid"], t["error"]), ("cuda-oom", w.pid, 2), "trigger")
+        p = report["processes"][0]
+        expect_eq((p["pid"], p["outstanding_bytes"], p["outstanding_allocations"]),
+                  (w.pid, 96 * MiB, 3), "what root's process held at its OOM")
         assert "window_lost_events" in report, report.keys()
         for p in flooders:
             assert p.poll() is None, "flooders ran the whole time"
