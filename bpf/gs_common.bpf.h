@@ -86,11 +86,13 @@ static __always_inline struct gs_uid_share *gs_uid_share(__u32 uid)
 }
 
 /*
- * Under -a, a buffer more than half full is shared: from the moment it went over half, a
- * user that wrote more than a quarter of it has its records dropped (counted, per user too)
- * until it is below half again, so one user's flood cannot take the room every other user's
- * records need, even while the reader is slow or stopped. A buffer under half is anyone's.
- * Counts are per user, not exact across CPUs: a share, not an accounting.
+ * Under -a, a buffer more than half full is shared: from the moment it went over half, each
+ * of the N users writing since may write 1/(N + 1) of the other half; past it, its records
+ * are dropped (counted, per user too) until the buffer is below half again; its last eighth
+ * takes only users that wrote at most a sixty-fourth. One
+ * user's flood cannot take the room the others' records need, even while the reader is slow
+ * or stopped, and a buffer under half is anyone's. Counts are not exact across CPUs: a
+ * share, not an accounting.
  */
 static __always_inline bool gs_over_share(__u64 size)
 {
@@ -109,6 +111,7 @@ static __always_inline bool gs_over_share(__u64 size)
 	if (avail < ring / 2) {
 		if (st->pressure) { /* a new period: everyone's count starts again */
 			st->pressure = 0;
+			st->users = 0;
 			__sync_fetch_and_add(&st->epoch, 1);
 		}
 		return false;
@@ -121,9 +124,15 @@ static __always_inline bool gs_over_share(__u64 size)
 	if (s->epoch != st->epoch) {
 		s->epoch = st->epoch;
 		s->bytes = 0;
+		__sync_fetch_and_add(&st->users, 1);
 	}
 	__sync_fetch_and_add(&s->bytes, size);
-	if (s->bytes <= ring / 4)
+	/*
+	 * One part more than users: room stays for whoever comes next. And the last eighth is
+	 * kept for light users (a sixty-fourth each), however many heavy ones came before.
+	 */
+	if (s->bytes <= ring / 2 / (st->users + 1) &&
+	    (avail < ring - ring / 8 || s->bytes <= ring / 64))
 		return false;
 	__sync_fetch_and_add(&s->dropped, 1);
 	gs_count(GS_STAT_UID_OVER_SHARE);

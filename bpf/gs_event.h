@@ -153,6 +153,7 @@ struct gs_uid_share {
 struct gs_share_state {
 	__u64 epoch;	/* one more each time a pressure period ends */
 	__u64 pressure; /* 1 while events was last seen over half full */
+	__u64 users;	/* users that wrote in this pressure period */
 };
 
 /* slots of the per-CPU stats map: losses are counted, never silent */

@@ -191,6 +191,8 @@ static __noinline void gs_py_send_code(const struct gs_py_proc *p, __u64 code, _
 			lines_size = 0;
 	}
 	e->lines_size = lines_size > 0 ? (__u32)lines_size : 0;
+	if (gs_over_share(sizeof(*e)))
+		return; /* counted there */
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
 		gs_count(GS_STAT_RINGBUF_FULL);
 }
@@ -325,6 +327,8 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 		e->flags = GS_PY_STACK_F_TRUNCATED;
 		gs_count(GS_STAT_PY_TRUNCATED);
 	}
+	if (gs_over_share(size))
+		return 0; /* counted there */
 	if (bpf_ringbuf_output(&events, e, size, w.news ? BPF_RB_FORCE_WAKEUP : 0)) {
 		gs_count(GS_STAT_RINGBUF_FULL);
 		return 0;

@@ -521,12 +521,12 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 #define OOM_DEFER_TURNS 8
 
 /*
- * The OOM records queued, handed on oldest first. Unless all, one newer than the last
- * record read from the shared buffer waits for those before it there (its process's
- * allocations, its exec): handled first, its report would lack them. It is never lost
- * meanwhile, and waits at most OOM_DEFER_TURNS turns of a flood.
+ * The OOM records queued up to upto_ns, handed on oldest first: merged by time with the
+ * shared buffer's records, an OOM comes after its process's allocations and exec and before
+ * its exit (its report then has them, and its name). A later one waits, never lost, at most
+ * OOM_DEFER_TURNS turns of a flood.
  */
-static void flush_ooms(struct gs_tracker *t, bool all)
+static void flush_ooms(struct gs_tracker *t, uint64_t upto_ns)
 {
 	size_t n = t->oom_queue->nr;
 	void *data;
@@ -535,7 +535,7 @@ static void flush_ooms(struct gs_tracker *t, bool all)
 	while (n-- && gs_oom_queue__pop(t->oom_queue, &data, &size)) {
 		const struct gs_event_hdr *hdr = data;
 
-		if (!all && size >= sizeof(*hdr) && hdr->ts_ns > t->last_event_ns) {
+		if (size >= sizeof(*hdr) && hdr->ts_ns > upto_ns) {
 			gs_oom_queue__push(t->oom_queue, data, size); /* its room was just freed */
 			continue;
 		}
@@ -552,17 +552,17 @@ static int queue_oom(void *ctx, void *data, size_t size)
 	struct gs_tracker *t = ctx;
 
 	if (gs_oom_queue__full(t->oom_queue))
-		flush_ooms(t, true);
+		flush_ooms(t, UINT64_MAX);
 	if (gs_oom_queue__push(t->oom_queue, data, size) == -E2BIG)
 		gs_warn("OOM record of %zu bytes: too big, skipped", size);
 	return 0;
 }
 
-/* The OOM signals waiting, handled now: before any record of the shared buffer. */
-static void oom_drain(struct gs_tracker *t)
+/* The OOM signals waiting, read now; handled up to upto_ns (see flush_ooms()). */
+static void oom_drain(struct gs_tracker *t, uint64_t upto_ns)
 {
 	ring_buffer__consume(t->oom_rb);
-	flush_ooms(t, false);
+	flush_ooms(t, upto_ns);
 }
 
 /*
@@ -572,7 +572,7 @@ static void oom_drain(struct gs_tracker *t)
 static void oom_turn_end(struct gs_tracker *t, bool spent)
 {
 	if (!spent || ++t->oom_deferred_turns >= OOM_DEFER_TURNS) {
-		flush_ooms(t, true);
+		flush_ooms(t, UINT64_MAX);
 		t->oom_deferred_turns = 0;
 	}
 }
@@ -586,15 +586,22 @@ static int handle_event(void *ctx, void *data, size_t size)
 	struct gs_tracker *t = ctx;
 	const struct gs_event_hdr *hdr = data;
 
-	if (size >= sizeof(*hdr) && hdr->ts_ns > t->last_event_ns)
-		t->last_event_ns = hdr->ts_ns;
+	if (size >= sizeof(*hdr) && !t->closing) {
+		if (hdr->ts_ns > t->last_event_ns)
+			t->last_event_ns = hdr->ts_ns;
+		/* a process's exit or exec ends what an OOM of it reports: the OOM goes first */
+		if (hdr->type == GS_EV_PROC_EXIT || hdr->type == GS_EV_PROC_EXEC)
+			oom_drain(t, hdr->ts_ns);
+		else if (t->oom_queue->nr)
+			flush_ooms(t, hdr->ts_ns);
+	}
 	dispatch_event(t, data, size);
 	if (t->closing)
 		return 0; /* letting stopped processes go is never cut short */
 	if (gs_drain_budget__take(&t->budget))
 		return -EAGAIN;
 	if (t->budget.used % OOM_CHECK_EVERY == 0)
-		oom_drain(t);
+		oom_drain(t, t->last_event_ns);
 	return 0;
 }
 
@@ -607,7 +614,7 @@ static int drain(struct gs_tracker *t, int timeout_ms)
 	int n;
 
 	if (!t->closing)
-		oom_drain(t);
+		oom_drain(t, t->last_event_ns);
 	gs_drain_budget__start(&t->budget);
 	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : 0;
 	/*

@@ -110,7 +110,8 @@ def user_over_its_share_is_dropped_not_others():
              for r in mine]))
         p = process(mine[0], oom.pid)
         expect_eq((p["outstanding_bytes"], p["outstanding_allocations"],
-                   p["failed_allocations"]), (96 * MiB, 3, 1), "what it held and its OOM")
+                   p["failed_allocations"]), (96 * MiB, 3, 1),
+                  f"what it held and its OOM (lost {reports[-1]['lost']})")
         final = reports[-1]
         assert final["lost"]["uid_over_share"] > 0, final["lost"]
         expect_eq(sum(r["window_lost_events"] for r in reports), final["dropped_events"],
