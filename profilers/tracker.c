@@ -915,6 +915,18 @@ int gs_tracker__start(struct gs_tracker *t)
 	return start_pids(t);
 }
 
+/*
+ * Reads the shared buffer up to the records written at now_ns (or to its end): what a
+ * process that died before now wrote is then handled. Turn by turn, and bounded: past the
+ * records the buffer held at now_ns, the next are newer.
+ */
+static void catch_up(struct gs_tracker *t, uint64_t now_ns)
+{
+	for (int turns = 0; turns < 1024; turns++)
+		if (drain(t, -1) <= 0 || !t->budget.spent || t->last_event_ns >= now_ns)
+			break;
+}
+
 static void reap_child(struct gs_tracker *t)
 {
 	int status;
@@ -947,7 +959,7 @@ static void check_liveness(struct gs_tracker *t)
 			 * still known: comm and maps are gone from /proc, not from the tracker. The
 			 * records handled may drop targets (exits): look again from the start.
 			 */
-			drain(t, -1);
+			catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
 			drained = true;
 			i = 0;
 		} else {
@@ -968,7 +980,7 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 	reap_child(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */
-		drain(t, -1);
+		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
 		target_gone(t, t->child.pid, false);
 	}
 	check_liveness(t);
