@@ -36,11 +36,13 @@ static int share_flood_maps(struct gs_bpf_objects *o, struct bpf_object *obj)
 {
 	struct bpf_map *oom = bpf_object__find_map_by_name(obj, "oom_events");
 	struct bpf_map *uids = bpf_object__find_map_by_name(obj, "uid_shares");
+	struct bpf_map *state = bpf_object__find_map_by_name(obj, "share_state");
 
-	if (!oom || !uids)
+	if (!oom || !uids || !state)
 		return -ENOENT;
 	return bpf_map__reuse_fd(oom, bpf_map__fd(o->proc->maps.oom_events))
-		       ?: bpf_map__reuse_fd(uids, bpf_map__fd(o->proc->maps.uid_shares));
+		       ?: bpf_map__reuse_fd(uids, bpf_map__fd(o->proc->maps.uid_shares))
+		       ?: bpf_map__reuse_fd(state, bpf_map__fd(o->proc->maps.share_state));
 }
 
 int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
