@@ -987,6 +987,15 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 	return n;
 }
 
+int gs_tracker__drain_all(struct gs_tracker *t)
+{
+	int n = gs_tracker__poll(t, 0);
+
+	if (n >= 0)
+		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
+	return n < 0 ? n : 0;
+}
+
 int gs_tracker__fd(const struct gs_tracker *t)
 {
 	return ring_buffer__epoll_fd(t->rb);

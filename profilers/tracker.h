@@ -73,6 +73,11 @@ int gs_tracker__start(struct gs_tracker *t);
 /* Drains events for at most timeout_ms; returns the number handled or -errno. */
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
 /*
+ * Reads every record written until now, turn by turn (a turn's budget bounds gs_tracker__poll):
+ * the final drain after a stop. Records written meanwhile end it. Returns 0 or -errno.
+ */
+int gs_tracker__drain_all(struct gs_tracker *t);
+/*
  * A descriptor that polls readable when records wait (above the wake-up threshold), for a
  * caller that polls it with descriptors of its own, then drains with gs_tracker__poll(t, 0).
  */
