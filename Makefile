@@ -8,7 +8,7 @@ CC ?= cc
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VERSION := 0.1.0
 
-PKGS := libbpf libelf zlib libmicrohttpd yajl libdw
+PKGS := libbpf libelf zlib libmicrohttpd yajl libdw liblzma
 CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-initializers \
 	-Wno-unused-parameter -D_GNU_SOURCE -DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -113,7 +113,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Werror=undef \
 FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace gpu_record python_lines
 # what each harness links besides itself: a link error naming a gs_ function means its file
 # belongs on the list (gs_log* come from tests/fuzz/fuzz_log.c, which formats and drops them)
-FUZZ_SRCS_elf := user/elf_file.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
+FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/options.c
@@ -158,7 +158,7 @@ CUPTI_LIBDIR := $(firstword $(foreach d,$(CUPTI_INC)/../lib64 $(CUPTI_INC)/../li
 CUPTI_SO := libgpusnoop-cupti.so
 ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
 all: $(CUPTI_SO)
-e2e: $(CUPTI_SO)
+e2e-build: $(CUPTI_SO)
 GPU_TEST_NEEDS := $(CUPTI_SO)
 # no -Werror=undef: CUPTI's headers test macros they do not define
 # It links no CUPTI: at run time it binds the process's own (cupti_bind.c), else the
@@ -186,7 +186,11 @@ $(info note: no CUPTI headers (CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cupti
 	$(CUPTI_SO) and record -e gpu are not built)
 endif
 
-e2e: gpusnoop $(FIXTURES)
+# test_bundle.py runs the bundle in minimal Debian roots; `make e2e-build` then
+# `scripts/run-e2e.sh WORD...` runs a part of the suite
+.PHONY: e2e-build
+e2e-build: gpusnoop $(FIXTURES) bundle bundle-fixtures
+e2e: e2e-build
 	$(Q)./scripts/run-e2e.sh
 
 # in this order even under -j: unit tests, seconds of each fuzzer, then the e2e suite
@@ -213,7 +217,7 @@ vmlinux:
 
 check:
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] profilers/*/*.[ch] stitch/*.[ch] bpf/*.[ch] \
-		tests/unit/*.[ch] tests/fixtures/*.[ch] tests/fixtures/workloads/*.[ch] \
+		tests/unit/*.[ch] tests/fixtures/*.[ch] scripts/bundle/*.[ch] tests/fixtures/workloads/*.[ch] \
 		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
 
 clean:
@@ -250,5 +254,8 @@ uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpusnoop $(DESTDIR)$(MAN8DIR)/gpusnoop.8 \
 		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(BASHCOMPDIR)/gpusnoop \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+
+# make bundle: gpusnoop for any host with glibc >= 2.31 (needs MAN_OUT, BENCH_OUT above)
+include scripts/bundle/bundle.mk
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(wildcard $(FUZZ_OUT)/obj/*/*.d $(FUZZ_OUT)/obj/*/*/*.d)

@@ -5,6 +5,7 @@
 #include <bpf/bpf_tracing.h>
 #include "gs_common.bpf.h"
 #include "gs_python.bpf.h"
+#include "gs_ustack.bpf.h"
 
 #define EEXIST 17
 #define ENOMEM 12
@@ -16,6 +17,15 @@
 const volatile bool cfg_records = false;
 /* only tasks in the cgroup (v2) at index 0 of cgroups, or below it */
 const volatile bool cfg_cgroup = false;
+/* -U: user stacks only; -K: kernel stacks only (bcc's profile) */
+const volatile bool cfg_no_kernel_stack = false;
+const volatile bool cfg_no_user_stack = false;
+/* --tid: only this thread; 0: every thread of the targets */
+const volatile __u32 cfg_tid = 0;
+/* --per-thread: counts per thread, not per (process, thread name) */
+const volatile bool cfg_per_thread = false;
+/* --stacks dwarf: a copy of the user stack slice before each record (gs_ustack.bpf.h) */
+const volatile bool cfg_ustack = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -38,13 +48,17 @@ struct {
 	__type(value, __u32);
 } cgroups SEC(".maps");
 
-/* x86: the low two bits of cs are the privilege level the sample interrupted */
+/*
+ * A sample in user mode has a user ip. Decided from the ip, not from regs.cs: cs changed
+ * size in pt_regs (a u16 in a union since 6.9's FRED), and a CO-RE read of it fails to
+ * relocate on 6.1.
+ */
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
 	/* the context allows only whole-register loads: volatile keeps clang from narrowing */
-	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	__u64 ip = *(volatile __u64 *)&ctx->regs.ip;
 
-	return (cs & 3) == 3;
+	return !gs_is_kernel_addr(ip);
 }
 
 static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 flags)
@@ -57,14 +71,19 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 	return (__s32)id;
 }
 
-static __always_inline void count_sample(struct bpf_perf_event_data *ctx, __u32 pid)
+static __always_inline void count_sample(struct bpf_perf_event_data *ctx, __u64 pid_tgid)
 {
-	struct gs_cpu_key key = { .pid = pid, .kernel_stack_id = -1 };
+	struct gs_cpu_key key = { .pid = pid_tgid >> 32,
+				  .user_stack_id = -1,
+				  .kernel_stack_id = -1 };
 	__u64 zero = 0, *n;
 
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	key.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
-	if (!in_user_mode(ctx))
+	if (cfg_per_thread)
+		key.tid = (__u32)pid_tgid;
+	if (!cfg_no_user_stack)
+		key.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
+	if (!cfg_no_kernel_stack && !in_user_mode(ctx))
 		key.kernel_stack_id = stack_id(ctx, 0);
 	n = bpf_map_lookup_elem(&counts, &key);
 	if (!n) {
@@ -82,7 +101,8 @@ static __always_inline void count_sample(struct bpf_perf_event_data *ctx, __u32 
 static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 pid_tgid)
 {
 	__u64 ts = bpf_ktime_get_ns();
-	int py = gs_py_emit(pid_tgid, ts);
+	int py = cfg_no_user_stack ? 0 : gs_py_emit(pid_tgid, ts);
+	bool ustack = cfg_ustack && !cfg_no_user_stack && gs_emit_ustack(ctx, pid_tgid, ts);
 	struct gs_cpu_sample *e = gs_reserve(sizeof(*e));
 	long nbytes;
 
@@ -91,15 +111,19 @@ static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 p
 	e->cpu = bpf_get_smp_processor_id();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	e->nr_kernel = 0;
-	if (!in_user_mode(ctx)) {
+	if (!cfg_no_kernel_stack && !in_user_mode(ctx)) {
 		nbytes = bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0);
 		e->nr_kernel = nbytes > 0 ? nbytes / sizeof(__u64) : 0;
 	}
-	e->nr_frames = gs_user_stack(ctx, e->frames);
+	e->nr_frames = cfg_no_user_stack ? 0 : gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_CPU_SAMPLE,
 		    offsetof(struct gs_cpu_sample, frames) + e->nr_frames * sizeof(__u64),
 		    pid_tgid);
 	gs_py_mark(&e->hdr, py, ts);
+	if (ustack) {
+		e->hdr.flags |= GS_EV_F_USTACK;
+		e->hdr.ts_ns = ts;
+	}
 	gs_submit(e);
 }
 
@@ -112,13 +136,15 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	/* pid 0 is the idle task: a CPU with nothing to run */
 	if (!pid || !gs_is_target(pid))
 		return 0;
+	if (cfg_tid && (__u32)pid_tgid != cfg_tid)
+		return 0;
 	if (cfg_cgroup && bpf_current_task_under_cgroup(&cgroups, 0) != 1)
 		return 0;
 	/* a thread of a Python process: its Python frames need the record's walk */
-	if (cfg_records || bpf_map_lookup_elem(&py_procs, &pid))
+	if (cfg_records || cfg_ustack || bpf_map_lookup_elem(&py_procs, &pid))
 		emit_sample(ctx, pid_tgid);
 	else
-		count_sample(ctx, pid);
+		count_sample(ctx, pid_tgid);
 	return 0;
 }
 

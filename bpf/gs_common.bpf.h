@@ -5,6 +5,7 @@
 
 #include <bpf/bpf_core_read.h>
 #include "gs_event.h"
+#include "gs_uregs.bpf.h"
 
 /* Userspace sizes it before load and hands the same map to every object (bpf_map__reuse_fd). */
 struct {
@@ -35,12 +36,12 @@ struct {
 	__type(value, struct gs_share_state);
 } share_state SEC(".maps");
 
-/* pid -> GS_TARGET_* flags; consulted unless cfg_all_pids */
+/* pid -> struct gs_target; consulted unless cfg_all_pids */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, GS_MAX_TARGETS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct gs_target);
 } targets SEC(".maps");
 
 struct {
@@ -209,6 +210,9 @@ struct gs_stack_vma {
 	__u64 start, end;
 };
 
+/* set where the kernel has no bpf_find_vma() (user/kernel_probe.c): the verifier drops its call */
+const volatile bool cfg_no_find_vma = false;
+
 /* each thread's stack mapping, as last found: bpf_find_vma() costs more than the walk */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -236,6 +240,9 @@ static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
 {
 	struct gs_stack_vma *c, vma = {};
 
+	/* bpf_find_vma() is Linux 5.17: before it (5.15), the kernel's walk, faults and all */
+	if (cfg_no_find_vma)
+		return 0;
 	c = bpf_task_storage_get(&stack_vmas, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (c && sp >= c->start && sp < c->end)
 		return c->end;
@@ -300,12 +307,14 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 	return n;
 }
 
+/* from the task's user registers: in a sample that interrupted the kernel too (gs_uregs) */
 static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 {
-	struct pt_regs *regs = ctx;
+	struct gs_uregs r;
 
-	return gs_user_stack_from(ctx, frames, PT_REGS_IP(regs), PT_REGS_FP(regs),
-				  PT_REGS_SP(regs));
+	if (!gs_uregs(ctx, &r))
+		return gs_user_stack_kernel(ctx, frames);
+	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp);
 }
 
 /*

@@ -54,11 +54,39 @@ struct gs_event_hdr {
 	__u32 tid;
 };
 
-/* values of the targets map */
+/* values of the targets map: a pid's entry holds only while start matches its process */
+struct gs_target {
+	__u32 flags;	  /* GS_TARGET_* */
+	__u32 skip_loads; /* loader events not to stop at: the start-up of an image probed already */
+	__u64 start;	  /* start time, clock ticks after boot (/proc/PID/stat field 22); 0: any */
+};
+
+/*
+ * The stopped set (bpf/proc.bpf.c): pid -> its process's stop, from the SIGSTOP until
+ * userspace answers it. A stop whose record was lost is found here and resumed.
+ */
+#define GS_MAX_STOPPED 4096
+struct gs_stopped {
+	__u64 start;   /* as gs_target.start */
+	__u32 foreign; /* someone else stopped it meanwhile: it stays stopped */
+	__u32 pad;
+};
+/* task start_boottime (ns) to clock ticks: USER_HZ is 100 on every architecture we build */
+#define GS_NS_PER_TICK 10000000ULL
+
 #define GS_TARGET_TRACED       0x1
 #define GS_TARGET_STOP_ON_LOAD 0x2 /* SIGSTOP at each link-map change (spawned child) */
 /* its new processes become targets too (flags inherited, plus STOP_ON_LOAD); SIGSTOP at exec */
 #define GS_TARGET_CHILDREN 0x4
+/* stops at every exec, probed image or not: a rank's environment is read there */
+#define GS_TARGET_ALWAYS_STOP 0x8
+
+/* probed_files key: an image or loader probed already (kernel dev_t: major << 20 | minor) */
+#define GS_MAX_PROBED_FILES 1024
+struct gs_file_key {
+	__u64 dev;
+	__u64 ino;
+};
 
 /* gs_event_hdr.flags of GS_EV_LIBS_CHANGED */
 #define GS_LIBS_F_STOPPED 0x1 /* the process was sent SIGSTOP and waits for SIGCONT */
@@ -67,6 +95,8 @@ struct gs_event_hdr {
 
 struct gs_proc_event {
 	struct gs_event_hdr hdr;
+	__u64 start;   /* the process's start time, as gs_target.start */
+	char comm[16]; /* at the event (an exec's: the new image's) */
 };
 
 /* GS_EV_PROC_FORK: hdr.pid is the new process, reported before it first runs */
@@ -168,6 +198,8 @@ enum gs_stat {
 	GS_STAT_PY_TRUNCATED,	  /* Python stacks cut at GS_PY_MAX_FRAMES (outermost lost) */
 	GS_STAT_GPU_TOO_BIG,	  /* CUPTI records larger than GS_GPU_RECORD_BYTES: not copied */
 	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
+	GS_STAT_STOPS,		  /* processes stopped for probing (not a loss: not in "lost") */
+	GS_STAT_STOPS_SKIPPED,	  /* stops not sent: their record or the stopped set had no room */
 	GS_STAT_OOM_FALLBACK,	  /* OOM records sent on the shared buffer: their own one full */
 	GS_STAT_UID_OVER_SHARE,	  /* records dropped: their user wrote past its share (-a) */
 	GS_STAT__MAX,
@@ -191,7 +223,7 @@ struct gs_cpu_key {
 	__u32 pid;
 	__s32 user_stack_id;   /* in the stacks map; negative: none (kernel thread, lost) */
 	__s32 kernel_stack_id; /* negative: the sample hit user mode, or lost */
-	__u32 pad;
+	__u32 tid;	       /* profile --per-thread; else 0 */
 	char comm[16];
 };
 
@@ -286,7 +318,7 @@ struct gs_ustack_event {
  * which then has GS_EV_F_PYSTACK in hdr.flags and the same ts_ns. Userspace names the code
  * objects and merges the frames into the native stack (user/python.c).
  */
-#define GS_PY_MAX_FRAMES 64 /* Python frames recorded per stack, innermost first */
+#define GS_PY_MAX_FRAMES 128 /* Python frames recorded per stack, innermost first */
 #define GS_PY_MAX_PROCS	 4096
 
 /* gs_py_proc.flag_kind: how a frame says that it ends a run of _PyEval_EvalFrameDefault */
@@ -332,7 +364,7 @@ struct gs_py_stack_event {
 	struct gs_event_hdr hdr;
 	__u16 nr_frames;
 	__u16 flags;
-	__u32 pad;
+	__u32 nr_more; /* F_TRUNCATED: frames beyond the recorded ones; 0: more than were counted */
 	struct gs_py_frame frames[GS_PY_MAX_FRAMES];
 };
 

@@ -6,8 +6,13 @@
 #include <bpf/bpf_core_read.h>
 #include "gs_common.bpf.h"
 
-/* frames walked per stack: the recorded ones and the 3.12+ C-stack shims between them */
-#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32)
+/*
+ * Steps of the walk per stack: the recorded frames, the 3.12+ C-stack shims between them,
+ * and past the recorded ones a count of the frames left (Python's default recursion limit
+ * is 1000), which the truncation mark shows. bpf_loop(): the verifier checks one step.
+ */
+#define GS_PY_COUNT_MAX	   1024
+#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32 + GS_PY_COUNT_MAX)
 #define GS_PY_OWNER_CSTACK 3	/* 3.12+ FRAME_OWNED_BY_CSTACK: the shim an eval loop pushes */
 #define GS_PY_MAX_TSS_KEY  1024 /* glibc's PTHREAD_KEYS_MAX */
 
@@ -248,8 +253,16 @@ static long gs_py_walk_step(__u32 index, void *ctx)
 		w->frame = back;
 		return 0;
 	}
-	if (n >= GS_PY_MAX_FRAMES)
-		return 1; /* w->frame stays: the stack was truncated */
+	if (n >= GS_PY_MAX_FRAMES) {
+		/*
+		 * truncated: only counted; w->frame stays nonzero if the count stops too. The
+		 * count lives in the map value, unknown to the verifier: kept on the stack, each
+		 * of its values made the verifier walk the callback again (BPF load 10x slower).
+		 */
+		sc->ev.nr_more++;
+		w->frame = back;
+		return 0;
+	}
 	code = gs_py_field(sc, w->p.frame_code, w->lo);
 	instr = gs_py_field(sc, w->p.frame_instr, w->lo);
 	gs_py_note_code(w, code);
@@ -309,21 +322,27 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	if (!w.frame)
 		return 0;
 	gs_py_window(&w.p, &w.lo, &w.len);
-	if (!w.len)
-		return 0;
-	bpf_loop(GS_PY_WALK_MAX, gs_py_walk_step, &w, 0);
 	sc = bpf_map_lookup_elem(&py_scratch, &zero);
-	e = sc ? &sc->ev : NULL;
+	if (!w.len || !sc)
+		return 0;
+	sc->ev.nr_more = 0;
+	bpf_loop(GS_PY_WALK_MAX, gs_py_walk_step, &w, 0);
+	e = &sc->ev;
 	n = w.n;
-	if (!e || !n || n > GS_PY_MAX_FRAMES)
+	if (!n)
+		return 0;
+	/* two tests: clang folds them into one (n - 1 > max - 1) that loses the verifier's bound */
+	asm volatile("" : "+r"(n));
+	if (n > GS_PY_MAX_FRAMES)
 		return 0;
 	size = offsetof(struct gs_py_stack_event, frames) + n * sizeof(struct gs_py_frame);
 	gs_fill_hdr(&e->hdr, GS_EV_PYSTACK, size, pid_tgid);
 	e->hdr.ts_ns = ts_ns;
 	e->nr_frames = n;
 	e->flags = 0;
-	e->pad = 0;
-	if (w.frame) {
+	if (w.frame)
+		e->nr_more = 0; /* more than were counted */
+	if (e->nr_more || w.frame) {
 		e->flags = GS_PY_STACK_F_TRUNCATED;
 		gs_count(GS_STAT_PY_TRUNCATED);
 	}

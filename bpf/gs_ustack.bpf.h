@@ -43,14 +43,25 @@ static __always_inline void gs_ustack_fix_uretprobes(struct gs_ustack *out, __u6
  * boundary. Return addresses hidden by pending uretprobes are restored in the copy.
  * Nothing readable: out->size is 0 and GS_STAT_USTACK_FAILED counts it.
  */
-static __always_inline void gs_capture_ustack(struct pt_regs *ctx, struct gs_ustack *out)
+static __always_inline void gs_capture_ustack(void *ctx, struct gs_ustack *out)
 {
-	__u64 sp = PT_REGS_SP(ctx);
-	__u64 page = sp & ~(GS_USTACK_PAGE - 1);
+	struct gs_uregs r;
+	__u64 sp, page;
 
-	out->regs[GS_USTACK_REG_IP] = PT_REGS_IP(ctx);
+	/* the task's user registers: a CPU sample may have interrupted the kernel */
+	if (!gs_uregs(ctx, &r)) {
+		out->regs[GS_USTACK_REG_IP] = out->regs[GS_USTACK_REG_SP] = 0;
+		out->regs[GS_USTACK_REG_BP] = 0;
+		out->pad = 0;
+		out->size = 0;
+		gs_count(GS_STAT_USTACK_FAILED);
+		return;
+	}
+	sp = r.sp;
+	page = sp & ~(GS_USTACK_PAGE - 1);
+	out->regs[GS_USTACK_REG_IP] = r.ip;
 	out->regs[GS_USTACK_REG_SP] = sp;
-	out->regs[GS_USTACK_REG_BP] = PT_REGS_FP(ctx);
+	out->regs[GS_USTACK_REG_BP] = r.fp;
 	out->pad = 0;
 	if (!bpf_probe_read_user(out->data, GS_USTACK_BYTES, (void *)sp)) {
 		out->size = GS_USTACK_BYTES;
@@ -79,7 +90,7 @@ static __always_inline void gs_capture_ustack(struct pt_regs *ctx, struct gs_ust
  * (and the same ts_ns) when it returns true: ring-buffer records are consumed in reservation
  * order, so userspace sees the stack first and pairs the two by tid and timestamp.
  */
-static __always_inline bool gs_emit_ustack(struct pt_regs *ctx, __u64 pid_tgid, __u64 ts_ns)
+static __always_inline bool gs_emit_ustack(void *ctx, __u64 pid_tgid, __u64 ts_ns)
 {
 	struct gs_ustack_event *e = gs_reserve(sizeof(*e));
 

@@ -9,6 +9,7 @@
 #include "torch.skel.h"
 #include "profilers/bpf_objects.h"
 #include "profilers/cuda/api.h"
+#include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/python.h"
@@ -23,6 +24,10 @@ int gs_bpf_load_error(const char *what, int err)
 		       "CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE (CAP_SYS_ADMIN on kernels "
 		       "before 5.8)",
 		       what);
+	else if (err == -EINVAL) /* the kernel refused something: never that alone */
+		gs_err("loading BPF programs (%s): the kernel refused them (%s): -v shows why, "
+		       "`gpusnoop check` what this kernel lacks",
+		       what, strerror(-err));
 	else
 		gs_err("loading BPF programs (%s): %s", what, strerror(-err));
 	return err;
@@ -84,6 +89,7 @@ static int load_proc(struct gs_bpf_objects *o)
 	}
 	o->proc->rodata->cfg_all_pids = o->opts.all;
 	o->proc->rodata->cfg_uid_share = o->opts.all;
+	o->proc->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->proc->rodata->cfg_report_all_execs = o->opts.all;
 	bpf_program__set_autoload(o->proc->progs.handle_oom_victim, o->opts.oom_kills);
 	if (o->opts.ringbuf_bytes)
@@ -105,6 +111,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	}
 	o->mem->rodata->cfg_all_pids = o->opts.all;
 	o->mem->rodata->cfg_uid_share = o->opts.all;
+	o->mem->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->mem->rodata->cfg_free_returns = o->opts.free_returns;
 	o->mem->rodata->cfg_ustack = o->opts.ustack;
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
@@ -130,6 +137,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 	}
 	o->cuda->rodata->cfg_all_pids = o->opts.all;
 	o->cuda->rodata->cfg_uid_share = o->opts.all;
+	o->cuda->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->cuda->rodata->cfg_python = o->opts.python != NULL;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
@@ -147,6 +155,7 @@ int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_o
 	int err;
 
 	*o = (struct gs_bpf_objects){ .opts = *opts };
+	o->no_find_vma = !gs_kernel_has_find_vma();
 	objects_for(opts->families, &mem, &cuda);
 	err = load_proc(o);
 	if (!err && mem)
@@ -176,6 +185,7 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 	if (!err) {
 		o->torch->rodata->cfg_all_pids = o->opts.all;
 		o->torch->rodata->cfg_uid_share = o->opts.all;
+		o->torch->rodata->cfg_no_find_vma = o->no_find_vma;
 		o->torch->rodata->cfg_ustack = o->opts.ustack;
 		o->torch->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 		o->torch->rodata->cfg_python = o->opts.python != NULL;

@@ -43,6 +43,7 @@ struct gs_bpf_objects {
 	struct gs_bpf_objects_opts opts;
 	uint32_t wakeup_bytes;
 	bool torch_failed; /* tried once and failed (logged): not tried again */
+	bool no_find_vma;  /* the kernel has no bpf_find_vma() (5.17): each object's cfg_ */
 };
 
 /* Loads proc, and mem and cuda as the families need. Returns 0 or -errno (logged). */

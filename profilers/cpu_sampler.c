@@ -13,8 +13,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cpu.skel.h"
+#include "profilers/bpf_objects.h"
 #include "profilers/cpu_sampler.h"
 #include "profilers/tracker.h"
+#include "user/kernel_probe.h"
 #include "user/log.h"
 
 #define MAX_CPUS 4096
@@ -215,8 +217,16 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 		goto out_free;
 	}
 	s->skel->rodata->cfg_all_pids = opts->all;
+	s->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
+	/* the verifier drops the Python walk, and its bpf_loop() (5.17), where it is off */
+	s->skel->rodata->cfg_python = gs_tracker__has_python(t);
 	s->skel->rodata->cfg_records = opts->records;
 	s->skel->rodata->cfg_cgroup = opts->cgroup != NULL;
+	s->skel->rodata->cfg_no_kernel_stack = opts->no_kernel_stack;
+	s->skel->rodata->cfg_no_user_stack = opts->no_user_stack;
+	s->skel->rodata->cfg_tid = (__u32)opts->tid;
+	s->skel->rodata->cfg_per_thread = opts->per_thread;
+	s->skel->rodata->cfg_ustack = opts->ustack;
 	s->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
 	/* only the mode in use needs its map: the other is kept minimal */
 	if (opts->records) {
@@ -228,7 +238,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	err = err ?: gs_tracker__share_python_map(t, s->skel->maps.py_procs);
 	err = err ?: cpu_bpf__load(s->skel);
 	if (err) {
-		gs_err("loading BPF programs (cpu): %s", strerror(-err));
+		gs_bpf_load_error("cpu", err);
 		goto out_free;
 	}
 	if (s->cgroup_fd >= 0 && bpf_map_update_elem(bpf_map__fd(s->skel->maps.cgroups), &zero,

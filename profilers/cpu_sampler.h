@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 
@@ -18,6 +19,11 @@ struct gs_cpu_sampler_opts {
 	bool records;	    /* one ring-buffer record per sample (record), else counts (profile) */
 	bool all;	    /* every process (-a), else the tracker's targets */
 	const char *cgroup; /* only tasks in this cgroup v2 directory or below; NULL: any */
+	bool no_kernel_stack; /* -U: user stacks only */
+	bool no_user_stack;   /* -K: kernel stacks only */
+	pid_t tid;	      /* --tid: this thread only; 0: all */
+	bool per_thread;      /* counts per thread id (gs_cpu_key.tid) */
+	bool ustack;	      /* --stacks dwarf: stack slices for the tracker to unwind */
 };
 
 /*

@@ -18,7 +18,10 @@
 #include "profilers/cuda/gpu_attach.h"
 #include "profilers/lib_attach.h"
 #include "user/pid_index.h"
+#include "profilers/job_control.h"
 #include "profilers/proc_tree.h"
+#include "profilers/stop_set.h"
+#include "profilers/watchdog.h"
 #include "profilers/tracker.h"
 #include "profilers/drain_budget.h"
 #include "profilers/oom_queue.h"
@@ -26,6 +29,7 @@
 #include "user/clock.h"
 #include "user/elf_file.h"
 #include "user/event_decode.h"
+#include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/proc_info.h"
@@ -48,6 +52,7 @@
 
 struct target {
 	pid_t pid;
+	unsigned int loads; /* loader events since its exec: its image is probed after two */
 	char comm[16];
 };
 
@@ -83,7 +88,10 @@ struct gs_tracker {
 	bool child_reaped;
 	bool child_execed; /* its exec was handled: its image is probed */
 	bool closing;	   /* records are no longer handled, stopped processes only let go */
-	uint64_t last_liveness_ns;
+	uint64_t last_liveness_ns, last_sweep_ns;
+	struct gs_watchdog watchdog;		/* resumes what we stopped if we die */
+	uint32_t unanswered[GS_STOP_SWEEP_MAX]; /* in the stopped set at the last sweep */
+	size_t nr_unanswered;
 	struct gs_drain_budget budget; /* this turn's share of the ring buffer (drain()) */
 };
 
@@ -107,17 +115,28 @@ static struct target *find_target(struct gs_tracker *t, pid_t pid)
 static struct target *add_target(struct gs_tracker *t, pid_t pid, __u32 flags)
 {
 	struct target *tg = find_target(t, pid);
+	struct gs_target value = { .flags = flags };
 	__u32 key = (__u32)pid;
+	uint64_t start;
 
 	if (tg)
 		return tg;
+	if (t->opts.stop_every_exec && (flags & GS_TARGET_CHILDREN))
+		value.flags |= GS_TARGET_ALWAYS_STOP;
 	if (GS_ARRAY_RESERVE(t->targets, t->nr_targets, t->cap_targets, 16) ||
 	    gs_pid_index__set(&t->target_index, pid, t->nr_targets))
 		return NULL;
 	tg = &t->targets[t->nr_targets++];
 	*tg = (struct target){ .pid = pid };
 	gs_read_comm(pid, pid, tg->comm, sizeof(tg->comm));
-	if (bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.targets), &key, &flags, BPF_ANY))
+	/* keyed by start time too: once it is gone, BPF drops it, and its pid is not it */
+	if (gs_proc_start(pid, &start))
+		return tg; /* gone already: its exit was seen, or a check of liveness sees it */
+	value.start = start;
+	/* one BPF made at fork is kept: it counts its loader events (bpf/proc.bpf.c) */
+	if (bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.targets), &key, &value,
+				BPF_NOEXIST) &&
+	    errno != EEXIST)
 		gs_warn("pid %d: cannot follow exits: %s", (int)pid, strerror(errno));
 	return tg;
 }
@@ -163,7 +182,6 @@ static void drop_target(struct gs_tracker *t, struct target *tg)
 static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 {
 	struct target *tg = find_target(t, pid);
-	__u32 key = (__u32)pid;
 
 	if (!tg)
 		return;
@@ -176,7 +194,7 @@ static void target_gone(struct gs_tracker *t, pid_t pid, bool exec)
 		scan_process(t, pid);
 		return;
 	}
-	bpf_map_delete_elem(bpf_map__fd(t->objs.proc->maps.targets), &key);
+	/* its targets entry went in BPF, at its exit (a pid reused since keeps its own) */
 	gs_proc_tree__exit(t->tree, pid);
 	/*
 	 * The probes that watch pid alone (every probe of a -p target; those of a user's own
@@ -209,7 +227,10 @@ static void note_process(struct gs_tracker *t, pid_t pid)
 /* The record with its Python frames merged into its stack (a copy in buf), or itself. */
 static const void *with_python(struct gs_tracker *t, const void *e, union gs_py_merged *buf)
 {
-	return t->python && gs_python__merge_record(t->python, e, buf) ? buf : e;
+	if (t->python && gs_python__merge_record(t->python, e, buf))
+		return buf;
+	/* a native stack cut at its last frame says so: [truncated] as its outermost frame */
+	return gs_python__mark_cut_stack(e, buf) ? buf : e;
 }
 
 static void stash_ustack(struct gs_tracker *t, const struct gs_ustack_event *e)
@@ -314,16 +335,37 @@ static bool unwind_torch(struct gs_tracker *t, const void *e, size_t frames_off,
 	return true;
 }
 
-/* The loader mapped or unmapped libraries (a stopped spawned command waits for us). */
-static void on_libs_changed(struct gs_tracker *t, const struct gs_event_hdr *hdr)
+static int stopped_fd(const struct gs_tracker *t)
 {
-	pid_t pid = (pid_t)hdr->pid;
+	return bpf_map__fd(t->objs.proc->maps.stopped);
+}
+
+/*
+ * After its loader's start-up (two link-map changes), a followed process's image and
+ * libraries are probed: the next exec of that image needs no stop (bpf/proc.bpf.c).
+ */
+static void note_probed_image(struct gs_tracker *t, pid_t pid)
+{
+	struct target *tg = find_target(t, pid);
+	struct gs_file_key key;
+	__u8 one = 1;
+
+	if (!tg || !t->opts.children || ++tg->loads != 2 || gs_exe_file_key(pid, &key))
+		return;
+	bpf_map_update_elem(bpf_map__fd(t->objs.proc->maps.probed_files), &key, &one, BPF_ANY);
+}
+
+/* The loader mapped or unmapped libraries (a stopped spawned command waits for us). */
+static void on_libs_changed(struct gs_tracker *t, const struct gs_proc_event *e)
+{
+	pid_t pid = (pid_t)e->hdr.pid;
 
 	/* in -a mode every process reports here: keep snapshots only of CUDA users */
 	if (!scan_process(t, pid) && !find_target(t, pid))
 		gs_symcache__forget(t->symcache, pid);
-	if (hdr->flags & GS_LIBS_F_STOPPED)
-		kill(pid, SIGCONT);
+	note_probed_image(t, pid);
+	if (e->hdr.flags & GS_LIBS_F_STOPPED)
+		gs_stop_set__answer(stopped_fd(t), pid, e->start);
 }
 
 /* A target's new process, before it first ran; it maps what its parent did. */
@@ -333,23 +375,33 @@ static void on_fork(struct gs_tracker *t, const struct gs_proc_fork *e)
 
 	if (!add_target(t, pid, CHILD_FLAGS) || gs_proc_tree__add(t->tree, pid, (pid_t)e->ppid))
 		gs_warn("pid %d: out of memory: its parent is not shown", (int)pid);
+	/* no stop holds it: it may be gone already, with what it inherited */
+	gs_symcache__inherit(t->symcache, pid, (pid_t)e->ppid);
 	scan_process(t, pid);
 }
 
-static void on_exec(struct gs_tracker *t, const struct gs_event_hdr *hdr)
+static void on_exec(struct gs_tracker *t, const struct gs_proc_event *e)
 {
-	pid_t pid = (pid_t)hdr->pid;
+	pid_t pid = (pid_t)e->hdr.pid;
+	struct target *tg = find_target(t, pid);
 
 	t->child_execed |= pid == t->child.pid;
-	if (find_target(t, pid)) {
+	if (tg) {
+		tg->loads = 0;
 		gs_proc_tree__exec(t->tree, pid);
 		target_gone(t, pid, true); /* probes the new image */
+		/* its name at exec, from the record: a process not held there may be gone now */
+		tg = find_target(t, pid);
+		if (tg && e->comm[0]) {
+			memcpy(tg->comm, e->comm, sizeof(tg->comm));
+			tg->comm[sizeof(tg->comm) - 1] = '\0';
+		}
 	} else if (t->opts.all) {
 		scan_process(t, pid);
 	}
 	/* a followed tree's process waits for them before its new image runs */
-	if (hdr->flags & GS_EXEC_F_STOPPED)
-		kill(pid, SIGCONT);
+	if (e->hdr.flags & GS_EXEC_F_STOPPED)
+		gs_stop_set__answer(stopped_fd(t), pid, e->start);
 }
 
 static void on_oom_kill(struct gs_tracker *t, pid_t pid)
@@ -402,7 +454,18 @@ static void on_cuda_call(struct gs_tracker *t, const struct gs_cuda_call *e)
 static void on_cpu_sample(struct gs_tracker *t, const struct gs_cpu_sample *e)
 {
 	union gs_py_merged merged;
+	struct gs_cpu_sample unwound;
+	size_t n;
+
 	note_process(t, (pid_t)e->hdr.pid);
+	/* profile --stacks dwarf: the user stack unwound from its slice, as for allocations */
+	n = gs_tracker__unwind(t, &e->hdr, unwound.frames, GS_MAX_STACK);
+	if (n) {
+		memcpy(&unwound, e, offsetof(struct gs_cpu_sample, frames));
+		unwound.nr_frames = (__u16)n;
+		unwound.hdr.size = (__u32)(offsetof(struct gs_cpu_sample, frames) + n * 8);
+		e = &unwound;
+	}
 	e = with_python(t, e, &merged);
 	if (t->ops.cpu_sample)
 		t->ops.cpu_sample(t->ops.ctx, e);
@@ -449,7 +512,8 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 	if (t->closing) {
 		if ((type == GS_EV_LIBS_CHANGED && (hdr->flags & GS_LIBS_F_STOPPED)) ||
 		    (type == GS_EV_PROC_EXEC && (hdr->flags & GS_EXEC_F_STOPPED)))
-			kill((pid_t)hdr->pid, SIGCONT);
+			gs_stop_set__answer(stopped_fd(t), (pid_t)hdr->pid,
+					    ((const struct gs_proc_event *)data)->start);
 		return;
 	}
 	switch (type) {
@@ -457,10 +521,10 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 		gs_warn("malformed ring buffer record (%zu bytes): skipped", size);
 		break;
 	case GS_EV_LIBS_CHANGED:
-		on_libs_changed(t, hdr);
+		on_libs_changed(t, data);
 		break;
 	case GS_EV_PROC_EXEC:
-		on_exec(t, hdr);
+		on_exec(t, data);
 		break;
 	case GS_EV_PROC_FORK:
 		on_fork(t, data);
@@ -670,6 +734,11 @@ int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs)
 	return gs_python__share_map(t->python, py_procs);
 }
 
+bool gs_tracker__has_python(const struct gs_tracker *t)
+{
+	return t->python != NULL;
+}
+
 uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t)
 {
 	return t->objs.wakeup_bytes;
@@ -692,6 +761,12 @@ static int open_objects(struct gs_tracker *t)
 
 	if (err)
 		return err;
+	/* before any probe: from the first stop on, our death cannot leave a process stopped */
+	err = gs_watchdog__start(&t->watchdog, stopped_fd(t));
+	if (err) {
+		gs_err("starting the watchdog: %s", strerror(-err));
+		return err;
+	}
 	err = proc_bpf__attach(t->objs.proc); /* the tracepoints; uprobes are attached per file */
 	if (err)
 		return gs_bpf_load_error("proc attach", err);
@@ -724,10 +799,12 @@ static int open_unwinder(struct gs_tracker *t)
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
 		     const struct gs_tracker_ops *ops)
 {
+	bool python = opts->python;
 	struct gs_tracker *t;
 	int err;
 
 	err = check_environment();
+	err = err ?: gs_kernel__check_session(opts->families != 0, &python);
 	if (err)
 		return err;
 	libbpf_set_print(libbpf_print);
@@ -750,7 +827,7 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	if (opts->children)
 		gs_lib_attach__probe_by_file(t->attach);
 	err = opts->stacks == GS_STACKS_DWARF ? open_unwinder(t) : 0;
-	if (!err && opts->python) {
+	if (!err && python) {
 		t->python = gs_python__new(t->symcache);
 		/* without privileges, loading the objects fails next and says what to grant */
 		if (!t->python && errno != EPERM && errno != EACCES)
@@ -864,6 +941,17 @@ static int start_command(struct gs_tracker *t)
 	pid_t pid;
 	int err;
 
+	/*
+	 * Its tree's processes stop at exec and at loader events, and no stop that a parent's
+	 * waitpid(WUNTRACED) does not see exists without ptrace: an interactive shell would
+	 * report each as a stopped job (README, "Stops").
+	 */
+	if (t->opts.children && gs_is_interactive_shell(t->opts.argv, isatty(STDIN_FILENO))) {
+		gs_err("'%s' is an interactive shell: its job control would see gpusnoop's stops; "
+		       "run a command or a script, or follow the shell with -p PID alone",
+		       t->opts.argv[0]);
+		return -EINVAL;
+	}
 	/* a script (torchrun, a shell wrapper) runs its interpreter: that is what is probed */
 	err = gs_find_executable(t->opts.argv[0], found, sizeof(found))
 		      ?: gs_exec_image(found, exe, sizeof(exe));
@@ -968,6 +1056,25 @@ static void check_liveness(struct gs_tracker *t)
 	}
 }
 
+/*
+ * Every stop's record is queued before the stop (bpf/proc.bpf.c), but one that no handler
+ * answered (a bug, a record skipped) must not hold its process forever: what was in the
+ * stopped set at the last sweep too, its record drained since, is resumed.
+ */
+static void sweep_stopped(struct gs_tracker *t)
+{
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	size_t n;
+
+	if (now - t->last_sweep_ns < LIVENESS_CHECK_NS)
+		return;
+	t->last_sweep_ns = now;
+	catch_up(t, now); /* bounded: up to now, a flood's later records wait */
+	n = gs_stop_set__sweep(stopped_fd(t), t->unanswered, &t->nr_unanswered);
+	if (n)
+		gs_dbg("%zu stopped process(es) resumed without an answer", n);
+}
+
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 {
 	int n = drain(t, timeout_ms);
@@ -978,6 +1085,7 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 	if (n == 0)
 		n = drain(t, -1);
 	reap_child(t);
+	sweep_stopped(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */
 		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
@@ -1105,6 +1213,7 @@ static void release_stopped(struct gs_tracker *t)
 	/* a program that read the flag just before it changed submits within microseconds */
 	ring_buffer__poll(t->rb, 10);
 	ring_buffer__consume(t->rb);
+	gs_stop_set__sweep(stopped_fd(t), NULL, NULL);
 }
 
 void gs_tracker__free(struct gs_tracker *t)
@@ -1118,15 +1227,13 @@ void gs_tracker__free(struct gs_tracker *t)
 		kill(t->child.pid, SIGKILL);
 		waitpid(t->child.pid, NULL, 0);
 		close(t->child.release_fd);
-	} else if (t->child.pid && !t->child_reaped) {
-		/* never leave the command stopped at a loader event we will not answer */
-		kill(t->child.pid, SIGCONT);
 	}
 	if (t->child.error_fd >= 0)
 		close(t->child.error_fd);
 	ring_buffer__free(t->rb);
 	ring_buffer__free(t->oom_rb);
 	free(t->oom_queue);
+	gs_watchdog__stop(&t->watchdog);
 	gs_links__free(t->links);
 	gs_lib_attach__free(t->attach);
 	gs_gpu_attach__free(t->gpu); /* after the links to its programs */

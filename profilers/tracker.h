@@ -35,6 +35,8 @@ struct gs_tracker_opts {
 	bool gpu;	   /* GPU activity where the CUPTI injection library is loaded */
 	enum gs_stack_mode stacks;
 	bool python; /* Python frames merged into the stacks of CPython processes */
+	/* a tree's process stops at every exec, its image probed or not (its rank is read there) */
+	bool stop_every_exec;
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */
@@ -66,6 +68,8 @@ int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct 
 			   struct bpf_map *stats);
 /* ... and its py_procs map (bpf/gs_python.bpf.h) the session's. Returns 0 or -errno. */
 int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs);
+/* whether Python frames are on: off with --no-python or on a kernel without bpf_loop() */
+bool gs_tracker__has_python(const struct gs_tracker *t);
 /* What such an object's cfg_wakeup_bytes should be: the session's wake-up threshold. */
 uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t);
 /* Resolves targets (spawning the command) and attaches. Returns 0 or -errno (logged). */

@@ -12,6 +12,7 @@ BUILD_PACKAGES=(
 	libmicrohttpd-dev # gpusnoop daemon: the Prometheus metrics endpoint
 	libyajl-dev # streaming JSON parser: `gpusnoop stitch` reads traces larger than memory
 	libdw-dev # DWARF CFI (.eh_frame/.debug_frame) for --stacks dwarf (user/unwind.c)
+	liblzma-dev # MiniDebugInfo (.gnu_debugdata, xz): symbols of stripped files (user/debuginfo.c)
 	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like demo/test fixtures
 	help2man # make man/install: the man pages, made from each subcommand's --help
 )
@@ -22,7 +23,12 @@ TEST_PACKAGES=(
 	prometheus # e2e: a real Prometheus server scrapes the daemon's metrics
 	python3-torch # e2e tests against a real PyTorch (Debian 1.13, CPU); make bench
 	bpftrace # e2e: a pending return probe under --stacks dwarf; make bench: the peer
+	qemu-system-x86 cpio iproute2 # e2e test_kernels: boots 5.10, 5.15, 6.1, 6.12 (tests/kernels)
 	libclang-rt-14-dev # libFuzzer and the sanitizers' runtimes: make fuzz, make fuzz-smoke
+	debootstrap # make bundle's bullseye sysroot; test_bundle's minbase roots (scripts/bundle)
+	linux-perf # e2e test_perf_agree: perf record -g is the reference for leaf frames
+	libc6-dbg # e2e test_debuginfo: libc named from its separate debug file
+	xz-utils # e2e test_debuginfo: a MiniDebugInfo section is made with xz
 )
 
 mode=${1:-test}

@@ -16,6 +16,8 @@ struct gs_trace_writer {
 	bool rendering;	     /* begun, not ended: an abandoned event is written over */
 	uint64_t render_ts_ns;
 	struct gs_reorder *reorder;
+	bool closed;	      /* gs_trace_writer__close_window(): events are counted, not written */
+	uint64_t not_written; /* events held or pushed after that */
 };
 
 /* An event leaving the window: appended to the document. */
@@ -24,7 +26,10 @@ static void emit(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
 	struct gs_trace_writer *w = ctx;
 
 	(void)ts_ns;
-	gs_chrome_trace__raw_event(&w->trace, rec, len);
+	if (w->closed)
+		w->not_written++;
+	else
+		gs_chrome_trace__raw_event(&w->trace, rec, len);
 }
 
 struct gs_trace_writer *gs_trace_writer__new(FILE *out, uint64_t window_ns)
@@ -121,6 +126,16 @@ void gs_trace_writer__finish(struct gs_trace_writer *w)
 uint64_t gs_trace_writer__events(const struct gs_trace_writer *w)
 {
 	return w->trace.nr_events;
+}
+
+void gs_trace_writer__close_window(struct gs_trace_writer *w)
+{
+	w->closed = true;
+}
+
+uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w)
+{
+	return w->not_written;
 }
 
 uint64_t gs_trace_writer__late(const struct gs_trace_writer *w)

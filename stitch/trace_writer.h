@@ -43,6 +43,13 @@ struct gs_json *gs_trace_writer__metadata(struct gs_trace_writer *w);
 /* Closes the document (flushing first when the metadata was never opened). */
 void gs_trace_writer__finish(struct gs_trace_writer *w);
 
+/*
+ * Writes no more ordered events: those held and those pushed later are only counted (the
+ * output reached its size cap); timeless events and the metadata still go out.
+ */
+void gs_trace_writer__close_window(struct gs_trace_writer *w);
+/* Events counted, not written, since gs_trace_writer__close_window(). */
+uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w);
 /* Events written to the document so far, timeless ones included. */
 uint64_t gs_trace_writer__events(const struct gs_trace_writer *w);
 /* Events written out of order: older than one already written when they arrived. */

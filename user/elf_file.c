@@ -30,7 +30,8 @@ struct elf_segment {
 
 struct gs_elf {
 	struct elf_sym *syms; /* sorted by addr, preferred name first at each address */
-	size_t nr_syms;
+	size_t nr_syms, cap_syms;
+	bool has_symtab; /* a .symtab with functions: no separate debug info needed */
 	struct elf_segment *segs;
 	size_t nr_segs;
 	char *interp;
@@ -229,7 +230,6 @@ struct gs_elf *gs_elf__open_fd(int fd)
 	struct gs_elf *elf = NULL;
 	Elf_Scn *scn = NULL;
 	struct stat st;
-	size_t cap = 0;
 	int err = 0;
 	Elf *e;
 
@@ -255,9 +255,14 @@ struct gs_elf *gs_elf__open_fd(int fd)
 	while (!err && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr shdr;
 
-		if (gelf_getshdr(scn, &shdr) &&
-		    (shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM))
-			err = add_symbols(elf, e, scn, &shdr, &cap);
+		size_t before = elf->nr_syms;
+
+		if (!gelf_getshdr(scn, &shdr) ||
+		    (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM))
+			continue;
+		err = add_symbols(elf, e, scn, &shdr, &elf->cap_syms);
+		if (shdr.sh_type == SHT_SYMTAB && elf->nr_syms > before)
+			elf->has_symtab = true;
 	}
 	if (!err && elf->nr_syms) /* qsort(NULL, 0, ...) is undefined */
 		qsort(elf->syms, elf->nr_syms, sizeof(*elf->syms), cmp_sym);
@@ -269,6 +274,30 @@ out_end:
 		return NULL;
 	}
 	return elf;
+}
+
+bool gs_elf__has_symtab(const struct gs_elf *elf)
+{
+	return elf->has_symtab;
+}
+
+int gs_elf__merge_symtab(struct gs_elf *elf, struct Elf *e)
+{
+	size_t before = elf->nr_syms;
+	Elf_Scn *scn = NULL;
+	int err = 0;
+
+	while (!err && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB)
+			err = add_symbols(elf, e, scn, &shdr, &elf->cap_syms);
+	}
+	if (elf->nr_syms > before) {
+		qsort(elf->syms, elf->nr_syms, sizeof(*elf->syms), cmp_sym);
+		elf->has_symtab = true;
+	}
+	return err ?: elf->nr_syms > before;
 }
 
 struct gs_elf *gs_elf__open(const char *path)

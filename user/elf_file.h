@@ -25,6 +25,14 @@ struct gs_elf *gs_elf__open(const char *path);
 struct Elf *gs_elf_begin(int fd);
 void gs_elf__free(struct gs_elf *elf);
 
+/* Whether the file had a .symtab of functions (or one was merged in). */
+bool gs_elf__has_symtab(const struct gs_elf *elf);
+/*
+ * Adds the functions of e's .symtab (a separate debug file of the same link: the same
+ * addresses). Returns 1 if any were added, 0 if none, -ENOMEM (then some may be added).
+ */
+int gs_elf__merge_symtab(struct gs_elf *elf, struct Elf *e);
+
 /* Virtual address of the function named name (exact, unversioned), or 0. */
 uint64_t gs_elf__find_function(const struct gs_elf *elf, const char *name);
 /* Conversions between file offsets and link-time virtual addresses; 0 on success. */

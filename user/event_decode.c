@@ -7,8 +7,10 @@
 
 /* The layouts are ABI between bpf/ and user space: a change must be deliberate. */
 _Static_assert(sizeof(struct gs_event_hdr) == 24, "gs_event_hdr layout");
-_Static_assert(sizeof(struct gs_proc_event) == 24, "gs_proc_event layout");
+_Static_assert(sizeof(struct gs_proc_event) == 48, "gs_proc_event layout");
 _Static_assert(sizeof(struct gs_proc_fork) == 32, "gs_proc_fork layout");
+_Static_assert(sizeof(struct gs_target) == 16, "gs_target layout");
+_Static_assert(sizeof(struct gs_stopped) == 16, "gs_stopped layout");
 _Static_assert(sizeof(struct gs_mem_alloc) == 24 + 32 + 8 * GS_MAX_STACK, "gs_mem_alloc layout");
 _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames offset");
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
@@ -153,6 +155,7 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_PY_TRUNCATED] = "python_stack_truncated",
 		[GS_STAT_GPU_TOO_BIG] = "gpu_record_too_big",
 		[GS_STAT_TARGETS_FULL] = "targets_full",
+		[GS_STAT_STOPS_SKIPPED] = "stops_skipped",
 		/* GS_STAT_OOM_FALLBACK: not a loss, the record came the usual way */
 		[GS_STAT_UID_OVER_SHARE] = "uid_over_share",
 	};

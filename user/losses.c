@@ -13,6 +13,7 @@ uint64_t gs_losses_dropped(const uint64_t stats[GS_STAT__MAX])
 void gs_losses_write_json(struct gs_json *j, const uint64_t stats[GS_STAT__MAX])
 {
 	gs_json__u64(j, "dropped_events", gs_losses_dropped(stats));
+	gs_json__u64(j, "process_stops", stats[GS_STAT_STOPS]);
 	gs_json__begin_object(j, "lost");
 	for (int i = 0; i < GS_STAT__MAX; i++)
 		if (gs_stat_name(i))

@@ -7,6 +7,7 @@
 #include <zlib.h>
 #include "user/array.h"
 #include "user/profile.h"
+#include "user/text_escape.h"
 
 /*
  * pprof is written by hand: profile.proto's wire format needs only varints and
@@ -25,6 +26,7 @@ struct frame {
 	uint32_t mapping;      /* mapping id + 1; 0: no module */
 	uint64_t address;
 	bool kernel;
+	bool python;  /* a Python function: its name is no symbol for pprof to demangle */
 	int32_t line; /* Python frames: the source line; 0: none */
 };
 
@@ -37,6 +39,7 @@ struct mapping {
 
 struct stack {
 	pid_t pid;
+	pid_t tid;     /* 0: the samples of every thread named comm */
 	uint32_t comm; /* string id */
 	uint32_t nr;
 	uint32_t *frames; /* frame ids, innermost first */
@@ -211,6 +214,7 @@ static uint64_t frame_hash(const struct frame *f)
 	h = hash_bytes(h, &f->mapping, sizeof(f->mapping));
 	h = hash_bytes(h, &f->address, sizeof(f->address));
 	h = hash_bytes(h, &f->line, sizeof(f->line));
+	h = hash_bytes(h, &f->python, sizeof(f->python));
 	return hash_bytes(h, &f->kernel, sizeof(f->kernel));
 }
 
@@ -224,7 +228,8 @@ static bool frame_eq(const struct gs_profile *p, uint32_t id, const void *key)
 	const struct frame *a = &p->frames[id], *b = key;
 
 	return a->name == b->name && a->module == b->module && a->mapping == b->mapping &&
-	       a->address == b->address && a->kernel == b->kernel && a->line == b->line;
+	       a->address == b->address && a->kernel == b->kernel && a->line == b->line &&
+	       a->python == b->python;
 }
 
 static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame *in)
@@ -241,6 +246,7 @@ static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame 
 			    .mapping = (uint32_t)mapping,
 			    .address = in->address,
 			    .kernel = in->kernel,
+			    .python = in->python,
 			    .line = in->line > 0 ? in->line : 0 };
 	if (index_reserve(&p->frame_index, p->nr_frames, p, frame_hash_of))
 		return -ENOMEM;
@@ -258,6 +264,8 @@ static uint64_t stack_hash(const struct stack *s)
 {
 	uint64_t h = hash_bytes(HASH_SEED, &s->pid, sizeof(s->pid));
 
+	h = hash_bytes(h, &s->tid, sizeof(s->tid));
+
 	h = hash_bytes(h, &s->comm, sizeof(s->comm));
 	return hash_bytes(h, s->frames, s->nr * sizeof(*s->frames));
 }
@@ -271,14 +279,25 @@ static bool stack_eq(const struct gs_profile *p, uint32_t id, const void *key)
 {
 	const struct stack *a = &p->stacks[id], *b = key;
 
-	return a->pid == b->pid && a->comm == b->comm && a->nr == b->nr &&
+	return a->pid == b->pid && a->tid == b->tid && a->comm == b->comm && a->nr == b->nr &&
 	       !memcmp(a->frames, b->frames, a->nr * sizeof(*a->frames));
 }
 
 /* The string table starts with what pprof needs besides names, at these ids. */
-enum { STR_EMPTY, STR_SAMPLES, STR_COUNT, STR_CPU, STR_NANOSECONDS, STR_PID, STR_COMM };
-static const char *const fixed_strings[] = { "",    "samples", "count", "cpu", "nanoseconds",
-					     "pid", "comm" };
+enum {
+	STR_EMPTY,
+	STR_SAMPLES,
+	STR_COUNT,
+	STR_CPU,
+	STR_NANOSECONDS,
+	STR_PID,
+	STR_COMM,
+	STR_THREAD_ID,
+	STR_THREAD_NAME
+};
+static const char *const fixed_strings[] = { "",     "samples",	    "count",
+					     "cpu",  "nanoseconds", "pid",
+					     "comm", "thread_id",   "thread_name" };
 
 struct gs_profile *gs_profile__new(void)
 {
@@ -317,8 +336,14 @@ void gs_profile__free(struct gs_profile *p)
 int gs_profile__add(struct gs_profile *p, pid_t pid, const char *comm,
 		    const struct gs_profile_frame *frames, size_t nr, uint64_t count)
 {
+	return gs_profile__add_thread(p, pid, 0, comm, frames, nr, count);
+}
+
+int gs_profile__add_thread(struct gs_profile *p, pid_t pid, pid_t tid, const char *comm,
+			   const struct gs_profile_frame *frames, size_t nr, uint64_t count)
+{
 	int64_t comm_id = intern_string(p, comm);
-	struct stack s = { .pid = pid, .nr = (uint32_t)nr, .count = count };
+	struct stack s = { .pid = pid, .tid = tid, .nr = (uint32_t)nr, .count = count };
 	size_t slot;
 	int err = -ENOMEM;
 
@@ -371,12 +396,22 @@ size_t gs_profile__nr_stacks(const struct gs_profile *p)
 
 /*
  * Text chosen by the process (a symbol, comm or file name) inside a folded line: ';'
- * separates frames and a line ends the stack, so neither may occur inside one.
+ * separates frames, so it becomes ':'; control bytes, terminal escapes and ill-formed UTF-8
+ * are spelled \xNN (user/text_escape.h), so neither a line end nor an escape sequence
+ * reaches the file or the terminal that shows it.
  */
 static void put_folded_text(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == ';' ? ':' : *s == '\n' || *s == '\r' ? ' ' : *s, f);
+	char small[256], *buf = small;
+	size_t need = GS_TEXT_SAFE_LEN(strlen(s));
+
+	if (need > sizeof(small) && !(buf = malloc(need)))
+		buf = small; /* cut short rather than raw */
+	gs_text_safe(s, buf, buf == small ? sizeof(small) : need);
+	for (const char *c = buf; *c; c++)
+		fputc(*c == ';' ? ':' : *c, f);
+	if (buf != small)
+		free(buf);
 }
 
 /* A frame's label: its symbol, else [file], else [unknown]. */
@@ -577,6 +612,15 @@ static void encode_sample(struct pbuf *b, struct pbuf *tmp, struct pbuf *packed,
 	pb_uint(&label, 1, STR_COMM); /* comm: a string */
 	pb_uint(&label, 2, s->comm);
 	pb_message(tmp, 3, &label);
+	/* the thread, by the names pprof's and OpenTelemetry's profilers use */
+	pb_uint(&label, 1, STR_THREAD_NAME);
+	pb_uint(&label, 2, s->comm);
+	pb_message(tmp, 3, &label);
+	if (s->tid) {
+		pb_uint(&label, 1, STR_THREAD_ID);
+		pb_uint(&label, 3, (uint64_t)s->tid);
+		pb_message(tmp, 3, &label);
+	}
 	free(label.data);
 	pb_message(b, PROFILE_SAMPLE, tmp);
 }
@@ -711,7 +755,11 @@ int gs_profile__encode_pprof(const struct gs_profile *p, const struct gs_pprof_i
 
 		pb_uint(&tmp, 1, (uint64_t)id);
 		pb_uint(&tmp, 2, f->name);
-		pb_uint(&tmp, 3, f->name);   /* system_name */
+		/*
+		 * system_name: pprof demangles a function whose name equals it, and its C++
+		 * simplification cuts "<...>": Python's <module> would be left nameless
+		 */
+		pb_uint(&tmp, 3, f->python ? STR_EMPTY : f->name);
 		pb_uint(&tmp, 4, f->module); /* filename: the binary; a Python function's source */
 		pb_message(&b, PROFILE_FUNCTION, &tmp);
 	}

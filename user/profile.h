@@ -26,7 +26,8 @@ struct gs_profile_frame {
 	bool kernel;
 	/* module's mapping; NULL: only its name is known (a mapping at 0, e.g. the kernel) */
 	const struct gs_profile_mapping *mapping;
-	int line; /* a Python frame's line (module: its source file); 0: none */
+	int line;    /* a Python frame's line (module: its source file); 0: none */
+	bool python; /* a Python function (name: its qualified name) */
 };
 
 struct gs_profile *gs_profile__new(void);
@@ -38,6 +39,9 @@ void gs_profile__free(struct gs_profile *p);
  */
 int gs_profile__add(struct gs_profile *p, pid_t pid, const char *comm,
 		    const struct gs_profile_frame *frames, size_t nr, uint64_t count);
+/* The same, per thread tid (pprof label thread_id; 0: none), apart from other threads' */
+int gs_profile__add_thread(struct gs_profile *p, pid_t pid, pid_t tid, const char *comm,
+			   const struct gs_profile_frame *frames, size_t nr, uint64_t count);
 uint64_t gs_profile__total(const struct gs_profile *p);
 size_t gs_profile__nr_stacks(const struct gs_profile *p);
 

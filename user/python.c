@@ -14,6 +14,7 @@
 #include "user/python_merge.h"
 #include "user/python_names.h"
 #include "user/python_proc.h"
+#include "user/stack_marks.h"
 #include "user/symcache.h"
 
 #define PYSTACK_SLOTS 64 /* threads whose stack waits for its record at once */
@@ -297,6 +298,17 @@ static bool record_frames(const void *rec, size_t *off, __u16 *nr)
 	return false;
 }
 
+#define HEAD_FITS(type)                                                    \
+	_Static_assert(offsetof(struct type, frames) <= GS_PY_MERGED_HEAD, \
+		       #type "'s frames[] start past GS_PY_MERGED_HEAD")
+HEAD_FITS(gs_mem_alloc);
+HEAD_FITS(gs_mem_free_ret);
+HEAD_FITS(gs_cuda_call);
+HEAD_FITS(gs_cpu_sample);
+HEAD_FITS(gs_torch_mem);
+HEAD_FITS(gs_torch_oom);
+#undef HEAD_FITS
+
 /* nr_frames of each record kind: a __u16 at the same place for all of them is not a given */
 static void set_nr_frames(union gs_py_merged *out, __u16 nr)
 {
@@ -322,12 +334,21 @@ static void set_nr_frames(union gs_py_merged *out, __u16 nr)
 	}
 }
 
+/* Where the outermost Python frame of a merged stack ends: the cut Python frames were there */
+static size_t after_python(const __u64 *merged, size_t n, uint64_t marker)
+{
+	while (n && (!gs_py_is_addr(merged[n - 1]) || merged[n - 1] == marker))
+		n--;
+	return n;
+}
+
 bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_merged *out)
 {
 	const struct gs_event_hdr *hdr = rec;
 	const struct pystack_slot *slot;
-	__u64 merged[GS_MAX_STACK];
+	__u64 merged[GS_PY_MERGED_MAX];
 	struct target *t;
+	uint64_t marker;
 	size_t off, n;
 	__u16 nr;
 
@@ -337,11 +358,30 @@ bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_
 	t = find_target(py, (pid_t)hdr->pid);
 	if (!slot || !slot->nr_named || !t || t->state != TARGET_ACTIVE)
 		return false;
+	marker = gs_py_names__marker(gs_symcache__py_names(py->symcache), t->pid);
 	n = gs_py_merge((const __u64 *)((const char *)rec + off), nr, slot->e.frames, slot->named,
-			slot->e.nr_frames, &t->interp.eval, merged, GS_MAX_STACK);
+			slot->e.nr_frames, &t->interp.eval, marker, merged, GS_PY_MERGED_MAX - 1);
+	if (slot->e.flags & GS_PY_STACK_F_TRUNCATED)
+		gs_stack_mark_insert_truncated(merged, &n, GS_PY_MERGED_MAX,
+					       after_python(merged, n, marker), slot->e.nr_more);
 	memcpy(out, rec, off);
 	memcpy((char *)out + off, merged, n * sizeof(merged[0]));
 	out->alloc.hdr.size = (__u32)(off + n * sizeof(merged[0]));
+	set_nr_frames(out, (__u16)n);
+	return true;
+}
+
+bool gs_python__mark_cut_stack(const void *rec, union gs_py_merged *out)
+{
+	size_t off, n;
+	__u16 nr;
+
+	if (!record_frames(rec, &off, &nr) || nr < GS_MAX_STACK)
+		return false;
+	memcpy(out, rec, off + nr * sizeof(__u64));
+	n = nr;
+	gs_stack_mark_insert_truncated((__u64 *)((char *)out + off), &n, GS_PY_MERGED_MAX, n, 0);
+	out->alloc.hdr.size = (__u32)(off + n * sizeof(__u64));
 	set_nr_frames(out, (__u16)n);
 	return true;
 }

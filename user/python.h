@@ -39,7 +39,18 @@ void gs_python__learn(struct gs_python *py, const struct gs_py_code_event *e);
 /* Keeps a GS_EV_PYSTACK record until the record it belongs to arrives. */
 void gs_python__stash(struct gs_python *py, const struct gs_py_stack_event *e);
 
-/* Room for any record gs_python__merge_record() writes */
+/*
+ * Frames of a merged stack at most: the native ones, every Python frame, the marker of
+ * missing native frames and a truncation mark.
+ */
+#define GS_PY_MERGED_MAX (GS_MAX_STACK + GS_PY_MAX_FRAMES + 2)
+/* the largest fixed part before frames[] of the records below (checked in python.c) */
+#define GS_PY_MERGED_HEAD 1536
+
+/*
+ * Room for any record gs_python__merge_record() writes: its frames[] go on past the
+ * record's own GS_MAX_STACK into room, up to GS_PY_MERGED_MAX (nr_frames says how many).
+ */
 union gs_py_merged {
 	struct gs_mem_alloc alloc;
 	struct gs_mem_free_ret free_ret;
@@ -47,15 +58,23 @@ union gs_py_merged {
 	struct gs_cpu_sample sample;
 	struct gs_torch_mem torch_mem;
 	struct gs_torch_oom torch_oom;
+	__u8 room[GS_PY_MERGED_HEAD + GS_PY_MERGED_MAX * sizeof(__u64)];
 };
 
 /*
  * For a record with GS_EV_F_PYSTACK (rec, already validated by gs_event_decode()): writes
  * into out a copy whose frames are the native frames with each run of the interpreter's
  * evaluation loop replaced by the Python frames it ran (names: user/python_names.h), and
- * the Python frames native unwinding did not reach after a marker frame, at most
- * GS_MAX_STACK in all. Returns false (out untouched) when there is nothing to merge.
+ * the Python frames native unwinding did not reach after a marker frame, and a truncation
+ * mark (user/stack_marks.h) when BPF cut the Python stack: at most GS_PY_MERGED_MAX frames. Returns false (out untouched) when there is nothing to merge.
  */
 bool gs_python__merge_record(struct gs_python *py, const void *rec, union gs_py_merged *out);
+
+/*
+ * For a record whose native stack fills its GS_MAX_STACK frames (most likely cut there):
+ * writes into out a copy with a [truncated] mark (user/stack_marks.h) after them. Returns
+ * false (out untouched) for any other record. Needs no gs_python (--no-python too).
+ */
+bool gs_python__mark_cut_stack(const void *rec, union gs_py_merged *out);
 
 #endif /* GS_PYTHON_H */

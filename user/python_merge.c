@@ -2,7 +2,6 @@
 /* python_merge.c: Python frames put where the eval loops that ran them are on the native stack. */
 #include <stdbool.h>
 #include "user/python_merge.h"
-#include "user/python_names.h"
 
 static bool in_eval(const struct gs_py_eval_ranges *eval, __u64 addr)
 {
@@ -27,7 +26,8 @@ static void emit_run(const struct gs_py_frame *py, const __u64 *named, size_t nr
 }
 
 size_t gs_py_merge(const __u64 *native, size_t nr, const struct gs_py_frame *py, const __u64 *named,
-		   size_t nr_py, const struct gs_py_eval_ranges *eval, __u64 *out, size_t max)
+		   size_t nr_py, const struct gs_py_eval_ranges *eval, __u64 marker, __u64 *out,
+		   size_t max)
 {
 	size_t o = 0, p = 0;
 
@@ -41,7 +41,8 @@ size_t gs_py_merge(const __u64 *native, size_t nr, const struct gs_py_frame *py,
 			out[o++] = native[i];
 	}
 	if (p < nr_py && o < max) {
-		out[o++] = GS_PY_ADDR_MARKER;
+		if (marker)
+			out[o++] = marker;
 		while (p < nr_py)
 			emit_run(py, named, nr_py, &p, out, &o, max);
 	}

@@ -17,9 +17,11 @@ struct gs_py_eval_ranges {
  * innermost first) with each frame in the eval loop replaced by the next run of Python
  * frames (py[], innermost first, a run ending at a GS_PY_F_RUN_END frame; named[] their
  * stand-in addresses, 0 to leave one out). Runs that no eval frame was found for follow
- * after GS_PY_ADDR_MARKER. Returns the number of frames written.
+ * after marker (the process's gs_py_names__marker(); 0: none). Returns the number of frames
+ * written.
  */
 size_t gs_py_merge(const __u64 *native, size_t nr, const struct gs_py_frame *py, const __u64 *named,
-		   size_t nr_py, const struct gs_py_eval_ranges *eval, __u64 *out, size_t max);
+		   size_t nr_py, const struct gs_py_eval_ranges *eval, __u64 marker, __u64 *out,
+		   size_t max);
 
 #endif /* GS_PYTHON_MERGE_H */

@@ -135,11 +135,24 @@ uint64_t gs_py_names__intern(struct gs_py_names *n, pid_t pid, uint64_t code, ui
 	return GS_PY_ADDR_TAG | n->nr++;
 }
 
-const struct gs_py_name *gs_py_names__get(const struct gs_py_names *n, uint64_t addr)
+uint64_t gs_py_names__marker(struct gs_py_names *n, pid_t pid)
+{
+	/* no code object lives at address 0: the key is the marker's alone */
+	uint64_t addr =
+		n ? gs_py_names__intern(n, pid, 0, UINT32_MAX, "[native frames missing]", "", -1)
+		  : 0;
+
+	if (addr)
+		n->by_id[addr & ~GS_PY_ADDR_TAG]->name.marker = true;
+	return addr;
+}
+
+const struct gs_py_name *gs_py_names__get(const struct gs_py_names *n, pid_t pid, uint64_t addr)
 {
 	uint64_t id = addr & ~GS_PY_ADDR_TAG;
 
-	if (!n || !gs_py_is_addr(addr) || id >= n->nr || !n->by_id[id])
+	if (!n || !gs_py_is_addr(addr) || id >= n->nr || !n->by_id[id] ||
+	    n->by_id[id]->name.pid != pid)
 		return NULL;
 	return &n->by_id[id]->name;
 }

@@ -7,12 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/array.h"
+#include "user/debuginfo.h"
 #include "user/elf_file.h"
 #include "user/log.h"
 #include "user/perf_map.h"
 #include "user/pid_index.h"
 #include "user/proc_maps.h"
 #include "user/python_names.h"
+#include "user/stack_marks.h"
 #include "user/symcache.h"
 
 /*
@@ -104,6 +106,55 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 	return 0;
 }
 
+/* A deep copy of maps, as pid's. NULL with errno set. */
+static struct gs_maps *copy_maps(const struct gs_maps *maps, pid_t pid)
+{
+	struct gs_maps *out = calloc(1, sizeof(*out));
+
+	if (!out)
+		return NULL;
+	out->pid = pid;
+	out->mappings = calloc(maps->nr ? maps->nr : 1, sizeof(*out->mappings));
+	if (!out->mappings) {
+		free(out);
+		return NULL;
+	}
+	for (; out->nr < maps->nr; out->nr++) {
+		struct gs_mapping *m = &out->mappings[out->nr];
+
+		*m = maps->mappings[out->nr];
+		if (m->path && !(m->path = strdup(m->path))) {
+			gs_maps__free(out);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return out;
+}
+
+int gs_symcache__inherit(struct gs_symcache *cache, pid_t child, pid_t parent)
+{
+	struct proc_snapshot *p, *from;
+	struct gs_maps *maps;
+
+	if (find_proc(cache, child) || gs_symcache__refresh(cache, child) == 0)
+		return 0;
+	from = find_proc(cache, parent);
+	if (!from || !from->maps)
+		return -ESRCH;
+	maps = copy_maps(from->maps, child);
+	if (!maps)
+		return -ENOMEM;
+	if (GS_ARRAY_RESERVE(cache->procs, cache->nr_procs, cache->cap_procs, 16) ||
+	    gs_pid_index__set(&cache->proc_index, child, cache->nr_procs)) {
+		gs_maps__free(maps);
+		return -ENOMEM;
+	}
+	p = &cache->procs[cache->nr_procs++];
+	*p = (struct proc_snapshot){ .pid = child, .maps = maps };
+	return 0;
+}
+
 void gs_symcache__forget(struct gs_symcache *cache, pid_t pid)
 {
 	struct proc_snapshot *p = find_proc(cache, pid);
@@ -159,6 +210,8 @@ struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, 
 	};
 	if (!f->elf)
 		gs_dbg("symbols of %s: %s", name, strerror(errno));
+	else if (!gs_elf__has_symtab(f->elf))
+		gs_debuginfo__load(f->elf, fd, name); /* stripped: names from its debug info */
 	return f->elf;
 }
 
@@ -226,16 +279,31 @@ static void resolve_jit(struct gs_symcache *cache, pid_t pid, uint64_t addr, str
 	frame->module = gs_perf_map__path(p->perf_map);
 }
 
-/* A stand-in address of a merged Python stack (user/python.c): the name it was given. */
-static void resolve_python(struct gs_symcache *cache, uint64_t addr, struct gs_frame *frame)
+/*
+ * A stand-in address of a merged Python stack (user/python.c): a stack mark
+ * (user/stack_marks.h), or the name it was given, if it was given for pid. Anything else with the tag is a native frame pointer chain's garbage or
+ * forgery (the process wrote it): an unknown native address, never a Python frame.
+ */
+static void resolve_python(struct gs_symcache *cache, pid_t pid, uint64_t addr,
+			   struct gs_frame *frame)
 {
-	const struct gs_py_name *n = gs_py_names__get(cache->py_names, addr);
+	const struct gs_py_name *n;
 
+	if (gs_stack_mark_is(addr)) {
+		*frame = (struct gs_frame){ .address = addr, .line = -1, .kind = GS_FRAME_MARKER };
+		frame->symbol = gs_stack_mark_name(addr);
+		return;
+	}
+	n = gs_py_names__get(cache->py_names, pid, addr);
+	if (!n) {
+		*frame = (struct gs_frame){ .address = addr, .offset = addr };
+		return;
+	}
 	*frame = (struct gs_frame){ .address = addr, .line = -1, .kind = GS_FRAME_PYTHON };
-	if (addr == GS_PY_ADDR_MARKER) {
+	if (n->marker) {
 		frame->kind = GS_FRAME_MARKER;
-		frame->symbol = "[native frames missing]";
-	} else if (n) {
+		frame->symbol = n->qualname;
+	} else {
 		frame->address = n->code;
 		frame->symbol = n->qualname;
 		frame->file = n->file;
@@ -252,7 +320,7 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 	uint64_t file_off, vaddr;
 
 	if (gs_py_is_addr(addr)) {
-		resolve_python(cache, addr, frame);
+		resolve_python(cache, pid, addr, frame);
 		return;
 	}
 	/*

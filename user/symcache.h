@@ -41,6 +41,11 @@ void gs_symcache__free(struct gs_symcache *cache);
  */
 int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid);
 /* Drops the snapshot and perf map of pid (after its last report). */
+/*
+ * child's snapshot, read now, or its parent's (what it maps until it execs) when child is
+ * gone already: a short-lived child's stacks still resolve. 0, or -errno.
+ */
+int gs_symcache__inherit(struct gs_symcache *cache, pid_t child, pid_t parent);
 void gs_symcache__forget(struct gs_symcache *cache, pid_t pid);
 /* The current snapshot of pid, reading it if there is none; NULL if unreadable. Borrowed. */
 const struct gs_maps *gs_symcache__maps(struct gs_symcache *cache, pid_t pid);

@@ -5,8 +5,15 @@
 #include <string.h>
 #include "profilers/cmd/subcommands.h"
 
-/* every subcommand's --version (argp's), and what help2man puts in the man pages */
+/*
+ * every subcommand's --version (argp's), and what help2man puts in the man pages; `make bundle`
+ * says what the self-contained build carries (GS_BUNDLE: "static libbpf 1.1.2, glibc >= 2.31")
+ */
+#ifdef GS_BUNDLE
+const char *argp_program_version = "gpusnoop " GS_VERSION " (bundle: " GS_BUNDLE ")";
+#else
 const char *argp_program_version = "gpusnoop " GS_VERSION;
+#endif
 
 struct subcommand {
 	const char *name;
@@ -23,6 +30,7 @@ static const struct subcommand subcommands[] = {
 	{ "ctl", "ask the daemon: status, leaks PID, snapshot PID, record PID SECONDS",
 	  gs_cmd_ctl },
 	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
+	{ "check", "this kernel's BPF features and what each command can do here", gs_cmd_check },
 };
 
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

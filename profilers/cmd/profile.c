@@ -17,6 +17,8 @@
 #include "user/out_file.h"
 #include "user/profile.h"
 #include "user/profile_mappings.h"
+#include "user/python.h"
+#include "user/stack_marks.h"
 #include "user/stack_table.h"
 
 #define POLL_MS		 100
@@ -25,13 +27,17 @@
 #define MAX_MODULE_LABEL 80
 
 enum profile_format { FORMAT_FOLDED, FORMAT_PPROF };
-enum { OPT_CGROUP = 0x2000, OPT_FORMAT };
+enum { OPT_CGROUP = 0x2000, OPT_FORMAT, OPT_TID, OPT_PER_THREAD };
 
 struct profile_opts {
 	struct gs_common_opts common;
 	const char *freq; /* validated after parsing: a bad value is one line, not argp's two */
 	const char *cgroup;
 	enum profile_format format;
+	bool user_only;	  /* -U */
+	bool kernel_only; /* -K */
+	pid_t tid;	  /* --tid; 0: every thread */
+	bool per_thread;  /* --per-thread */
 };
 
 struct profile {
@@ -86,28 +92,61 @@ static struct gs_profile_frame user_frame(struct profile *p, pid_t pid, const st
 		return (struct gs_profile_frame){ .name = f->symbol,
 						  .module = f->file,
 						  .address = f->address,
-						  .line = f->line > 0 ? f->line : 0 };
+						  .line = f->line > 0 ? f->line : 0,
+						  .python = true };
 	return (struct gs_profile_frame){ .name = f->symbol,
 					  .module = f->module,
 					  .address = f->address,
 					  .mapping = user_mapping(p, pid, f->address, m) };
 }
 
-static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
-		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
+/* The stack map had no room for a stack of this count (bpf/cpu.bpf.c's stack_id()). */
+static bool stack_lost(__s32 id)
 {
-	struct gs_profile_frame frames[GS_MAX_STACK * 2];
-	struct gs_profile_mapping maps[GS_MAX_STACK * 2];
-	char labels[GS_MAX_STACK][MAX_MODULE_LABEL];
-	struct profile *p = ctx;
+	return id == -EEXIST || id == -ENOMEM;
+}
+
+/*
+ * The thread's label: its name, or in folded stacks with --per-thread "name-pid/tid" (as
+ * stackcollapse-perf.pl --tid writes it); pprof has the thread id as a label of its own.
+ */
+static void thread_label(const struct profile *p, const struct gs_cpu_key *key, char *buf,
+			 size_t len)
+{
 	char comm[sizeof(key->comm) + 1];
-	size_t n;
-	int err;
 
 	memcpy(comm, key->comm, sizeof(key->comm));
 	comm[sizeof(key->comm)] = '\0';
+	if (p->opts.per_thread && p->opts.format == FORMAT_FOLDED)
+		snprintf(buf, len, "%s-%u/%u", comm, key->pid, key->tid);
+	else
+		snprintf(buf, len, "%s", comm);
+}
+
+/*
+ * Counts one stack. native: user is a stack map's (in-kernel counts), so one of
+ * GS_MAX_STACK frames was cut there, most likely: a [truncated] frame says so (records
+ * come marked by the tracker).
+ */
+static void add_count(struct profile *p, const struct gs_cpu_key *key, const __u64 *user,
+		      uint32_t nr_user, const __u64 *kernel, uint32_t nr_kernel, uint64_t count,
+		      bool native)
+{
+	/* a user stack with Python frames merged in is longer than a native one; the mark */
+	struct gs_profile_frame frames[GS_MAX_STACK + GS_PY_MERGED_MAX + 1];
+	struct gs_profile_mapping maps[GS_PY_MERGED_MAX];
+	char labels[GS_MAX_STACK][MAX_MODULE_LABEL];
+	char comm[sizeof(key->comm) + 32];
+	size_t n;
+	int err;
+
+	thread_label(p, key, comm, sizeof(comm));
 	n = kernel_frames(p, kernel, nr_kernel, frames, labels);
-	if (nr_user) {
+	if (stack_lost(key->user_stack_id) || stack_lost(key->kernel_stack_id)) {
+		/* its own stack, counted apart: merged into the others it would skew them */
+		frames[0] = (struct gs_profile_frame){ .name = GS_STACK_MARK_LOST };
+		n = 1;
+	} else if (nr_user) {
 		int64_t id = gs_stack_table__intern(p->stacks, (pid_t)key->pid,
 						    (const uint64_t *)user, nr_user);
 		const struct gs_stack *s;
@@ -117,14 +156,25 @@ static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user,
 			return;
 		}
 		s = gs_stack_table__get(p->stacks, (uint32_t)id);
-		for (uint32_t i = 0; i < s->nr_frames; i++)
+		for (uint32_t i = 0; i < s->nr_frames && i < GS_PY_MERGED_MAX; i++)
 			frames[n++] = user_frame(p, (pid_t)key->pid, &s->frames[i], &maps[i]);
+		if (native && nr_user >= GS_MAX_STACK)
+			frames[n++] = (struct gs_profile_frame){
+				.name = gs_stack_mark_name(gs_stack_mark_truncated(0))
+			};
 	}
-	err = gs_profile__add(p->profile, (pid_t)key->pid, comm, frames, n, count);
+	err = gs_profile__add_thread(p->profile, (pid_t)key->pid, (pid_t)key->tid, comm, frames, n,
+				     count);
 	if (err && !p->error) {
 		gs_err("profile: %s", strerror(-err));
 		p->error = err;
 	}
+}
+
+static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
+		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
+{
+	add_count(ctx, key, user, nr_user, kernel, nr_kernel, count, true);
 }
 
 static void drain(struct profile *p)
@@ -143,10 +193,15 @@ static void drain(struct profile *p)
  */
 static void on_sample(void *ctx, const struct gs_cpu_sample *e)
 {
-	struct gs_cpu_key key = { .pid = e->hdr.pid };
+	struct profile *p = ctx;
+	struct gs_cpu_key key = { .pid = e->hdr.pid,
+				  .user_stack_id = -1,
+				  .kernel_stack_id = -1,
+				  .tid = p->opts.per_thread ? e->hdr.tid : 0 };
 
 	memcpy(key.comm, e->comm, sizeof(key.comm));
-	on_count(ctx, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1);
+	/* the tracker marked a cut stack already */
+	add_count(p, &key, e->frames, e->nr_frames, e->kernel, e->nr_kernel, 1, false);
 }
 
 /* Stacks are symbolized while the process can still be read: before it is forgotten. */
@@ -191,8 +246,25 @@ static const struct argp_option profile_options[] = {
 	  "Only tasks in this cgroup v2 directory or below it (alone: implies -a)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "folded (default) or pprof (gzip-compressed protobuf)",
 	  0 },
+	{ "user-stacks-only", 'U', NULL, 0, "User stacks only (no kernel frames)", 0 },
+	{ "kernel-stacks-only", 'K', NULL, 0, "Kernel stacks only (no user frames)", 0 },
+	{ "tid", OPT_TID, "TID", 0, "Only this thread (its process is the target)", 0 },
+	{ "per-thread", OPT_PER_THREAD, NULL, 0,
+	  "A stack per thread: folded stacks start with name-pid/tid, pprof labels thread_id", 0 },
 	{ 0 },
 };
+
+static pid_t parse_tid(struct argp_state *state, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0 || v > INT32_MAX)
+		argp_error(state, "bad thread id '%s'", arg);
+	return (pid_t)v;
+}
 
 static error_t profile_parse(int key, char *arg, struct argp_state *state)
 {
@@ -201,7 +273,24 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
+		state->child_inputs[1] = &o->common;
 		o->common.other_target = "--cgroup PATH";
+		break;
+	case 'U':
+		o->user_only = true;
+		break;
+	case 'K':
+		o->kernel_only = true;
+		break;
+	case OPT_TID:
+		o->tid = parse_tid(state, arg);
+		break;
+	case OPT_PER_THREAD:
+		o->per_thread = true;
+		break;
+	case ARGP_KEY_END:
+		if (o->user_only && o->kernel_only)
+			argp_error(state, "-U and -K exclude each other");
 		break;
 	case 'F':
 		o->freq = arg;
@@ -225,6 +314,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 
 static const struct argp_child profile_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
+	{ &gs_stacks_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
@@ -250,6 +340,40 @@ static const struct argp profile_argp = {
 	NULL,
 	NULL,
 };
+
+/* --tid: the thread's process is a target, unless -a or a command says otherwise */
+static int add_tid_process(struct profile_opts *o)
+{
+	char path[64], line[128];
+	pid_t tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)o->tid);
+	f = fopen(path, "re");
+	if (!f) {
+		gs_err("--tid %d: %s", (int)o->tid, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f) && !tgid)
+		if (!strncmp(line, "Tgid:", 5))
+			tgid = (pid_t)atoi(line + 5);
+	fclose(f);
+	if (tgid <= 0) {
+		gs_err("--tid %d: no process", (int)o->tid);
+		return -1;
+	}
+	if (o->common.all || o->common.argv)
+		return 0;
+	for (size_t i = 0; i < o->common.nr_pids; i++)
+		if (o->common.pids[i] == tgid)
+			return 0;
+	if (o->common.nr_pids == GS_MAX_PIDS) {
+		gs_err("--tid %d: too many processes", (int)o->tid);
+		return -1;
+	}
+	o->common.pids[o->common.nr_pids++] = tgid;
+	return 0;
+}
 
 static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t duration_ns)
 {
@@ -290,6 +414,8 @@ int gs_cmd_profile(int argc, char **argv)
 		return 1;
 	if (p.opts.cgroup && !p.opts.common.nr_pids && !p.opts.common.argv)
 		p.opts.common.all = true;
+	if (p.opts.tid && add_tid_process(&p.opts))
+		return 1;
 	if (gs_common_opts__finish(&p.opts.common))
 		return 1;
 	if (p.opts.freq && gs_cpu_parse_hz(p.opts.freq, &p.hz))
@@ -301,6 +427,11 @@ int gs_cmd_profile(int argc, char **argv)
 		.freq_hz = p.hz,
 		.all = p.opts.common.all,
 		.cgroup = p.opts.cgroup,
+		.no_kernel_stack = p.opts.user_only,
+		.no_user_stack = p.opts.kernel_only,
+		.tid = p.opts.tid,
+		.per_thread = p.opts.per_thread,
+		.ustack = p.opts.common.stacks == GS_STACKS_DWARF,
 	};
 	if (gs_cpu_sampler__open(&p.sampler, p.tracker, &sopts))
 		goto out_free;

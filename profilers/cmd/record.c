@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,7 +51,10 @@
 /* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
 #define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
-enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT };
+enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES };
+
+/* --max-bytes: what the trace's end needs at most (held events are not written then) */
+#define CAP_MIN_MARGIN (256 * 1024ULL)
 
 struct record_opts {
 	struct gs_common_opts common;
@@ -61,6 +65,7 @@ struct record_opts {
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 	bool output_fd_gz;
+	uint64_t max_bytes; /* --max-bytes: the daemon's cap on a user's recording; 0: none */
 };
 
 struct record {
@@ -88,6 +93,7 @@ struct record {
 	struct gs_out *out;
 	uint64_t start_mono_ns, start_real_ns;
 	uint64_t events, cpu_samples;
+	bool capped; /* stopped at --max-bytes: what was held and came later is not written */
 	int error;
 };
 
@@ -704,6 +710,14 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__end_object(j);
 	if (r->gpu)
 		gs_record_gpu__metadata(r->gpu, j);
+	/* names and handles past a process's cap: their launches read "unknown 0x..." */
+	gs_json__u64(j, "kernel_names_not_kept", gs_kernel_names__refused(r->names));
+	if (r->capped) {
+		gs_json__begin_object(j, "size_cap");
+		gs_json__u64(j, "max_bytes", r->opts.max_bytes);
+		gs_json__u64(j, "events_not_written", gs_trace_writer__not_written(w));
+		gs_json__end_object(j);
+	}
 	if (r->sampler) {
 		gs_json__begin_object(j, "cpu_sampling");
 		gs_json__string(j, "event", gs_cpu_sampler__event(r->sampler));
@@ -757,6 +771,29 @@ struct loop_state {
 	uint64_t last_status, last_events;
 };
 
+/*
+ * --max-bytes: once the file comes within a margin of its cap (an eighth, at least what the
+ * end needs), the held events are dropped and the recording stops as on SIGTERM: the file
+ * ends valid, within the cap. The daemon's RLIMIT_FSIZE stops any write past it.
+ */
+static void check_size(struct record *r)
+{
+	uint64_t max = r->opts.max_bytes, margin = max / 8;
+	struct stat st;
+
+	if (!max || r->capped || fstat(r->opts.output_fd, &st))
+		return;
+	if (margin < CAP_MIN_MARGIN)
+		margin = CAP_MIN_MARGIN;
+	if ((uint64_t)st.st_size + margin < max)
+		return;
+	r->capped = true;
+	gs_trace_writer__close_window(r->writer);
+	gs_info("recording stopped: its trace reached %" PRIu64 " bytes of its cap of %" PRIu64,
+		(uint64_t)st.st_size, max);
+	gs_stop_requested = SIGTERM;
+}
+
 static int tick(void *ctx, uint64_t now_ns)
 {
 	struct loop_state *st = ctx;
@@ -764,6 +801,7 @@ static int tick(void *ctx, uint64_t now_ns)
 	if (st->r->gpu)
 		gs_record_gpu__advance(st->r->gpu, now_ns);
 	advance_files(st->r, now_ns);
+	check_size(st->r);
 	show_status(st->r, now_ns, &st->last_status, &st->last_events);
 	return 0;
 }
@@ -796,6 +834,9 @@ static const struct argp_option record_options[] = {
 	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
 	  "(ptrace; risks in the README)",
 	  0 },
+	/* internal: the daemon caps what a user's recording writes */
+	{ "max-bytes", OPT_MAX_BYTES, "BYTES", OPTION_HIDDEN,
+	  "With --output-fd: stop, the trace complete, before it passes BYTES", 0 },
 	/* internal: the daemon's recordings write to a descriptor it made, never to a name */
 	{ "output-fd", OPT_OUTPUT_FD, "FD[,gz]", OPTION_HIDDEN, "Write to this open descriptor",
 	  0 },
@@ -867,6 +908,15 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		o->output_fd = (int)fd;
 		break;
 	}
+	case OPT_MAX_BYTES: {
+		char *end;
+
+		errno = 0;
+		o->max_bytes = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || !o->max_bytes || *arg == '-')
+			argp_error(state, "invalid --max-bytes '%s'", arg);
+		break;
+	}
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -914,6 +964,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 	}
 	if (o->output_fd >= 0 && o->common.output) {
 		gs_err("--output-fd and -o: give one");
+		return -EINVAL;
+	}
+	if (o->max_bytes && o->output_fd < 0) {
+		gs_err("--max-bytes: it needs --output-fd");
 		return -EINVAL;
 	}
 	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
@@ -1029,6 +1083,10 @@ int gs_cmd_record(int argc, char **argv)
 		return 1;
 	if (check_opts(&r.opts, &r.hz))
 		return 1;
+	/* past the daemon's RLIMIT_FSIZE a write fails (EFBIG, the recording too), not the
+	 * process: its log lines may go to a file already longer than the cap */
+	if (r.opts.max_bytes)
+		signal(SIGXFSZ, SIG_IGN);
 	/* PyTorch's reserved memory is the caching allocator's cudaMalloc/cudaFree */
 	topts = gs_common_opts__tracker(
 		&r.opts.common,
@@ -1037,6 +1095,8 @@ int gs_cmd_record(int argc, char **argv)
 	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
 	topts.free_returns = true; /* every free is a slice with its duration */
 	topts.gpu = r.opts.gpu;
+	/* a rank's file is chosen by its environment, read at its exec: held there, always */
+	topts.stop_every_exec = gs_record_ranks_wanted(r.opts.common.output);
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */

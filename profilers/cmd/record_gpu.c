@@ -18,7 +18,9 @@
 #include "user/log.h"
 
 #define MAX_DEVICES 64
-#define FLOW_CAT    "ac2g" /* Kineto's flows from a CPU launch to its GPU work */
+/* device and stream tracks named over all outputs: the library's records choose them */
+#define MAX_TRACKS 1024
+#define FLOW_CAT   "ac2g" /* Kineto's flows from a CPU launch to its GPU work */
 /* processes numbered in flow ids, so that an id stays below 2^53 (exact as a JSON number) */
 #define FLOW_PROCS (1u << 21)
 #define FLOW_KEY   0
@@ -35,6 +37,7 @@ struct pending {
 struct counts {
 	uint64_t records, linked, not_linked, no_timestamps, malformed, other_kinds;
 	uint64_t cupti_dropped, names_truncated, api_calls;
+	uint64_t beyond_tracks; /* on a device past MAX_DEVICES or a track past MAX_TRACKS */
 };
 
 struct gs_record_gpu {
@@ -136,13 +139,20 @@ static uint64_t track_key(uint32_t device, const uint32_t *stream)
 	return (uint64_t)device << 33 | (stream ? (uint64_t)*stream + 1 : 0);
 }
 
-/* The track names of a device (pid) and a stream (tid), once each in each output. */
-static void name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op, pid_t pid)
+/*
+ * The track names of a device (pid) and a stream (tid), once each in each output. False,
+ * with nothing named, for a device past MAX_DEVICES or a new track past MAX_TRACKS.
+ */
+static bool name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op, pid_t pid)
 {
 	pid_t out = g->emit.output ? (pid_t)g->emit.output(g->emit.ctx, pid) : 0;
 	char name[32];
 	uint64_t seen;
 
+	if (op->device >= MAX_DEVICES ||
+	    (!gs_addr_map__get(g->named, out, track_key(op->device, &op->stream), &seen) &&
+	     gs_addr_map__count(g->named) + 2 > MAX_TRACKS))
+		return false;
 	if (!gs_addr_map__get(g->named, out, track_key(op->device, NULL), &seen)) {
 		snprintf(name, sizeof(name), "GPU %u", op->device);
 		gs_chrome_trace__process_name(g->emit.begin(g->emit.ctx, pid, op->start_ns),
@@ -157,6 +167,7 @@ static void name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op, pid
 		g->emit.end(g->emit.ctx);
 		gs_addr_map__set(g->named, out, track_key(op->device, &op->stream), 1);
 	}
+	return true;
 }
 
 static void dims_arg(struct gs_json *j, const char *key, const int32_t dims[3])
@@ -197,7 +208,10 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 	char dur[32], title[64];
 	struct gs_json *j;
 
-	name_tracks(g, op, p->pid);
+	if (!name_tracks(g, op, p->pid)) {
+		g->n.beyond_tracks++; /* counted, not written */
+		return;
+	}
 	if (op->kind == GS_GPU_MEMCPY) {
 		snprintf(title, sizeof(title), "Memcpy %s", gs_gpu_copy_kind_name(op->copy_kind));
 		name = title;
@@ -442,6 +456,7 @@ void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j)
 	gs_json__u64(j, "malformed", g->n.malformed);
 	gs_json__u64(j, "other_kinds", g->n.other_kinds);
 	gs_json__u64(j, "names_truncated", g->n.names_truncated);
+	gs_json__u64(j, "beyond_track_cap", g->n.beyond_tracks);
 	gs_json__begin_object(j, "clock");
 	gs_json__string(j, "method", gs_cupti_clock__method(&g->clock));
 	gs_json__u64(j, "checks", g->clock.checks);

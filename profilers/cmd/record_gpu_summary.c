@@ -7,25 +7,20 @@
 #include "profilers/cmd/record_gpu_summary.h"
 #include "profilers/leak_report.h"
 #include "user/addr_map.h"
+#include "user/busy_union.h"
 #include "user/histogram.h"
 #include "user/text_escape.h"
 
 #define TOP_KERNELS 20
 #define MAX_DEVICES 64
 #define COPY_KINDS  256
+/* distinct kernel names kept (4 KiB of histogram each); later ones go to OTHER_KERNELS */
+#define MAX_KERNEL_NAMES 1024
+#define OTHER_KERNELS	 "[other kernels]"
 
 struct kernel_time {
 	char *name;
 	struct gs_histogram h;
-};
-
-struct interval {
-	uint64_t start, end;
-};
-
-struct device_busy {
-	struct interval *iv;
-	size_t nr, cap;
 };
 
 struct copy_total {
@@ -33,10 +28,14 @@ struct copy_total {
 };
 
 struct gs_gpu_summary {
-	struct gs_addr_map *by_name; /* (0, hash of name) -> index + 1 in kernels */
+	/* (0, hash of name + probe) -> index + 1 in kernels; names compared in full */
+	struct gs_addr_map *by_name;
 	struct kernel_time *kernels;
 	size_t nr_kernels;
-	struct device_busy devices[MAX_DEVICES];
+	struct kernel_time *other; /* names beyond MAX_KERNEL_NAMES, once there are such */
+	uint64_t other_names;	   /* launches of those names: the first of each is not told */
+	struct gs_busy_union devices[MAX_DEVICES]; /* fixed memory, whatever the record count */
+	uint64_t beyond_devices;		   /* records of devices >= MAX_DEVICES */
 	struct copy_total copies[COPY_KINDS];
 	uint64_t records;
 };
@@ -62,8 +61,6 @@ void gs_gpu_summary__free(struct gs_gpu_summary *s)
 	for (size_t i = 0; i < s->nr_kernels; i++)
 		free(s->kernels[i].name);
 	free(s->kernels);
-	for (size_t i = 0; i < MAX_DEVICES; i++)
-		free(s->devices[i].iv);
 	gs_addr_map__free(s->by_name);
 	free(s);
 }
@@ -77,43 +74,48 @@ static uint64_t name_hash(const char *name)
 	return h;
 }
 
-static struct kernel_time *kernel_of(struct gs_gpu_summary *s, const char *name)
+static struct kernel_time *append_kernel(struct gs_gpu_summary *s, const char *name)
 {
-	uint64_t h = name_hash(name), idx;
-	struct kernel_time *grown;
+	struct kernel_time *grown = realloc(s->kernels, (s->nr_kernels + 1) * sizeof(*grown));
 
-	if (gs_addr_map__get(s->by_name, 0, h, &idx))
-		return &s->kernels[idx - 1];
-	grown = realloc(s->kernels, (s->nr_kernels + 1) * sizeof(*grown));
 	if (!grown)
 		return NULL;
 	s->kernels = grown;
 	grown = &s->kernels[s->nr_kernels];
 	grown->name = strdup(name);
-	if (!grown->name || gs_addr_map__set(s->by_name, 0, h, s->nr_kernels + 1)) {
-		free(grown->name);
+	if (!grown->name)
 		return NULL;
-	}
 	gs_histogram__init(&grown->h);
 	s->nr_kernels++;
 	return grown;
 }
 
-static int add_interval(struct device_busy *d, uint64_t start, uint64_t end)
+/*
+ * The entry of name: two names with one 64-bit hash stay apart (the next free key is
+ * probed, each compared by its full string). Past MAX_KERNEL_NAMES, the one OTHER_KERNELS.
+ */
+static struct kernel_time *kernel_of(struct gs_gpu_summary *s, const char *name)
 {
-	struct interval *grown;
+	uint64_t h = name_hash(name), idx;
+	struct kernel_time *k;
 
-	if (d->nr == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-
-		grown = realloc(d->iv, cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		d->iv = grown;
-		d->cap = cap;
+	while (gs_addr_map__get(s->by_name, 0, h, &idx)) {
+		if (!strcmp(s->kernels[idx - 1].name, name))
+			return &s->kernels[idx - 1];
+		h++;
 	}
-	d->iv[d->nr++] = (struct interval){ start, end };
-	return 0;
+	if (s->nr_kernels >= MAX_KERNEL_NAMES) {
+		if (!s->other) /* the last append: the pointer stays valid until print */
+			s->other = append_kernel(s, OTHER_KERNELS);
+		return s->other;
+	}
+	k = append_kernel(s, name);
+	if (k && gs_addr_map__set(s->by_name, 0, h, s->nr_kernels)) {
+		free(k->name);
+		s->nr_kernels--;
+		return NULL;
+	}
+	return k;
 }
 
 int gs_gpu_summary__add(struct gs_gpu_summary *s, const struct gs_gpu_op *op)
@@ -126,15 +128,19 @@ int gs_gpu_summary__add(struct gs_gpu_summary *s, const struct gs_gpu_op *op)
 		k = kernel_of(s, op->name ? op->name : "[unnamed]");
 		if (!k)
 			return -ENOMEM;
+		s->other_names += k == s->other;
 		gs_histogram__add(&k->h, ns);
 	} else if (op->kind == GS_GPU_MEMCPY) {
 		s->copies[op->copy_kind].count++;
 		s->copies[op->copy_kind].bytes += op->bytes;
 		s->copies[op->copy_kind].ns += ns;
 	}
-	if (op->device >= MAX_DEVICES)
+	if (op->device >= MAX_DEVICES) {
+		s->beyond_devices++;
 		return 0;
-	return add_interval(&s->devices[op->device], op->start_ns, op->end_ns);
+	}
+	gs_busy_union__add(&s->devices[op->device], op->start_ns, op->end_ns);
+	return 0;
 }
 
 static int cmp_total(const void *a, const void *b)
@@ -165,42 +171,25 @@ static void print_kernels(struct gs_gpu_summary *s, FILE *f)
 	}
 	if (s->nr_kernels > TOP_KERNELS)
 		fprintf(f, "    ... %zu more kernels\n", s->nr_kernels - TOP_KERNELS);
+	if (s->other_names)
+		fprintf(f, "    %" PRIu64 " launches of names beyond the first %d are under %s\n",
+			s->other_names, MAX_KERNEL_NAMES, OTHER_KERNELS);
 }
 
-static int cmp_start(const void *a, const void *b)
+/* "busy 80.0%", or "busy 79.2% to 80.0%" once merged pieces make it a range */
+static void print_busy(size_t dev, const struct gs_busy_union *u, FILE *f)
 {
-	const struct interval *x = a, *y = b;
+	uint64_t busy = gs_busy_union__busy(u), span = u->last - u->first;
+	double hi = span ? 100.0 * (double)busy / (double)span : 100.0;
 
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* busy: the union of the intervals; span: first start to last end */
-static void device_busy(struct device_busy *d, uint64_t *busy, uint64_t *span)
-{
-	uint64_t cur_start, cur_end, last = 0;
-
-	qsort(d->iv, d->nr, sizeof(*d->iv), cmp_start);
-	*busy = 0;
-	cur_start = d->iv[0].start;
-	cur_end = d->iv[0].end;
-	for (size_t i = 0; i < d->nr; i++) {
-		if (d->iv[i].end > last)
-			last = d->iv[i].end;
-		if (d->iv[i].start > cur_end) {
-			*busy += cur_end - cur_start;
-			cur_start = d->iv[i].start;
-			cur_end = d->iv[i].end;
-		} else if (d->iv[i].end > cur_end) {
-			cur_end = d->iv[i].end;
-		}
-	}
-	*busy += cur_end - cur_start;
-	*span = last - d->iv[0].start;
+	fprintf(f, "  GPU %zu: busy ", dev);
+	if (u->err_ns && span)
+		fprintf(f, "%.1f%% to ", 100.0 * (double)(busy - u->err_ns) / (double)span);
+	fprintf(f, "%.1f%% of %.3f ms (first to last record)\n", hi, (double)span / 1e6);
 }
 
 void gs_gpu_summary__print(struct gs_gpu_summary *s, FILE *f)
 {
-	uint64_t busy, span;
 	char bytes[32];
 
 	if (!s->records)
@@ -208,12 +197,12 @@ void gs_gpu_summary__print(struct gs_gpu_summary *s, FILE *f)
 	if (s->nr_kernels)
 		print_kernels(s, f);
 	for (size_t i = 0; i < MAX_DEVICES; i++) {
-		if (!s->devices[i].nr)
-			continue;
-		device_busy(&s->devices[i], &busy, &span);
-		fprintf(f, "  GPU %zu: busy %.1f%% of %.3f ms (first to last record)\n", i,
-			span ? 100.0 * (double)busy / (double)span : 100.0, (double)span / 1e6);
+		if (s->devices[i].count)
+			print_busy(i, &s->devices[i], f);
 	}
+	if (s->beyond_devices)
+		fprintf(f, "  GPU devices beyond %d: %" PRIu64 " records not in a busy time\n",
+			MAX_DEVICES, s->beyond_devices);
 	for (size_t k = 0; k < COPY_KINDS; k++) {
 		const struct copy_total *c = &s->copies[k];
 

@@ -22,6 +22,43 @@ bool gs_record_ranks_wanted(const char *output)
 	return output[len - 1] == '/' || (!stat(output, &st) && S_ISDIR(st.st_mode));
 }
 
+/*
+ * DIR itself, never where a symlink named DIR points ("DIR/" would follow one: the slashes
+ * go), owned by root or the caller: whoever owns it chooses what its names are.
+ */
+static int open_dir(const char *dir)
+{
+	char path[4096];
+	size_t len = strlen(dir);
+	struct stat st;
+	int fd, err;
+
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	if (len >= sizeof(path)) {
+		gs_err("-o %s: name too long", dir);
+		return -ENAMETOOLONG;
+	}
+	memcpy(path, dir, len);
+	path[len] = '\0';
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		if (!lstat(path, &st) && S_ISLNK(st.st_mode))
+			gs_err("-o %s: a symlink: refused (name the directory it points to)", dir);
+		else
+			gs_err("-o %s: %s", dir, strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &st) || (st.st_uid && st.st_uid != getuid() && st.st_uid != geteuid())) {
+		gs_err("-o %s: owned by uid %u, neither yours nor root's: refused", dir,
+		       (unsigned int)st.st_uid);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t window_ns)
 {
 	struct gs_record_ranks *r = calloc(1, sizeof(*r));
@@ -43,10 +80,9 @@ int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t
 	}
 	/* every file is made relative to this one descriptor: a directory swapped in later
 	 * under the same name changes nothing */
-	r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r->dirfd = open_dir(dir);
 	if (r->dirfd < 0) {
-		err = -errno;
-		gs_err("%s: %s", dir, strerror(errno));
+		err = r->dirfd;
 		gs_record_ranks__free(r);
 		return err;
 	}
@@ -68,6 +104,7 @@ static long find(const struct gs_record_ranks *rr, long rank, pid_t pid)
 static int open_file(struct gs_record_ranks *rr, struct gs_record_file *f)
 {
 	char name[64], display[4096];
+	struct stat st;
 	int err;
 
 	if (f->rank >= 0)
@@ -76,7 +113,13 @@ static int open_file(struct gs_record_ranks *rr, struct gs_record_file *f)
 		snprintf(name, sizeof(name), "pid-%d.json", (int)f->pid);
 	snprintf(display, sizeof(display), "%s%s%s", rr->dir,
 		 rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/", name);
-	err = gs_out__openat(&f->out, rr->dirfd, name, display, 0666, 0);
+	/* an existing file stays as it is; the rename at the end refuses one made meanwhile */
+	if (!fstatat(rr->dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		gs_err("%s: exists: not overwritten (remove it or name another directory)",
+		       display);
+		return -EEXIST;
+	}
+	err = gs_out__openat(&f->out, rr->dirfd, name, display, 0666, GS_OUT_NOREPLACE);
 	if (err)
 		return err;
 	f->writer = gs_trace_writer__new(gs_out__file(f->out), rr->window_ns);

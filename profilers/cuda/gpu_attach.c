@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* gpu_attach.c: find the CUPTI injection library in a process and attach its USDT probes. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,15 @@
 #include "profilers/cuda/gpu_attach.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "profilers/tracker.h"
+#include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/proc_maps.h"
 
-/* libgpusnoop-cupti.so, or a versioned or renamed copy that keeps the prefix */
+/*
+ * libgpusnoop-cupti.so, or a versioned or renamed copy that keeps the prefix: the name only
+ * picks the candidates; a file is probed when it is gpusnoop's own or root's (attach_mapping)
+ */
 #define LIB_PREFIX "libgpusnoop-cupti"
 
 struct probed_file {
@@ -28,7 +33,34 @@ struct gs_gpu_attach {
 	struct gs_links *links;
 	struct probed_file *files;
 	size_t nr_files, cap_files;
+	uint64_t own_dev, own_inode; /* gpusnoop's own library, when found beside it */
+	bool has_own;
 };
+
+/* The library installed with this binary (record_gpu_setup.c's places), if there is one. */
+static void find_own_library(struct gs_gpu_attach *ga)
+{
+	static const char *const dirs[] = { "", "/../lib/gpusnoop" };
+	char exe[PATH_MAX], lib[PATH_MAX + 64], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct stat st;
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !ga->has_own; i++) {
+		snprintf(lib, sizeof(lib), "%s%s/%s", exe, dirs[i], GS_CUPTI_LIB_NAME);
+		if (!stat(lib, &st) && S_ISREG(st.st_mode)) {
+			ga->own_dev = st.st_dev;
+			ga->own_inode = st.st_ino;
+			ga->has_own = true;
+		}
+	}
+}
 
 struct gs_gpu_attach *gs_gpu_attach__open(struct gs_tracker *t, struct gs_links *links, bool all)
 {
@@ -38,12 +70,14 @@ struct gs_gpu_attach *gs_gpu_attach__open(struct gs_tracker *t, struct gs_links 
 	if (!ga)
 		goto out_err;
 	ga->links = links;
+	find_own_library(ga);
 	ga->skel = gpu_bpf__open();
 	if (!ga->skel) {
 		err = -errno;
 		goto out_err;
 	}
 	ga->skel->rodata->cfg_all_pids = all;
+	ga->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
 	ga->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
 	err = gs_tracker__share_maps(t, ga->skel->maps.events, ga->skel->maps.targets,
 				     ga->skel->maps.stats);
@@ -124,6 +158,11 @@ static int attach_probes(struct gs_gpu_attach *ga, const char *path, pid_t scope
 						"activity", 0);
 }
 
+static bool is_own(const struct gs_gpu_attach *ga, const struct stat *st)
+{
+	return ga->has_own && st->st_dev == ga->own_dev && st->st_ino == ga->own_inode;
+}
+
 /* Opened and checked against the snapshot; probes go in through that descriptor. */
 static void attach_mapping(struct gs_gpu_attach *ga, const struct gs_maps *maps,
 			   const struct gs_mapping *m, pid_t scope)
@@ -136,10 +175,14 @@ static void attach_mapping(struct gs_gpu_attach *ga, const struct gs_maps *maps,
 		gs_warn("pid %d: %s: cannot read: %s", (int)maps->pid, m->path, strerror(-fd));
 		return;
 	}
-	/* its owner chooses what code it holds: under -a only root's copy is probed */
-	if (scope < 0 && !gs_is_trusted_file(&st)) {
-		gs_info("pid %d: %s is not root's or is writable by others: no GPU activity "
-			"under -a",
+	/*
+	 * Its owner chooses what it sends, and the records cost this process memory and disk:
+	 * only gpusnoop's own library or a file root owns (and only root may change) is probed,
+	 * whatever its name, under -p as under -a.
+	 */
+	if (!is_own(ga, &st) && !(S_ISREG(st.st_mode) && gs_is_trusted_file(&st))) {
+		gs_warn("pid %d: %s is neither gpusnoop's injection library nor a file root owns "
+			"and only root may write: no GPU activity from it",
 			(int)maps->pid, m->path);
 		close(fd);
 		return;

@@ -6,11 +6,14 @@
 #include <sys/types.h>
 
 /*
- * Stops one thread of pid with ptrace, makes it call dlopen(path, RTLD_NOW) and the
- * library's InitializeInjection(), puts its registers back and lets it go. Nothing is ever
- * unloaded. Risks (README): the thread runs dlopen wherever it was stopped; if it held a lock
- * dlopen needs (the loader's, or malloc's), the process deadlocks. Returns 0, -EBUSY when
- * CUPTI refused (another subscriber), or -errno; logged.
+ * Checks path as pid's root shows it (a regular file root owns, not group/other writable),
+ * stops one thread of pid with ptrace, makes it call dlopen(path, RTLD_NOW) and, when the
+ * file mapped is the one checked, the library's InitializeInjection(); each call returns into
+ * a stub (user/remote_stub.h) that puts the thread back where it was, so a call given up on
+ * after 10 s finishes later with the thread going on. Nothing is ever unloaded. Risks
+ * (README): the thread runs dlopen wherever it was stopped; if it held a lock dlopen needs
+ * (the loader's, or malloc's), the process deadlocks. Returns 0, -EBUSY when CUPTI refused
+ * (another subscriber), or -errno; logged.
  */
 int gs_gpu_inject(pid_t pid, const char *path);
 

@@ -14,6 +14,11 @@
 #include "user/symcache.h"
 
 #define MAX_KERNEL_NAME 4096
+/*
+ * Entries one process may make, over every map below: a process chooses how many kernels it
+ * registers and which pointers it launches (PyTorch registers about 19,000 kernels).
+ */
+#define MAX_ENTRIES_PER_PROC 65536
 
 struct gs_kernel_names {
 	struct gs_symcache *symcache; /* borrowed */
@@ -27,6 +32,9 @@ struct gs_kernel_names {
 	struct gs_addr_map *functions;	/* CUfunction/CUkernel -> owned mangled name */
 	struct gs_addr_map *resolved;	/* launched pointer -> owned name (cache) */
 	struct gs_addr_map *misses;	/* launched pointers no source named, after a scan */
+	struct gs_addr_map *entries;	/* (pid, 0) -> entries pid holds in the maps above */
+	uint64_t refused;		/* entries not made: their process was at its cap */
+	char *uncached;			/* the last name resolved but not cached (at the cap) */
 	char unknown[64];
 };
 
@@ -47,7 +55,9 @@ struct gs_kernel_names *gs_kernel_names__new(struct gs_symcache *symcache)
 	k->functions = gs_addr_map__new();
 	k->resolved = gs_addr_map__new();
 	k->misses = gs_addr_map__new();
-	if (!k->registered || !k->handles || !k->functions || !k->resolved || !k->misses) {
+	k->entries = gs_addr_map__new();
+	if (!k->registered || !k->handles || !k->functions || !k->resolved || !k->misses ||
+	    !k->entries) {
 		gs_kernel_names__free(k);
 		return NULL;
 	}
@@ -69,6 +79,8 @@ void gs_kernel_names__free(struct gs_kernel_names *k)
 	gs_addr_map__free(k->functions);
 	gs_addr_map__free(k->resolved);
 	gs_addr_map__free(k->misses);
+	gs_addr_map__free(k->entries);
+	free(k->uncached);
 	free(k);
 }
 
@@ -80,7 +92,25 @@ static char *readable(const char *mangled)
 	return d ? d : strdup(mangled);
 }
 
-static void put_owned(struct gs_addr_map *m, pid_t pid, uint64_t key, char *name)
+/* Whether pid may make one more entry (counted as made); past its cap, counted as refused. */
+static bool take_entry(struct gs_kernel_names *k, pid_t pid)
+{
+	uint64_t n = 0;
+
+	gs_addr_map__get(k->entries, pid, 0, &n);
+	if (n >= MAX_ENTRIES_PER_PROC) {
+		if (!k->refused++)
+			gs_warn("pid %d: more than %d kernel names and handles: later ones are not "
+				"kept (their launches read \"unknown\")",
+				(int)pid, MAX_ENTRIES_PER_PROC);
+		return false;
+	}
+	return !gs_addr_map__set(k->entries, pid, 0, n + 1);
+}
+
+/* A new key takes one of pid's entries; an existing one is replaced. */
+static void put_owned(struct gs_kernel_names *k, struct gs_addr_map *m, pid_t pid, uint64_t key,
+		      char *name)
 {
 	uint64_t old;
 
@@ -88,8 +118,17 @@ static void put_owned(struct gs_addr_map *m, pid_t pid, uint64_t key, char *name
 		return;
 	if (gs_addr_map__get(m, pid, key, &old))
 		free_name(old);
+	else if (!take_entry(k, pid)) {
+		free(name);
+		return;
+	}
 	if (gs_addr_map__set(m, pid, key, (uint64_t)(uintptr_t)name))
 		free(name);
+}
+
+uint64_t gs_kernel_names__refused(const struct gs_kernel_names *k)
+{
+	return k->refused;
 }
 
 void gs_kernel_names__add_registration(struct gs_kernel_names *k, pid_t pid, uint64_t host_fun,
@@ -107,13 +146,16 @@ void gs_kernel_names__add_registration(struct gs_kernel_names *k, pid_t pid, uin
 		gs_dbg("pid %d: unreadable kernel name at 0x%" PRIx64, (int)pid, name_addr);
 		return;
 	}
-	put_owned(k->registered, pid, host_fun, strdup(mangled));
+	put_owned(k, k->registered, pid, host_fun, strdup(mangled));
 }
 
 void gs_kernel_names__add_handle(struct gs_kernel_names *k, pid_t pid, uint64_t handle,
 				 uint64_t host_fun)
 {
-	if (handle && handle != host_fun)
+	uint64_t old;
+
+	if (handle && handle != host_fun &&
+	    (gs_addr_map__get(k->handles, pid, handle, &old) || take_entry(k, pid)))
 		gs_addr_map__set(k->handles, pid, handle, host_fun);
 }
 
@@ -121,7 +163,7 @@ void gs_kernel_names__add_function(struct gs_kernel_names *k, pid_t pid, uint64_
 				   const char *mangled)
 {
 	if (handle && *mangled)
-		put_owned(k->functions, pid, handle, strdup(mangled));
+		put_owned(k, k->functions, pid, handle, strdup(mangled));
 }
 
 /*
@@ -149,7 +191,7 @@ static void read_handle_statics(struct gs_kernel_names *k, pid_t pid)
 			uint64_t handle = 0, at = h[j].vaddr - vaddr + m->start;
 
 			if (!gs_read_process_memory(maps, at, &handle, sizeof(handle)) && handle)
-				put_owned(k->functions, pid, handle, strdup(h[j].kernel));
+				put_owned(k, k->functions, pid, handle, strdup(h[j].kernel));
 		}
 	}
 }
@@ -169,8 +211,9 @@ static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 	gs_symcache__resolve(k->symcache, pid, host, &frame);
 	if (frame.symbol && frame.offset == 0)
 		return strdup(frame.symbol);
-	/* once per unknown pointer: it may be a handle made before we attached */
-	if (!gs_addr_map__get(k->misses, pid, func, &name)) {
+	/* once per unknown pointer: it may be a handle made before we attached (past the
+	 * process's cap, never again: each scan reads every file it maps) */
+	if (!gs_addr_map__get(k->misses, pid, func, &name) && take_entry(k, pid)) {
 		gs_addr_map__set(k->misses, pid, func, 1);
 		read_handle_statics(k, pid);
 		if (gs_addr_map__get(k->functions, pid, func, &name))
@@ -178,6 +221,7 @@ static char *lookup(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 	}
 	return NULL;
 }
+
 const char *gs_kernel_names__resolve(struct gs_kernel_names *k, pid_t pid, uint64_t func)
 {
 	uint64_t cached;
@@ -187,10 +231,14 @@ const char *gs_kernel_names__resolve(struct gs_kernel_names *k, pid_t pid, uint6
 		return (const char *)(uintptr_t)cached;
 	name = lookup(k, pid, func);
 	/* unknowns are not cached: a registration or handle may still name them later */
-	if (name && gs_addr_map__set(k->resolved, pid, func, (uint64_t)(uintptr_t)name) == 0)
+	if (name && take_entry(k, pid) &&
+	    gs_addr_map__set(k->resolved, pid, func, (uint64_t)(uintptr_t)name) == 0)
+		return name;
+	free(k->uncached); /* borrowed until the next call, as documented */
+	k->uncached = name;
+	if (name)
 		return name;
 	snprintf(k->unknown, sizeof(k->unknown), "unknown 0x%" PRIx64, func);
-	free(name);
 	return k->unknown;
 }
 
@@ -201,4 +249,5 @@ void gs_kernel_names__forget(struct gs_kernel_names *k, pid_t pid)
 	gs_addr_map__forget_pid(k->functions, pid, free_name);
 	gs_addr_map__forget_pid(k->resolved, pid, free_name);
 	gs_addr_map__forget_pid(k->misses, pid, NULL);
+	gs_addr_map__forget_pid(k->entries, pid, NULL);
 }

@@ -27,6 +27,8 @@ void gs_kernel_names__add_function(struct gs_kernel_names *k, pid_t pid, uint64_
  * names it: never a guess. Borrowed until the next call or gs_kernel_names__forget(pid).
  */
 const char *gs_kernel_names__resolve(struct gs_kernel_names *k, pid_t pid, uint64_t func);
+/* Names and handles not kept because their process had made its cap of them. */
+uint64_t gs_kernel_names__refused(const struct gs_kernel_names *k);
 /* Drops everything known about pid (it exited or exec'd). */
 void gs_kernel_names__forget(struct gs_kernel_names *k, pid_t pid);
 

@@ -32,6 +32,7 @@
 #include "user/out_dir.h"
 #include "user/out_file.h"
 #include "user/stack_table.h"
+#include "user/text_escape.h"
 
 #define POLL_MS		  100
 #define METRICS_EVERY_NS  1000000000ULL
@@ -374,7 +375,7 @@ static void ctl_status_uid_drops(struct gs_daemon *d, const struct gs_ctl_peer *
 static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE *out)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
-	char b[32];
+	char b[32], comm[GS_TEXT_SAFE_LEN(16)];
 
 	fprintf(out,
 		"gpusnoop daemon %s: up %.0f s, %zu CUDA processes, %" PRIu64
@@ -389,7 +390,8 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 			continue;
 		gs_format_bytes(gs_alloc_table__bytes(p->allocs), b, sizeof(b));
 		fprintf(out, "pid %d (%s): %s outstanding in %zu allocations, %" PRIu64 " failed\n",
-			(int)p->pid, gs_tracker__comm(d->tracker, p->pid), b,
+			(int)p->pid,
+			gs_text_safe(gs_tracker__comm(d->tracker, p->pid), comm, sizeof(comm)), b,
 			gs_alloc_table__count(p->allocs), p->failed_allocations);
 	}
 }
@@ -416,6 +418,8 @@ static struct gs_mem_proc *ctl_target(struct gs_daemon *d, const struct gs_ctl_p
  * trigger reports they must not push out. Root's requests keep plain names.
  */
 #define USER_TAG "user"
+/* the least a user's recording may write, whatever user-max-bytes says */
+#define USER_RECORDING_MIN_BYTES (1ULL << 20)
 
 static void user_tag(const struct gs_ctl_peer *peer, char *tag, size_t len)
 {
@@ -458,6 +462,13 @@ static unsigned int user_recordings(const struct gs_daemon *d, const char *tag)
 	return n;
 }
 
+/* A user's recording ends itself at user-max-bytes (a trace needs room for its end). */
+static uint64_t user_recording_cap(const struct gs_daemon *d)
+{
+	return d->cfg.user_max_bytes > USER_RECORDING_MIN_BYTES ? d->cfg.user_max_bytes
+								: USER_RECORDING_MIN_BYTES;
+}
+
 static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 		       const struct gs_ctl_request *req, struct gs_mem_proc *p, FILE *out)
 {
@@ -476,9 +487,10 @@ static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 	}
 	enforce_user_caps(d, tag);
 	snprintf(kind, sizeof(kind), "%srecord", tag);
-	err = gs_daemon__start_recording(d, p->pid, false, req->secs,
-					 req->events[0] ? req->events : d->cfg.oom_record_events,
-					 kind, -1, path, sizeof(path));
+	err = gs_daemon__start_capped_recording(
+		d, p->pid, false, req->secs,
+		req->events[0] ? req->events : d->cfg.oom_record_events, kind, -1,
+		*tag ? user_recording_cap(d) : 0, path, sizeof(path));
 	if (err == -EBUSY)
 		fprintf(out, "error: busy: %d recordings are running\n", MAX_RECORDINGS);
 	else if (err)

@@ -89,6 +89,13 @@ void gs_daemon_file_stamp(char *buf, size_t len);
 int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 			       const char *events, const char *kind, int schedule, char *path_out,
 			       size_t len);
+/*
+ * The same, for a user's request: the recording stops by itself, its trace complete, before
+ * the file passes max_bytes (record --max-bytes, and RLIMIT_FSIZE behind it); 0: no cap.
+ */
+int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
+				      const char *events, const char *kind, int schedule,
+				      uint64_t max_bytes, char *path_out, size_t len);
 struct gs_ctl_peer;
 /* Whether a control client may see pid's state: root, or pid runs as the client's uid. */
 bool gs_daemon__may_see(const struct gs_ctl_peer *peer, pid_t pid);

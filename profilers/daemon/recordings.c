@@ -2,9 +2,11 @@
 /* recordings.c: the daemon's `gpusnoop record` children: schedules, after triggers, ctl. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,17 +30,50 @@ void gs_daemon_file_stamp(char *buf, size_t len)
 	snprintf(buf, len, "%s.%09ldZ", day, now.tv_nsec);
 }
 
+/* The recording child: "-p PID [--children]" or "-a", then the rest; max_bytes caps it. */
+static void exec_recording(pid_t pid, bool children, const char *target, const char *duration,
+			   const char *events, int fd, uint64_t max_bytes)
+{
+	char fd_arg[24], max_arg[24];
+	char *argv[] = { "gpusnoop",	   "record",	 pid ? "-p" : "-a",
+			 (char *)target,   "--children", "-d",
+			 (char *)duration, "-e",	 (char *)events,
+			 "--output-fd",	   fd_arg,	 "--max-bytes",
+			 max_arg,	   NULL };
+	struct rlimit fsize = { max_bytes, max_bytes };
+
+	snprintf(fd_arg, sizeof(fd_arg), "%d,gz", fd);
+	snprintf(max_arg, sizeof(max_arg), "%" PRIu64, max_bytes);
+	if (!max_bytes) /* no cap: no --max-bytes */
+		argv[11] = NULL;
+	if (!pid || !children) /* close the gap: no pid or no --children (-a has neither) */
+		memmove(&argv[pid ? 4 : 3], &argv[5], sizeof(argv) - 5 * sizeof(argv[0]));
+	/* the one descriptor the child inherits on purpose; the file cannot pass the cap */
+	if (fcntl(fd, F_SETFD, 0) || (max_bytes && setrlimit(RLIMIT_FSIZE, &fsize)))
+		_exit(127);
+	execv("/proc/self/exe", argv);
+	_exit(127);
+}
+
+int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
+			       const char *events, const char *kind, int schedule, char *path_out,
+			       size_t len)
+{
+	return gs_daemon__start_capped_recording(d, pid, children, secs, events, kind, schedule, 0,
+						 path_out, len);
+}
+
 /*
  * Starts `gpusnoop record` (this same binary) on pid, or on every process when pid is 0,
  * writing DIR/gpusnoop-KIND-...json.gz. The child gets a descriptor of a temporary created
  * here (0600, O_EXCL, in the directory opened once), never a name to open: the trace is
  * renamed into place only when the child succeeded, see gs_daemon__reap_recordings().
  */
-int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
-			       const char *events, const char *kind, int schedule, char *path_out,
-			       size_t len)
+int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
+				      const char *events, const char *kind, int schedule,
+				      uint64_t max_bytes, char *path_out, size_t len)
 {
-	char stamp[48], target[16], duration[32], fd_arg[24];
+	char stamp[48], target[16], duration[32];
 	struct gs_daemon_recording *r;
 	pid_t child;
 	int fd, err;
@@ -59,7 +94,6 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
 	if (fd < 0)
 		return fd;
 	snprintf(duration, sizeof(duration), "%.3f", secs);
-	snprintf(fd_arg, sizeof(fd_arg), "%d,gz", fd);
 	child = fork();
 	if (child < 0) {
 		err = -errno;
@@ -68,21 +102,8 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
 		gs_out_dir__discard(d->out_dir, r->tmp);
 		return err;
 	}
-	if (!child) {
-		/* "-p PID [--children]" or "-a", then the rest */
-		char *argv[] = { "gpusnoop",	"record",     pid ? "-p" : "-a",
-				 target,	"--children", "-d",
-				 duration,	"-e",	      (char *)events,
-				 "--output-fd", fd_arg,	      NULL };
-
-		if (!pid || !children) /* close the gap: no pid or no --children (-a has neither) */
-			memmove(&argv[pid ? 4 : 3], &argv[5], sizeof(argv) - 5 * sizeof(argv[0]));
-		/* the one descriptor the child inherits on purpose */
-		if (fcntl(fd, F_SETFD, 0))
-			_exit(127);
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
+	if (!child)
+		exec_recording(pid, children, target, duration, events, fd, max_bytes);
 	close(fd);
 	r->pid = child;
 	r->schedule = schedule;

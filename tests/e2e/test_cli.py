@@ -24,7 +24,8 @@ def subcommands():
     status, out, err = run_gpusnoop("list")
     expect_eq(status, 0, f"list status ({err})")
     names = [line.split()[0] for line in out.splitlines()]
-    expect_eq(names, ["leaks", "record", "profile", "daemon", "ctl", "stitch"], "subcommands")
+    expect_eq(names, ["leaks", "record", "profile", "daemon", "ctl", "stitch", "check"],
+              "subcommands")
     return names
 
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "tests/fuzz/fuzz.h"
+#include "user/debuginfo.h"
 #include "user/elf_file.h"
 
 static int memfd = -1;
@@ -24,6 +25,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		perror("fuzz_elf: fchmod");
 		abort();
 	}
+	/* the input's own .gnu_debugdata and .gnu_debuglink, never this machine's debug files */
+	gs_debuginfo__set_root("/nonexistent/gs-fuzz");
 	return 0;
 }
 
@@ -68,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	w.elf = gs_elf__open_fd(memfd);
 	if (!w.elf)
 		return 0;
+	/* a stripped input: its MiniDebugInfo (xz, then ELF) and debuglink are parsed too */
+	GS_FUZZ_CHECK(gs_debuginfo__load(w.elf, memfd, "/nonexistent/gs-fuzz/input") <= 1);
 	gs_elf__for_each_function(w.elf, on_function, &w);
 	GS_FUZZ_CHECK((size_t)w.n <= gs_elf__nr_symbols(w.elf));
 	interp = gs_elf__interp(w.elf);

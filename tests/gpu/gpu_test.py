@@ -13,6 +13,11 @@ Standard library only; the PyTorch interpreter is $PYTHON, else the first of pyt
 and /usr/bin/python3 that imports torch. Writes OUT/summary.txt and OUT/summary.json (OUT:
 .output/gpu-test). Exits 1 with one line on stderr when the machine cannot run it or a check
 fails.
+
+gpu-test/run OUTDIR (tests/gpu/run; in the bundle beside bin/gpusnoop) runs main_run: a
+preflight first (preflight.py), then the checks this host can run within --budget seconds,
+the dormant cost and CUPTI binding alone where BPF cannot run; exit 0, 1 failed, 3 could not
+run here.
 """
 import argparse
 import ctypes
@@ -31,14 +36,23 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare  # noqa: E402
+import preflight as machine_checks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
-GPUSNOOP = os.path.join(ROOT, "gpusnoop")
-INJECTION = os.path.join(ROOT, "libgpusnoop-cupti.so")
-FLOOR = os.path.join(ROOT, ".output", "bench", "gs_bench_floor")
+# `make bundle` puts this file in gpu-test/, beside bin/ and lib/gpusnoop/ (gpu-test/run)
+IN_BUNDLE = os.path.exists(os.path.join(HERE, "bin", "gs_bench_floor"))
+if IN_BUNDLE:
+    GPUSNOOP = os.path.join(os.path.dirname(HERE), "bin", "gpusnoop")
+    INJECTION = os.path.join(os.path.dirname(HERE), "lib", "gpusnoop", "libgpusnoop-cupti.so")
+    FLOOR = os.path.join(HERE, "bin", "gs_bench_floor")
+else:
+    GPUSNOOP = os.path.join(ROOT, "gpusnoop")
+    INJECTION = os.path.join(ROOT, "libgpusnoop-cupti.so")
+    FLOOR = os.path.join(ROOT, ".output", "bench", "gs_bench_floor")
 TRAIN = os.path.join(HERE, "train.py")
 TIMEOUT = 600  # seconds for any one run (PyTorch's import under gpusnoop included)
 READY_TIMEOUT = 180  # seconds for a tool to have its probes in place
+DEADLINE = float("inf")  # time.monotonic() when gpu-test/run's --budget is spent
 LEAKS_INTERVAL, PAUSE, MARGIN_NS = 0.5, 2.0, 300_000_000
 COST_MODES = ["untraced", "dormant", "floor", "floor-gpu", "record", "record-gpu"]
 # the empty probes each tool's added cost is measured against: the least set it needs
@@ -140,6 +154,14 @@ def preflight(machine_only=False):
 
 # --- running things ----------------------------------------------------------------------------
 
+def time_left():
+    """Seconds any one run may take: TIMEOUT, less once --budget nears its end."""
+    left = DEADLINE - time.monotonic()
+    if left < 1:
+        raise Failure("the time budget (--budget) is spent")
+    return min(TIMEOUT, left)
+
+
 def without_injection(env):
     return {k: v for k, v in env.items() if k != "CUDA_INJECTION64_PATH"}
 
@@ -148,7 +170,7 @@ def run(cmd, what, out_dir, env=None):
     """Run to completion; stderr kept in OUT/<what>.stderr; Failure on a non-zero exit."""
     log = os.path.join(out_dir, what + ".stderr")
     with open(log, "w") as err:
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=err, timeout=TIMEOUT,
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=err, timeout=time_left(),
                            env=env or without_injection(os.environ))
     if p.returncode:
         raise Failure("%s exited %d (see %s)" % (what, p.returncode, log))
@@ -259,14 +281,14 @@ def cost_run(mode, py, out, launches):
                                   env=env, text=True)
     tool = None
     try:
-        if not select.select([target.stdout], [], [], TIMEOUT)[0]:
+        if not select.select([target.stdout], [], [], time_left())[0]:
             raise Failure("%s: the launch loop never said ready" % mode)
         if not target.stdout.readline().startswith("ready "):
             raise Failure("%s: the launch loop exited %s before ready" % (mode, target.wait()))
         tool, log = start_tool(mode, target.pid, out)
         target.stdin.write("go\n")
         target.stdin.close()
-        if target.wait(timeout=TIMEOUT):
+        if target.wait(timeout=time_left()):
             raise Failure("%s: the launch loop exited %d" % (mode, target.returncode))
         if tool:
             stop_tool(tool, mode, log)
@@ -278,70 +300,148 @@ def cost_run(mode, py, out, launches):
     return load_json(res)
 
 
-def launch_cost(py, out, rounds, launches):
-    """Part 3: rounds of every mode in random order; medians; the -e gpu run's kernel count."""
-    samples = {m: [] for m in COST_MODES}
+def launch_cost(py, out, rounds, launches, modes=COST_MODES):
+    """Part 3: rounds of every mode in random order; medians; the -e gpu run's kernel count.
+    Fewer rounds when the budget would not hold another (at least one)."""
+    samples = {m: [] for m in modes}
     problems = []
+    done, started, dormant = 0, time.monotonic(), None
     for i in range(rounds):
-        order = COST_MODES[:]
+        per_round = (time.monotonic() - started) / done if done else 0
+        if done and DEADLINE - time.monotonic() < 1.3 * per_round + 10:
+            break
+        order = list(modes)
         random.shuffle(order)
         for mode in order:
             r = cost_run(mode, py, out, launches)
             samples[mode].append(r["ns_per_launch"])
+            if mode == "dormant" and dormant is None:
+                dormant = r
             if mode == "record-gpu" and i == 0:
-                trace = compare.load_trace(os.path.join(out, "cost-record-gpu.json"))
-                seen = compare.gpusnoop_kernels(trace, (r["window_start_ns"],
-                                                        r["window_end_ns"]))
-                n = sum(len(v) for v in seen.values())
-                if n != launches:
-                    problems.append("launch loop: %d launches, %d GPU kernels recorded"
-                                    % (launches, n))
-                problems += losses(trace)
-    return {"samples": samples, "launches": launches, "rounds": rounds,
-            "costs": compare.launch_costs(samples, "untraced", COST_FLOORS), "problems": problems}
+                problems += launch_loop_problems(out, r, launches)
+        done += 1
+    return {"samples": samples, "launches": launches, "rounds": done, "rounds_asked": rounds,
+            "costs": compare.launch_costs(samples, "untraced", COST_FLOORS), "problems": problems,
+            "dormant": dormant}
+
+
+def launch_loop_problems(out, r, launches):
+    trace = compare.load_trace(os.path.join(out, "cost-record-gpu.json"))
+    seen = compare.gpusnoop_kernels(trace, (r["window_start_ns"], r["window_end_ns"]))
+    n = sum(len(v) for v in seen.values())
+    problems = losses(trace)
+    if n != launches:
+        problems.insert(0, "launch loop: %d launches, %d GPU kernels recorded" % (launches, n))
+    return problems
+
+
+# CUPTI API versions whose clock the injection library keeps (profilers/cupti/inject.c)
+CUPTI_12_6_API, CUPTI_13_1_API = 24, 130100
+
+
+def cupti_binding(dormant):
+    """No BPF needed: which CUPTI the injection library bound in the dormant run, its API
+    version, whether it set up GPU activity, and the clock method that version implies."""
+    if not dormant:
+        return {"problems": ["CUPTI binding: no dormant run"]}
+    apis = {p: v for p, v in (dormant.get("cupti_api") or {}).items()}
+    api = max((v for v in apis.values() if v is not None), default=None)
+    method = None if api is None else (
+        "cupti_clock_realtime_shifted" if CUPTI_12_6_API <= api < CUPTI_13_1_API
+        else "cupti_timestamp_callback_clock_monotonic")
+    status = dormant.get("injection_status")
+    problems = []
+    if status is None or status:
+        problems.append("CUPTI binding: the injection library set up no GPU activity: %s"
+                        % (status or "not loaded"))
+    if api is None:
+        problems.append("CUPTI binding: no CUPTI mapped, or no version")
+    return {"cupti": apis, "api": api, "clock_method": method, "status": status,
+            "problems": problems}
 
 
 # --- the summary -------------------------------------------------------------------------------
 
-def summary_text(s):
+def header_lines(s):
     m, t = s["machine"], s["machine"]["torch"]
-    lines = ["gpusnoop make gpu-test, %s, host %s" % (s["date"], s["host"]),
-             "GPU %s, driver CUDA %d.%d; torch %s (CUDA %s, %s); CUPTI mapped: %s" % (
-                 s["accuracy"]["result"].get("device"), m["cuda_driver_version"] // 1000,
-                 m["cuda_driver_version"] % 1000 // 10, t["version"], t["cuda"], t["python"],
-                 ", ".join(s["accuracy"]["result"].get("cupti", []))),
-             "", "1. kernels: record -e gpu vs torch.profiler, %d SGD steps (ratios: gpusnoop / "
-             "Kineto; rule: counts equal, within 5 %%)" % s["accuracy"]["result"]["steps"],
-             compare.kernel_table(s["accuracy"]["rows"])]
-    worst = s["accuracy"]["worst"]
+    r = s.get("accuracy", {}).get("result") or (s.get("cost") or {}).get("dormant") or {}
+    return ["gpusnoop gpu-test, %s, host %s" % (s["date"], s["host"]),
+            "GPU %s, driver CUDA %d.%d; torch %s (CUDA %s, %s); CUPTI mapped: %s" % (
+                r.get("device", m.get("gpu")), m["cuda_driver_version"] // 1000,
+                m["cuda_driver_version"] % 1000 // 10, t["version"], t["cuda"], t["python"],
+                ", ".join(r.get("cupti", [])) or "-")]
+
+
+def accuracy_lines(a):
+    lines = ["", "1. kernels: record -e gpu vs torch.profiler, %d SGD steps (ratios: gpusnoop / "
+             "Kineto; rule: counts equal, within 5 %%)" % a["result"]["steps"],
+             compare.kernel_table(a["rows"])]
+    worst = a["worst"]
     lines.append("worst duration ratio: %s" % ("%.2f %% off" % (worst * 100)
                                                if worst is not None else "none matched"))
-    lines += ["", "2. leaks vs torch.cuda.memory_allocated()/memory_reserved(), device 0"]
-    for r in s["memory"]["rows"]:
+    clock = (a.get("gpu_metadata") or {}).get("clock") or {}
+    if clock:
+        lines.append("GPU clock: %s, max error %s ns over %s checks" % (
+            clock.get("method"), clock.get("max_error_ns"), clock.get("checks")))
+    return lines
+
+
+def memory_lines(m):
+    lines = ["", "2. leaks vs torch.cuda.memory_allocated()/memory_reserved(), device 0"]
+    for r in m["rows"]:
         lines.append("  %-30s torch %d / %d; leaks %s (%d reports)" % (
             r["checkpoint"], r["allocated"], r["reserved"],
-            ", ".join("%s / %s" % x for x in dict.fromkeys(r["seen"])) or "-", r["reports"]))
-    c = s["cost"]
-    lines += ["", "3. cost per launch: %d x tensor.add_ (one kernel each), median of %d "
-              "interleaved rounds" % (c["launches"], c["rounds"])]
+            ", ".join("%s / %s" % x for x in dict.fromkeys(map(tuple, r["seen"]))) or "-",
+            r["reports"]))
+    return lines
+
+
+def cost_lines(c):
+    lines = ["", "3. cost per launch: %d x tensor.add_ (one kernel each), median of %d "
+             "interleaved rounds%s" % (c["launches"], c["rounds"], (
+                 " (%d asked: --budget allowed %d)" % (c["rounds_asked"], c["rounds"])
+                 if c.get("rounds_asked", c["rounds"]) > c["rounds"] else ""))]
     for mode in COST_MODES:
-        x = c["costs"][mode]
-        lines.append("  %-58s %7.2f us  %.2fx (a)  +%.2f us%s" % (
-            COST_LABELS[mode], x["median_ns"] / 1e3, x["ratio"], x["added_ns"] / 1e3,
-            "  %.2fx the floor's added cost" % x["vs_floor"] if "vs_floor" in x else ""))
-    lines += ["", "result: %s" % ("PASS" if not s["problems"] else
-                                  "FAIL (%d problems)" % len(s["problems"]))]
-    lines += ["  " + p for p in s["problems"]]
+        x = c["costs"].get(mode)
+        if x:
+            lines.append("  %-58s %7.2f us  %.2fx (a)  +%.2f us%s" % (
+                COST_LABELS[mode], x["median_ns"] / 1e3, x["ratio"], x["added_ns"] / 1e3,
+                "  %.2fx the floor's added cost" % x["vs_floor"] if "vs_floor" in x else ""))
+    return lines
+
+
+def binding_lines(b):
+    return ["", "CUPTI binding (no BPF needed): API %s, %s; clock method %s; library: %s" % (
+        b.get("api"), ", ".join(b.get("cupti") or []) or "no CUPTI mapped",
+        b.get("clock_method"), "set up" if b.get("status") == "" else b.get("status"))]
+
+
+def summary_text(s):
+    lines = list(s.get("preflight_lines") or [])
+    if s.get("machine"):
+        lines += ([""] if lines else []) + header_lines(s)
+    for key, fmt in (("accuracy", accuracy_lines), ("memory", memory_lines),
+                     ("cost", cost_lines), ("binding", binding_lines)):
+        if s.get(key):
+            lines += fmt(s[key])
+    problems, not_run = s.get("problems", []), s.get("not_run", [])
+    verdict = ("FAIL (%d problems)" % len(problems) if problems else
+               "COULD NOT RUN everything here" if not_run else "PASS")
+    lines += ["", "result: %s" % verdict] + ["  " + p for p in problems]
+    lines += ["  not run: " + n for n in not_run]
     return "\n".join(lines) + "\n"
 
 
-def write_summary(out, s):
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(s, f, indent=1)
+def write_summary(out, s, echo=True):
+    """summary.json and summary.txt, each written whole then renamed: a run cut off between
+    two parts still leaves the last complete summary."""
     text = summary_text(s)
-    with open(os.path.join(out, "summary.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    for name, data in (("summary.json", json.dumps(s, indent=1)), ("summary.txt", text)):
+        with open(os.path.join(out, name + ".tmp"), "w") as f:
+            f.write(data)
+        os.replace(os.path.join(out, name + ".tmp"), os.path.join(out, name))
+    if echo:
+        sys.stdout.write(text)
 
 
 def main():
@@ -380,6 +480,89 @@ def main():
         print("gpu-test: %s timed out after %d s" % (e.cmd[0], e.timeout), file=sys.stderr)
         return 1
     return 0
+
+
+# --- gpu-test/run: preflight, then every check this host can run, within a time budget ---------
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT = 0, 1, 3
+
+
+def run_part(s, out, key, fn):
+    """One check: its result in s[key] (or its failure in problems), its lines printed and the
+    summary files rewritten at once, so a run cut off later still reports this part."""
+    try:
+        s[key] = fn()
+        s["problems"] += s[key]["problems"]
+    except Failure as e:
+        s["problems"].append("%s: %s" % (key, e))
+    except subprocess.TimeoutExpired as e:
+        s["problems"].append("%s: %s timed out after %d s" % (key, e.cmd[0], e.timeout))
+    write_summary(out, s, echo=False)
+    if s.get(key):
+        print("\n".join({"accuracy": accuracy_lines, "memory": memory_lines, "cost": cost_lines,
+                         "binding": binding_lines}[key](s[key])), flush=True)
+
+
+def bpf_unusable(pf):
+    """Why gpusnoop's probes cannot run here, or None."""
+    for ok, why in ((os.geteuid() == 0, "not root"), (pf["btf"], "no BTF"),
+                    (pf["bpf"], "BPF not allowed"), (pf["uprobes"], "no uprobes")):
+        if not ok:
+            return why
+    return None
+
+
+def run_parser():
+    p = argparse.ArgumentParser(prog="gpu-test/run", description=(
+        "gpusnoop on a real NVIDIA GPU with PyTorch 2.x: preflight, then the checks this host "
+        "can run. Exit 0 passed, 1 failed, 3 could not run (all of it) here."))
+    p.add_argument("out", help="folder for summary.txt, summary.json and the traces")
+    p.add_argument("--budget", type=float, default=420,
+                   help="seconds for the whole run (default 420): fewer cost rounds to fit")
+    p.add_argument("--steps", type=int, default=20, help="SGD steps compared (default 20)")
+    p.add_argument("--rounds", type=int, default=5, help="cost rounds per mode (default 5)")
+    p.add_argument("--launches", type=int, default=20000, help="launches per cost run")
+    return p
+
+
+def main_run(argv=None):
+    global DEADLINE
+    args = run_parser().parse_args(argv)
+    DEADLINE = time.monotonic() + args.budget
+    os.makedirs(args.out, exist_ok=True)
+    python = os.environ.get("PYTHON") or shutil.which("python3") or sys.executable
+    s = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node(),
+         "bundle": IN_BUNDLE, "gpusnoop": GPUSNOOP, "preflight_lines": [], "problems": [],
+         "not_run": []}
+
+    def say(name, text):
+        line = "preflight %-13s %s" % (name + ":", text)
+        s["preflight_lines"].append(line)
+        print(line, flush=True)
+
+    pf = s["preflight"] = machine_checks.run(say, python, without_injection(os.environ))
+    if pf["why"]:
+        s["not_run"].append("every check: " + pf["why"])
+        write_summary(args.out, s, echo=False)
+        print("gpu-test: could not run here: %s" % pf["why"], file=sys.stderr)
+        return EXIT_CANNOT
+    s["machine"] = dict(pf["driver"], torch=dict(pf["torch"], python=python))
+    no_bpf = bpf_unusable(pf)
+    if no_bpf:
+        s["not_run"] += ["%s: %s" % (c, no_bpf) for c in (
+            "1. kernels vs Kineto", "2. leaks vs torch's counters",
+            "3. cost of record and record -e gpu")]
+        run_part(s, args.out, "cost", lambda: launch_cost(
+            python, args.out, args.rounds, args.launches, ["untraced", "dormant"]))
+    else:
+        run_part(s, args.out, "accuracy", lambda: accuracy(python, args.out, args.steps))
+        run_part(s, args.out, "memory", lambda: memory(python, args.out))
+        run_part(s, args.out, "cost", lambda: launch_cost(python, args.out, args.rounds,
+                                                           args.launches))
+    run_part(s, args.out, "binding", lambda: cupti_binding((s.get("cost") or {}).get("dormant")))
+    write_summary(args.out, s, echo=False)
+    print("\n".join(summary_text(s).splitlines()[-1 - len(s["problems"]) - len(s["not_run"]):]))
+    return EXIT_FAIL if s["problems"] else EXIT_CANNOT if s["not_run"] else EXIT_PASS
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ step synchronised, so each kernel it launched has completed when the step ends. 
 JSON object; times are time.monotonic_ns(), CLOCK_MONOTONIC, gpusnoop's clock.
 """
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -24,6 +25,33 @@ def mapped_cupti():
     """The libcupti files this process maps (PyTorch's and the injection library's)."""
     with open("/proc/self/maps") as f:
         return sorted({line.split()[-1] for line in f if "libcupti" in line})
+
+
+def cupti_versions(paths):
+    """{path: CUPTI API version} of the mapped CUPTI files (cuptiGetVersion)."""
+    out = {}
+    for path in paths:
+        v = ctypes.c_uint(0)
+        try:
+            ctypes.CDLL(path).cuptiGetVersion(ctypes.byref(v))
+            out[path] = v.value
+        except (OSError, AttributeError):
+            out[path] = None
+    return out
+
+
+def injection_status():
+    """The injection library's gpusnoop_cupti_status() ("" when it set up GPU activity), or
+    None when CUDA_INJECTION64_PATH names none the driver loaded."""
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        return None
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return "the driver did not load %s" % path
+    lib.gpusnoop_cupti_status.restype = ctypes.c_char_p
+    return lib.gpusnoop_cupti_status().decode(errors="replace")
 
 
 def model_and_data():
@@ -128,6 +156,8 @@ def main():
     {"train": run_train, "memory": run_memory, "launches": run_launches}[args.mode](
         args, result)
     result["cupti"] = mapped_cupti()
+    result["cupti_api"] = cupti_versions(result["cupti"])
+    result["injection_status"] = injection_status()
     with open(args.result, "w") as f:
         json.dump(result, f)
 

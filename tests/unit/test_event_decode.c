@@ -151,6 +151,24 @@ GS_TEST(unknown_type_is_reported_as_such)
 	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), -ENOENT);
 }
 
+GS_TEST(proc_event_carries_start_time_and_comm)
+{
+	struct gs_proc_event e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = GS_EV_PROC_EXEC;
+	e.hdr.size = sizeof(e);
+	e.start = 12345;
+	memcpy(e.comm, "true", 5);
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e)), GS_EV_PROC_EXEC);
+	/* the old record, a header alone, is too short: a stop's start time is not guessed */
+	e.hdr.size = sizeof(e.hdr);
+	GS_EXPECT_EQ(gs_event_decode(&e, sizeof(e.hdr)), -EINVAL);
+	GS_EXPECT_EQ(offsetof(struct gs_proc_event, start), 24);
+	GS_EXPECT_EQ(offsetof(struct gs_proc_event, comm), 32);
+}
+
 GS_TEST_MAIN(alloc_with_frames_is_valid, alloc_claiming_more_frames_than_it_holds,
 	     header_size_must_fit_the_record, each_type_needs_its_fixed_part, call_frames_must_fit,
-	     cpu_sample_stacks_must_fit, torch_frames_must_fit, unknown_type_is_reported_as_such)
+	     cpu_sample_stacks_must_fit, torch_frames_must_fit, unknown_type_is_reported_as_such,
+	     proc_event_carries_start_time_and_comm)

@@ -113,6 +113,31 @@ GS_TEST(forget_drops_a_process)
 	teardown(&f);
 }
 
+GS_TEST(a_process_keeps_at_most_its_cap_of_names)
+{
+	pid_t me = getpid(), other = me + 1;
+	struct fixture f;
+
+	if (!GS_EXPECT(setup(&f)))
+		return;
+	/* 65,536 entries per process (kernel_names.c); 4 more are refused and counted */
+	for (uint64_t i = 1; i <= 65540; i++)
+		gs_kernel_names__add_function(f.names, me, i << 4, "_Z10drv_kernelPf");
+	GS_EXPECT_EQ(gs_kernel_names__refused(f.names), 4);
+	/* a kept name still resolves, uncached; a refused one reads unknown, never a guess */
+	GS_EXPECT_STR_EQ(gs_kernel_names__resolve(f.names, me, 1 << 4), "drv_kernel(float*)");
+	GS_EXPECT_STR_EQ(gs_kernel_names__resolve(f.names, me, 65540ULL << 4), "unknown 0x100040");
+	/* another process is not held to this one's count */
+	gs_kernel_names__add_function(f.names, other, 0x10, "_Z10drv_kernelPf");
+	GS_EXPECT_STR_EQ(gs_kernel_names__resolve(f.names, other, 0x10), "drv_kernel(float*)");
+	/* forgetting the process frees its count */
+	gs_kernel_names__forget(f.names, me);
+	gs_kernel_names__add_function(f.names, me, 0x20, "_Z10drv_kernelPf");
+	GS_EXPECT_STR_EQ(gs_kernel_names__resolve(f.names, me, 0x20), "drv_kernel(float*)");
+	GS_EXPECT_EQ(gs_kernel_names__refused(f.names), 4 + 2); /* the two resolves at the cap */
+	teardown(&f);
+}
+
 GS_TEST(addr_map_set_get_forget)
 {
 	struct gs_addr_map *m = gs_addr_map__new();
@@ -147,4 +172,4 @@ GS_TEST(addr_map_set_get_forget)
 GS_TEST_MAIN(registration_names_the_host_function_and_its_handle,
 	     driver_handles_carry_their_lookup_name, symbols_only_at_a_function_entry,
 	     handles_made_before_attach_are_read_from_the_stub_statics, forget_drops_a_process,
-	     addr_map_set_get_forget)
+	     a_process_keeps_at_most_its_cap_of_names, addr_map_set_get_forget)

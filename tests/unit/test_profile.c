@@ -420,7 +420,8 @@ GS_TEST(pprof_decodes_back)
 		if (!GS_EXPECT_EQ(s->nr_val, 2))
 			continue;
 		GS_EXPECT_EQ(s->val[1], s->val[0] * 10101010);
-		GS_EXPECT_EQ(s->nr_labels, 2);
+		GS_EXPECT_EQ(s->nr_labels,
+			     3); /* pid, comm, thread_name (thread_id: per thread only) */
 		total += s->val[0];
 	}
 	GS_EXPECT_EQ(total, gs_profile__total(p));
@@ -579,7 +580,31 @@ GS_TEST(folded_hostile_names_stay_one_frame)
 		return;
 	GS_EXPECT_EQ(gs_profile__add(p, 1, "co;mm\n", f, 2, 3), 0);
 	text = folded_text(p);
-	GS_EXPECT_STR_EQ(text, "co:mm ;main:fake evil 99;[a:b c 9 x.so] 3\n");
+	GS_EXPECT_STR_EQ(text, "co:mm\\x0a;main:fake\\x0aevil 99;[a:b\\x0ac 9\\x0dx.so] 3\n");
+	free(text);
+	gs_profile__free(p);
+}
+
+/* issue 22: terminal escapes and invalid UTF-8 of a comm or Python name are shown as \xNN */
+GS_TEST(folded_escapes_control_bytes)
+{
+	struct gs_profile *p = gs_profile__new();
+	char long_name[600];
+	struct gs_profile_frame f[2] = {
+		{ .name = "f\x1b]0;title\x07", .module = "/s\x9b.py", .address = 0x10, .line = 3 },
+		{ .name = long_name, .module = "/bin/t", .address = 0x20 }
+	};
+	char *text;
+
+	if (!GS_EXPECT(p))
+		return;
+	memset(long_name, '\x1b', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	GS_EXPECT_EQ(gs_profile__add(p, 1, "gs\xff\x1b[31m", f, 2, 3), 0);
+	text = folded_text(p);
+	GS_EXPECT(!strchr(text, '\x1b') && !strchr(text, '\x07'));
+	GS_EXPECT(!strncmp(text, "gs\\xff\\x1b[31m;\\x1b\\x1b", 22));
+	GS_EXPECT(strstr(text, ";f\\x1b]0:title\\x07 (/s\\x9b.py:3) 3\n"));
 	free(text);
 	gs_profile__free(p);
 }
@@ -665,4 +690,5 @@ GS_TEST(pprof_mappings_placed_executable_first)
 
 GS_TEST_MAIN(folded_exact_lines, folded_empty_profile, pprof_decodes_back,
 	     pprof_file_is_gzip_of_the_encoding, pprof_empty_profile, many_stacks_grow_the_tables,
-	     folded_hostile_names_stay_one_frame, pprof_mappings_placed_executable_first)
+	     folded_hostile_names_stay_one_frame, folded_escapes_control_bytes,
+	     pprof_mappings_placed_executable_first)

@@ -8,6 +8,7 @@
 #define COLD   0x9000 /* its .cold part: [0x9000, 0x9100) */
 #define PY(id) (GS_PY_ADDR_TAG | (id))
 #define END    GS_PY_F_RUN_END
+#define MARKER PY(0xabcd)
 
 static const struct gs_py_eval_ranges eval = { { EVAL, COLD }, { 0x2000, 0x9100 } };
 
@@ -21,7 +22,7 @@ static size_t merge(const __u64 *native, size_t nr, const __u32 *flags, size_t n
 		py[i] = (struct gs_py_frame){ .code = 0x100 + i, .flags = flags[i] };
 		named[i] = PY(i + 1);
 	}
-	return gs_py_merge(native, nr, py, named, nr_py, &eval, out, max);
+	return gs_py_merge(native, nr, py, named, nr_py, &eval, MARKER, out, max);
 }
 
 /* 3.11+: one eval loop ran three frames, another (called from C) the outer two */
@@ -55,7 +56,7 @@ GS_TEST(frames_native_unwinding_missed_follow_a_marker)
 	if (!GS_EXPECT_EQ(n, 6))
 		return;
 	GS_EXPECT_EQ(out[1], 0x600);
-	GS_EXPECT_EQ(out[2], GS_PY_ADDR_MARKER);
+	GS_EXPECT_EQ(out[2], MARKER);
 	GS_EXPECT_EQ(out[3], PY(1));
 	GS_EXPECT_EQ(out[5], PY(3));
 }

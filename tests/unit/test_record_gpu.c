@@ -170,6 +170,47 @@ GS_TEST(unlaunched_record_counts_as_not_linked)
 	free(s.text);
 }
 
+GS_TEST(tracks_past_the_cap_are_counted_not_written)
+{
+	static struct gs_gpu_record e;
+	struct sink s = { 0 };
+	struct gs_record_gpu *g;
+	char *md = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&md, &len);
+	struct gs_json j;
+
+	s.f = open_memstream(&s.text, &s.len);
+	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
+	if (!GS_EXPECT(g && s.f && f))
+		return;
+	/* 1100 streams the library names: "GPU 0" and 1022 stream tracks fit in 1024 */
+	for (uint32_t i = 0; i < 1100; i++) {
+		kernel(&e, i + 1, 100);
+		put32(&e, GS_CUPTI_KERNEL_STREAM, i + 1);
+		gs_record_gpu__event(g, &e.hdr, sizeof(e));
+	}
+	/* and one on device 64, past the devices a summary or a trace keeps */
+	kernel(&e, 5000, 100);
+	put32(&e, GS_CUPTI_KERNEL_DEVICE, 64);
+	gs_record_gpu__event(g, &e.hdr, sizeof(e));
+	gs_record_gpu__proc_gone(g, 10);
+	fflush(s.f);
+	GS_EXPECT_EQ(count(s.text, "\"ph\":\"X\""), 1022);
+	GS_EXPECT_EQ(count(s.text, "\"thread_name\""), 1022);
+	gs_json__init(&j, f);
+	gs_json__begin_object(&j, NULL);
+	gs_record_gpu__metadata(g, &j);
+	gs_json__end_object(&j);
+	fclose(f);
+	GS_EXPECT(strstr(md, "\"records\":1101,"));
+	GS_EXPECT(strstr(md, "\"beyond_track_cap\":79,"));
+	free(md);
+	gs_record_gpu__free(g);
+	fclose(s.f);
+	free(s.text);
+}
+
 /* The number after the text's last "id": (the flow event just written). */
 static unsigned long long last_id(struct sink *s)
 {
@@ -252,5 +293,6 @@ GS_TEST(same_correlation_in_two_processes_two_flows)
 	free(s.text);
 }
 
-GS_TEST_MAIN(record_before_its_slice_is_held_then_linked, unlaunched_record_counts_as_not_linked,
+GS_TEST_MAIN(tracks_past_the_cap_are_counted_not_written,
+	     record_before_its_slice_is_held_then_linked, unlaunched_record_counts_as_not_linked,
 	     same_correlation_in_two_processes_two_flows)

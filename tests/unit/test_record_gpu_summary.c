@@ -101,5 +101,56 @@ GS_TEST(nothing_printed_without_records)
 	gs_gpu_summary__free(s);
 }
 
+GS_TEST(names_beyond_the_cap_are_counted_as_other)
+{
+	struct gs_gpu_summary *s = gs_gpu_summary__new();
+	char name[32], *text;
+
+	if (!GS_EXPECT(s))
+		return;
+	/* 1100 distinct names, twice each: the last 76 names go to one counted entry */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 1100; i++) {
+			struct gs_gpu_op k =
+				op(GS_GPU_KERNEL, name, 0, 10, 10 + 1000 * (i == 1099), 0);
+
+			snprintf(name, sizeof(name), "kernel_%04d", i);
+			GS_EXPECT_EQ(gs_gpu_summary__add(s, &k), 0);
+		}
+	text = printed(s);
+	if (GS_EXPECT(text)) {
+		GS_EXPECT(strstr(
+			text, "     152       0.002       0.013       1.000  [other kernels]\n"));
+		GS_EXPECT(strstr(text, "    ... 1005 more kernels\n"));
+		GS_EXPECT(strstr(text, "    152 launches of names beyond the first 1024 are under "
+				       "[other kernels]\n"));
+		GS_EXPECT(!strstr(text, "kernel_1099"));
+	}
+	free(text);
+	gs_gpu_summary__free(s);
+}
+
+GS_TEST(busy_past_the_cap_is_a_bounded_range)
+{
+	struct gs_gpu_summary *s = gs_gpu_summary__new();
+	char *text;
+
+	if (!GS_EXPECT(s))
+		return;
+	/* 100 ns of every 1000 then 900 of every 1000: 50% busy over 2 ms */
+	for (uint64_t i = 0; i < 2000; i++) {
+		uint64_t len = i < 1000 ? 100 : 900;
+		struct gs_gpu_op k = op(GS_GPU_KERNEL, "k", 0, i * 1000, i * 1000 + len, 0);
+
+		gs_gpu_summary__add(s, &k);
+	}
+	text = printed(s);
+	if (GS_EXPECT(text)) /* the kept pieces overcount; the range holds the truth */
+		GS_EXPECT(strstr(text, "GPU 0: busy 50.0% to 9"));
+	free(text);
+	gs_gpu_summary__free(s);
+}
+
 GS_TEST_MAIN(kernels_by_total_device_time, busy_is_the_union_over_the_span,
-	     nothing_printed_without_records)
+	     nothing_printed_without_records, names_beyond_the_cap_are_counted_as_other,
+	     busy_past_the_cap_is_a_bounded_range)

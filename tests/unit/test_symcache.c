@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "tests/unit/harness.h"
 #include "user/proc_maps.h"
+#include "user/python_names.h"
 #include "user/symcache.h"
 
 /* above PID_MAX_LIMIT (4194304), so never a live process */
@@ -246,6 +247,60 @@ out:
 	gs_symcache__free(cache);
 }
 
+/*
+ * issue 22 finding 4: a tagged address in pid's stack names a Python frame only if it was
+ * made for pid; another's id, or garbage, is an unknown native address, never "[python frame]"
+ */
+GS_TEST(python_ids_resolve_only_in_their_own_process)
+{
+	struct gs_symcache *cache = gs_symcache__new();
+	struct gs_py_names *names = gs_symcache__py_names(cache);
+	pid_t me = getpid();
+	uint64_t theirs = gs_py_names__intern(names, NO_PID, 0x1000, 0, "secret", "/s.py", 7);
+	uint64_t mine = gs_py_names__intern(names, me, 0x2000, 0, "mine", "/m.py", 3);
+	uint64_t marker = gs_py_names__marker(names, me);
+	struct gs_frame f;
+
+	gs_symcache__resolve(cache, me, theirs, &f);
+	GS_EXPECT_EQ(f.kind, GS_FRAME_NATIVE);
+	GS_EXPECT(!f.symbol && !f.file && !f.module);
+	GS_EXPECT_EQ(f.address, theirs);
+	gs_symcache__resolve(cache, me, GS_PY_ADDR_TAG | 0x123456, &f);
+	GS_EXPECT_EQ(f.kind, GS_FRAME_NATIVE);
+	GS_EXPECT(!f.symbol);
+	gs_symcache__resolve(cache, me, mine, &f);
+	GS_EXPECT_EQ(f.kind, GS_FRAME_PYTHON);
+	GS_EXPECT_STR_EQ(f.symbol, "mine");
+	GS_EXPECT_EQ(f.line, 3);
+	gs_symcache__resolve(cache, me, marker, &f);
+	GS_EXPECT_EQ(f.kind, GS_FRAME_MARKER);
+	GS_EXPECT_STR_EQ(f.symbol, "[native frames missing]");
+	gs_symcache__resolve(cache, NO_PID, theirs, &f);
+	GS_EXPECT_STR_EQ(f.symbol, "secret");
+	gs_symcache__free(cache);
+}
+
+GS_TEST(gone_child_inherits_its_parents_snapshot)
+{
+	struct gs_symcache *cache = gs_symcache__new();
+	const struct gs_maps *mine, *child;
+
+	GS_EXPECT(cache != NULL);
+	if (!cache)
+		return;
+	mine = gs_symcache__maps(cache, getpid());
+	GS_EXPECT(mine != NULL);
+	/* NO_PID is no process: its fork record came after it was gone */
+	GS_EXPECT_EQ(gs_symcache__inherit(cache, NO_PID, getpid()), 0);
+	child = gs_symcache__maps(cache, NO_PID);
+	GS_EXPECT(child != NULL && mine && child->nr == mine->nr && child->pid == NO_PID);
+	if (child && mine && child->nr && child->mappings[0].path && mine->mappings[0].path)
+		GS_EXPECT_STR_EQ(child->mappings[0].path, mine->mappings[0].path);
+	GS_EXPECT_EQ(gs_symcache__inherit(cache, NO_PID - 1, NO_PID - 2), -ESRCH);
+	gs_symcache__free(cache);
+}
+
 GS_TEST_MAIN(resolve_own_function, resolve_unmapped, resolve_libc_function, maps_snapshots,
 	     elf_cached_per_file, resolve_after_exit,
-	     forgetting_one_process_keeps_the_others_snapshots)
+	     forgetting_one_process_keeps_the_others_snapshots,
+	     python_ids_resolve_only_in_their_own_process, gone_child_inherits_its_parents_snapshot)
