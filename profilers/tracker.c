@@ -32,6 +32,7 @@
 #include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
+#include "user/losses.h"
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
 #include "user/spawn.h"
@@ -1003,16 +1004,20 @@ int gs_tracker__start(struct gs_tracker *t)
 	return start_pids(t);
 }
 
+/* Turns a liveness check or a sweep may take to catch up: a flood must not hold the loop. */
+#define CATCH_UP_TURNS 2
+
 /*
- * Reads the shared buffer up to the records written at now_ns (or to its end): what a
- * process that died before now wrote is then handled. Turn by turn, and bounded: past the
- * records the buffer held at now_ns, the next are newer.
+ * Reads the shared buffer up to the records written at now_ns (or to its end), at most
+ * max_turns turns: what a process that died before now wrote is then handled. True once
+ * caught up; past max_turns a flood's backlog waits for the next turns.
  */
-static void catch_up(struct gs_tracker *t, uint64_t now_ns)
+static bool catch_up(struct gs_tracker *t, uint64_t now_ns, int max_turns)
 {
-	for (int turns = 0; turns < 1024; turns++)
+	for (int turns = 0; turns < max_turns; turns++)
 		if (drain(t, -1) <= 0 || !t->budget.spent || t->last_event_ns >= now_ns)
-			break;
+			return true;
+	return t->last_event_ns >= now_ns;
 }
 
 static void reap_child(struct gs_tracker *t)
@@ -1031,7 +1036,7 @@ static void reap_child(struct gs_tracker *t)
 static void check_liveness(struct gs_tracker *t)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
-	bool drained = false;
+	bool drained = false, caught_up = false;
 
 	if (now - t->last_liveness_ns < LIVENESS_CHECK_NS)
 		return;
@@ -1045,11 +1050,14 @@ static void check_liveness(struct gs_tracker *t)
 			/*
 			 * What it wrote before it died (an OOM, then its exit) is handled while it is
 			 * still known: comm and maps are gone from /proc, not from the tracker. The
-			 * records handled may drop targets (exits): look again from the start.
+			 * records handled may drop targets (exits): look again from the start. Under
+			 * a flood's backlog, the dead wait for the next check.
 			 */
-			catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
+			caught_up = catch_up(t, gs_clock_ns(CLOCK_MONOTONIC), CATCH_UP_TURNS);
 			drained = true;
 			i = 0;
+		} else if (!caught_up) {
+			i++;
 		} else {
 			target_gone(t, pid, false); /* moves the last target into slot i */
 		}
@@ -1069,7 +1077,7 @@ static void sweep_stopped(struct gs_tracker *t)
 	if (now - t->last_sweep_ns < LIVENESS_CHECK_NS)
 		return;
 	t->last_sweep_ns = now;
-	catch_up(t, now); /* bounded: up to now, a flood's later records wait */
+	catch_up(t, now, CATCH_UP_TURNS); /* under a flood, at most a few turns */
 	n = gs_stop_set__sweep(stopped_fd(t), t->unanswered, &t->nr_unanswered);
 	if (n)
 		gs_dbg("%zu stopped process(es) resumed without an answer", n);
@@ -1088,8 +1096,8 @@ int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 	sweep_stopped(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */
-		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
-		target_gone(t, t->child.pid, false);
+		if (catch_up(t, gs_clock_ns(CLOCK_MONOTONIC), CATCH_UP_TURNS))
+			target_gone(t, t->child.pid, false);
 	}
 	check_liveness(t);
 	return n;
@@ -1100,7 +1108,7 @@ int gs_tracker__drain_all(struct gs_tracker *t)
 	int n = gs_tracker__poll(t, 0);
 
 	if (n >= 0)
-		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC));
+		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC), 1024);
 	return n < 0 ? n : 0;
 }
 
@@ -1171,7 +1179,7 @@ uint64_t gs_tracker__dropped(const struct gs_tracker *t)
 	uint64_t stats[GS_STAT__MAX];
 
 	gs_tracker__stats(t, stats);
-	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL];
+	return gs_losses_dropped(stats); /* users' records over their share are lost too */
 }
 
 struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t)
