@@ -48,7 +48,8 @@ struct gs_symcache {
 	size_t nr_procs, cap_procs;
 	struct gs_pid_index proc_index; /* pid -> position in procs */
 	struct gs_py_names *py_names;	/* NULL until a Python frame is named */
-	struct gs_debuginfod *debuginfod; /* NULL until a fetch is first wanted (DEBUGINFOD_URLS) */
+	/* debuginfod (DEBUGINFOD_URLS): the client, NULL until a fetch is first wanted */
+	struct gs_debuginfod *debuginfod;
 	bool debuginfod_tried;
 	struct fetch *fetches;
 	size_t nr_fetches, cap_fetches;
@@ -236,11 +237,11 @@ static void want_fetch(struct gs_symcache *cache, struct gs_elf *elf, int fd, co
 	gs_dbg("debuginfod: asked for %s (%s)", hex, name);
 }
 
-/* Merges the fetched debug files into their files' symbols. The number merged. */
-static int collect_fetches(struct gs_symcache *cache)
+/* Merges the fetched debug files into their files' symbols (counted in nr_merged). */
+static void collect_fetches(struct gs_symcache *cache)
 {
 	char hex[2 * 64 + 1];
-	int fd, merged = 0;
+	int fd;
 
 	while ((fd = gs_debuginfod__take(cache->debuginfod, hex)) != -EAGAIN) {
 		for (size_t i = 0; i < cache->nr_fetches; i++) {
@@ -251,14 +252,15 @@ static int collect_fetches(struct gs_symcache *cache)
 				continue;
 			n = fd < 0 ? fd : gs_debuginfo__merge(f->elf, fd, hex);
 			if (n > 0)
-				merged++, cache->nr_merged++;
-			gs_dbg("debuginfod: %s for %s: %s", hex, f->path,
-			       n > 0 ? "symbols added" : n < 0 ? strerror(-n) : "no symbols");
+				cache->nr_merged++;
+			if (n < 0)
+				gs_dbg("debuginfod: %s for %s: %s", hex, f->path, strerror(-n));
+			else
+				gs_dbg("debuginfod: %s for %s: %d", hex, f->path, n);
 		}
 		if (fd >= 0)
 			close(fd);
 	}
-	return merged;
 }
 
 int gs_symcache__await_debuginfo(struct gs_symcache *cache)
