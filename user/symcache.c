@@ -256,7 +256,8 @@ static void collect_fetches(struct gs_symcache *cache)
 			if (n < 0)
 				gs_dbg("debuginfod: %s for %s: %s", hex, f->path, strerror(-n));
 			else
-				gs_dbg("debuginfod: %s for %s: %d", hex, f->path, n);
+				gs_dbg("debuginfod: %s for %s: %s", hex, f->path,
+				       n ? "symbols added" : "no symbols");
 		}
 		if (fd >= 0)
 			close(fd);
