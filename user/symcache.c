@@ -96,6 +96,19 @@ static struct proc_snapshot *find_proc(struct gs_symcache *cache, pid_t pid)
 	return gs_pid_index__get(&cache->proc_index, pid, &pos) ? &cache->procs[pos] : NULL;
 }
 
+/*
+ * With debuginfod: the files pid runs are parsed now, so that the debug files of stripped
+ * ones are asked for before their first sample is symbolized (the fetch is not waited for).
+ */
+static void prefetch_debuginfo(struct gs_symcache *cache, const struct gs_maps *maps)
+{
+	if (!gs_debuginfod_enabled() || (cache->debuginfod_tried && !cache->debuginfod))
+		return;
+	for (size_t i = 0; i < maps->nr; i++)
+		if (maps->mappings[i].path && maps->mappings[i].exec)
+			gs_symcache__elf(cache, maps, &maps->mappings[i]);
+}
+
 int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 {
 	struct proc_snapshot *p = find_proc(cache, pid);
@@ -116,6 +129,7 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 	}
 	gs_maps__free(p->maps);
 	p->maps = maps;
+	prefetch_debuginfo(cache, maps);
 	/* while it lives: the perf map it may leave behind is checked against its owner */
 	if (!p->perf_map)
 		p->perf_map = gs_perf_map__new();

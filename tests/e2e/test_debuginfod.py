@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_debuginfo  # noqa: E402  (its stripped CPU burner)
+import test_profile  # noqa: E402  (its folded reader)
 from harness import LIB, expect_eq, main, run_gpusnoop, test  # noqa: E402
 
 # static functions: only .symtab names them, and the only copy is the served debug file
@@ -151,6 +153,32 @@ def debuginfod_unset_fetches_nothing():
     expect_eq(requests, 0, "requests to the server")
     expect_eq(os.listdir(cache) if os.path.exists(cache) else [], [], "cache contents")
     assert "gpusnoop: debuginfod" not in err, err
+
+
+@test
+def debuginfod_names_profile_samples_from_the_first():
+    """The debug file is asked for when the target's maps are first read: no sample waits."""
+    d = tempfile.mkdtemp(prefix="gs-debuginfod-")
+    served = os.path.join(d, "served")
+    os.makedirs(served)
+    full, exe = test_debuginfo.build(d, "gsdbgd_prof")
+    sh("objcopy", "--only-keep-debug", full, os.path.join(served, "gsdbgd_prof.debug"))
+    os.unlink(full)
+    server = Server(d, served, build_id(exe))
+    try:
+        env = {"DEBUGINFOD_URLS": server.url, "DEBUGINFOD_CACHE_PATH": os.path.join(d, "c")}
+        status, out, err = run_gpusnoop("profile", "-F", "199", "-U", "--", exe, "1.5",
+                                        env=env, timeout=60)
+    finally:
+        server.stop()
+    expect_eq(status, 0, f"status ({err})")
+    leaves = {}
+    for frames, n in test_profile.parse_folded(out):
+        if frames[0] == "gsdbgd_prof":
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + n
+    total = sum(leaves.values())
+    assert total >= 50, leaves
+    assert leaves.get("hidden_leaf", 0) >= 0.8 * total, leaves
 
 
 if __name__ == "__main__":
