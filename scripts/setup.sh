@@ -29,6 +29,7 @@ TEST_PACKAGES=(
 	linux-perf # e2e test_perf_agree: perf record -g is the reference for leaf frames
 	libc6-dbg # e2e test_debuginfo: libc named from its separate debug file
 	xz-utils # e2e test_debuginfo: a MiniDebugInfo section is made with xz
+	debuginfod libdebuginfod1 # e2e test_debuginfod: a real server; the client gpusnoop dlopens
 )
 
 mode=${1:-test}

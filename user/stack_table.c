@@ -25,6 +25,7 @@ struct gs_stack_table {
 	struct gs_pid_index pid_index;
 	size_t max_per_pid; /* 0: GS_STACK_TABLE_MAX_PER_PROCESS */
 	uint64_t folded;
+	int debuginfo_seen; /* gs_symcache__await_debuginfo() at the last __resymbolize() */
 };
 
 /* what one process holds in the table */
@@ -179,6 +180,44 @@ static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
 		f.file = f.file ? strdup(f.file) : NULL;
 		s->frames[i] = f;
 	}
+}
+
+/* Names f (a native frame without a name) from a debug file fetched since; -ENOMEM. */
+static int rename_frame(struct gs_stack_table *t, uint64_t addr, struct gs_frame *f)
+{
+	uint64_t off;
+	const char *name;
+	char *copy;
+
+	if (f->symbol || !f->module || f->kind != GS_FRAME_NATIVE || gs_py_is_addr(addr) ||
+	    !f->offset)
+		return 0;
+	/* as symbolize(): the file offset of the return address less one, plus one */
+	name = gs_symcache__resolve_module(t->symcache, f->module, f->offset - 1, &off);
+	if (!name)
+		return 0;
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	f->symbol = copy;
+	f->offset = off + 1;
+	return 0;
+}
+
+int gs_stack_table__resymbolize(struct gs_stack_table *t)
+{
+	int merged = gs_symcache__await_debuginfo(t->symcache), err = 0;
+
+	if (merged == t->debuginfo_seen)
+		return 0; /* no stack has a frame named by what was fetched since */
+	t->debuginfo_seen = merged;
+	for (size_t id = 0; id < t->nr && !err; id++) {
+		struct gs_stack *s = &t->stacks[id];
+
+		for (uint32_t i = 0; s->addrs && i < s->nr_frames && !err; i++)
+			err = rename_frame(t, s->addrs[i], &s->frames[i]);
+	}
+	return err;
 }
 
 /* Symbolizes the stack into slot id; on failure the slot is left free again. */

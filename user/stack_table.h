@@ -45,6 +45,12 @@ void gs_stack_table__set_max_per_process(struct gs_stack_table *t, size_t max);
 /* How many interns were answered with an "[other stacks]" id, all processes together. */
 uint64_t gs_stack_table__folded(const struct gs_stack_table *t);
 /* Borrowed; NULL for an unknown or forgotten id. */
+/*
+ * Before output: waits (bounded) for debug files fetched by debuginfod
+ * (gs_symcache__await_debuginfo()) and names the frames that had no name for want of
+ * them. Frames handed out by __get() before may change. Returns 0 or -ENOMEM.
+ */
+int gs_stack_table__resymbolize(struct gs_stack_table *t);
 const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint32_t id);
 size_t gs_stack_table__size(const struct gs_stack_table *t);
 

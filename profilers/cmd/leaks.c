@@ -156,6 +156,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 	};
 	int err = 0;
 
+	/* names from debug files fetched since the stacks were taken (debuginfod, bounded) */
+	gs_stack_table__resymbolize(l->stacks);
 	r.procs = calloc(l->mem.raw.nr_procs + 1, sizeof(*r.procs));
 	if (!r.procs)
 		return -ENOMEM;
