@@ -125,7 +125,7 @@ static struct target *add_target(struct gs_python *py, pid_t pid)
 /* Hands the walk its offsets for pid. Returns 0 or -errno (logged). */
 static int activate(struct gs_python *py, struct target *t)
 {
-	const struct gs_py_layout *l = t->interp.layout;
+	const struct gs_py_layout *l = &t->interp.layout;
 	struct gs_py_proc cfg = l->bpf;
 	__u32 key = (__u32)t->pid;
 

@@ -5,6 +5,8 @@
 #             glibc 2.31, so the bundle runs on any glibc >= 2.31
 #   bullseye  bare minbase + python3 (glibc 2.31): test_bundle runs the bundle in it
 #   bookworm  bare minbase + python3 (glibc 2.36): likewise
+#   sid       minbase + python3.14 + python3.15 (Debian unstable, stripped interpreters): the
+#             Python-frame e2e tests run them chrooted, gpusnoop outside (tests/e2e/test_python314)
 # Roots live under /var/cache/gpusnoop-tests/roots/NAME (ROOTS_DIR=), made in a temporary
 # folder and renamed into place, under a lock, so a cut-off run or a parallel one leaves no half
 # root behind. Needs root and debootstrap (scripts/setup.sh test installs it).
@@ -28,10 +30,11 @@ relink() {
 		done
 }
 
-name=${1:?usage: roots.sh sysroot|bullseye|bookworm}
+name=${1:?usage: roots.sh sysroot|bullseye|bookworm|sid}
 case "$name" in
 sysroot) suite=bullseye include=$SYSROOT_PACKAGES ;;
 bullseye | bookworm) suite=$name include=python3 ;;
+sid) suite=sid include=python3.14,python3.15 ;;
 *)
 	echo "roots.sh: unknown root '$name'" >&2
 	exit 2
