@@ -17,8 +17,10 @@ struct blob_layout {
 
 static const struct blob_layout layouts[] = {
 	{ .minor = 13, .thread = 19, .frame = 28, .code = 34, .unicode = 67 },
-	{ .minor = 14, .thread = 19, .frame = 28, .code = 34, .unicode = 67 },
-	{ .minor = 15, .thread = 19, .frame = 28, .code = 34, .unicode = 67 },
+	/* interpreter_state gained id and gil fields, interpreter_frame stackpointer, tlbc */
+	{ .minor = 14, .thread = 22, .frame = 31, .code = 39, .unicode = 77 },
+	/* thread_state gained fields after current_frame's */
+	{ .minor = 15, .thread = 22, .frame = 39, .code = 47, .unicode = 89 },
 };
 #define NR_LAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
 

@@ -102,7 +102,7 @@ static const struct gs_py_layout layouts[] = {
 	{
 		/* f_executable a tagged _PyStackRef; frame and code offsets: _Py_DebugOffsets */
 		.minor = 14,
-		.runtime_tss_key = TSS14,
+		.runtime_tss_key = 2336,
 		.bpf = { PTHREAD_OFFSETS, .tstate_frame = 72, .cframe_frame = NO_CFRAME,
 			 .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_flag = 70,
 			 .flag_kind = GS_PY_RUN_OWNER, .instr_is_ptr = 1 },
@@ -115,9 +115,9 @@ static const struct gs_py_layout layouts[] = {
 		STR_3_12,
 	},
 	{
-		/* as 3.14; frame and code offsets: _Py_DebugOffsets */
+		/* no autoTSSkey: a thread-local (python_proc.c); frame and code offsets: _Py_DebugOffsets */
 		.minor = 15,
-		.runtime_tss_key = TSS15,
+		.runtime_tss_key = 0,
 		.bpf = { PTHREAD_OFFSETS, .tstate_frame = 72, .cframe_frame = NO_CFRAME,
 			 .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_flag = 70,
 			 .flag_kind = GS_PY_RUN_OWNER, .instr_is_ptr = 1 },
