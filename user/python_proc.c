@@ -12,6 +12,7 @@
 #include "user/proc_maps.h"
 #include "user/proc_mem.h"
 #include "user/py_debug_offsets.h"
+#include "user/python_cold.h"
 #include "user/python_proc.h"
 #include "user/symcache.h"
 
@@ -90,6 +91,10 @@ static int read_syms(int fd, struct interp_syms *s)
 				note_symbol(s, name, &sym);
 		}
 	}
+	/* stripped (no .symtab): the loop's .cold part found through the entry's jumps */
+	if (s->eval && !s->eval_cold &&
+	    gs_py_find_eval_cold(e, s->eval, s->eval_size, &s->eval_cold, &s->eval_cold_size))
+		s->eval_cold = s->eval_cold_size = 0;
 	elf_end(e);
 	return 0;
 }
