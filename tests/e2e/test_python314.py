@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_python314.py: Python frames on Debian unstable's stripped python3.14 and python3.15.
+
+The interpreters run chrooted in the cached sid root (scripts/bundle/roots.sh sid), gpusnoop
+outside it: the target's files are reached through its root, as for a container. Expected
+lines are the script's marks, each checked against the interpreter's own co_positions().
+"""
+import atexit
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import LIB, LineReader, Gpusnoop, Workload, expect_eq, run_gpusnoop, test  # noqa: E402
+from test_python import (MALLOC_CALLERS, SCRIPT, marked_lines, python_frames,  # noqa: E402
+                         the_allocation)
+
+ROOTS_SH = os.path.join(harness.ROOT, "scripts", "bundle", "roots.sh")
+ROOTS_TIMEOUT = 900  # the first run makes the root: ~325 MB from Debian's mirror
+VERSIONS = ("3.14", "3.15")
+_state = {}
+
+
+def sid():
+    """(root, folder inside the root holding the script and the fake libcudart)."""
+    if not _state:
+        p = subprocess.run([ROOTS_SH, "sid"], capture_output=True, text=True,
+                           timeout=ROOTS_TIMEOUT)
+        expect_eq(p.returncode, 0, f"roots.sh sid: {p.stderr}")
+        root = p.stdout.strip()
+        inner = tempfile.mkdtemp(prefix="gs-py314-", dir=os.path.join(root, "tmp"))
+        os.chmod(inner, 0o755)
+        atexit.register(shutil.rmtree, inner, True)
+        shutil.copy(SCRIPT, inner)
+        shutil.copy(os.path.join(LIB, "libcudart.so.13"), inner)
+        _state.update(root=root, inner="/tmp/" + os.path.basename(inner))
+    return _state["root"], _state["inner"]
+
+
+def command(version, mode, hold=False):
+    root, inner = sid()
+    return (["chroot", root, "python" + version, inner + "/gs_pycaller.py"]
+            + (["--hold"] if hold else []) + [inner + "/libcudart.so.13", mode])
+
+
+def script_in_root():
+    return sid()[1] + "/gs_pycaller.py"
+
+
+def interpreter_lines(version):
+    """{qualname: set of lines} of the script's code objects, from co_positions()."""
+    root, inner = sid()
+    prog = ("import json, sys, types\n"
+            "src = open(sys.argv[1]).read()\n"
+            "out = {}\n"
+            "def walk(c):\n"
+            "    out.setdefault(c.co_qualname, set()).update(\n"
+            "        p[0] for p in c.co_positions() if p[0] is not None)\n"
+            "    for k in c.co_consts:\n"
+            "        if isinstance(k, types.CodeType): walk(k)\n"
+            "walk(compile(src, sys.argv[1], 'exec'))\n"
+            "print(json.dumps({k: sorted(v) for k, v in out.items()}))\n")
+    p = subprocess.run(["chroot", root, "python" + version, "-c", prog,
+                        inner + "/gs_pycaller.py"], capture_output=True, text=True, timeout=60)
+    expect_eq(p.returncode, 0, f"python{version} co_positions: {p.stderr}")
+    return {k: set(v) for k, v in json.loads(p.stdout).items()}
+
+
+def expected_frames(version, callers=MALLOC_CALLERS):
+    """[(function, file in the root, line)], each line one the interpreter itself reports."""
+    marks, lines = marked_lines(), interpreter_lines(version)
+    out = []
+    for mark in callers:
+        fn = mark if mark in lines else mark.split(".")[0]  # "main.busy": a line of main
+        assert marks[mark] in lines[fn], (version, mark, marks[mark], sorted(lines[fn]))
+        out.append((fn, script_in_root(), marks[mark]))
+    return out
+
+
+class ChrootWorkload(Workload):
+    def __init__(self, version, mode):
+        self.proc = subprocess.Popen(command(version, mode, hold=True), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.out = LineReader(self.proc.stdout)
+        self.out.wait_for(lambda l: l.startswith("ready "), "workload ready")
+        self.pid = self.proc.pid
+
+
+def no_refusal(err, version):
+    assert "not supported" not in err, err
+
+
+def check_leaks(version):
+    want = expected_frames(version)
+    w = ChrootWorkload(version, "malloc")
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        frames = the_allocation(g.reports()[-1], w.pid)
+    finally:
+        g.kill()
+        w.finish()
+    expect_eq(python_frames(frames), want, f"{version} frames by -p")
+    no_refusal(g.stderr_text(), version)
+    status, out, err = run_gpusnoop("leaks", "--format", "json", "--", *command(version, "malloc"))
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    frames = the_allocation(report, report["processes"][0]["pid"])
+    expect_eq(python_frames(frames), want, f"{version} frames by -- CMD")
+    no_refusal(err, version)
+
+
+def check_dwarf_in_place(version):
+    # stripped interpreter: the eval loop's .cold part has no symbol, yet each run of it
+    # gives way to the Python frames it ran, in place, between the native frames around it
+    want = expected_frames(version)
+    status, out, err = run_gpusnoop("leaks", "--format", "json", "--stacks", "dwarf", "--",
+                                    *command(version, "malloc"))
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    frames = the_allocation(report, report["processes"][0]["pid"])
+    expect_eq(python_frames(frames), want, f"{version} Python frames")
+    symbols = [f["symbol"] or "" for f in frames]
+    assert not any(f.get("kind") == "marker" for f in frames), symbols
+    assert symbols.index("<module>") + 1 == symbols.index("PyEval_EvalCode"), symbols
+    assert symbols.index("ffi_call") < symbols.index("alloc_weights"), symbols
+
+
+def check_profile_folded(version):
+    out = os.path.join(tempfile.mkdtemp(), "busy.folded")
+    status, _, err = run_gpusnoop("profile", "-F", "199", "-o", out, "--",
+                                  *command(version, "busy"), env={"GS_SPIN_SECONDS": "1"})
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    no_refusal(err, version)
+    want = expected_frames(version, ["<module>", "main.busy"])
+    path = script_in_root()
+    chain = [f"<module> ({path}:{want[0][2]})", f"main ({path}:{want[1][2]})"]
+    spin_lines = interpreter_lines(version)["spin"]
+    spinning = 0
+    with open(out) as f:
+        for line in f:
+            frames = line.rsplit(" ", 1)[0].split(";")
+            spins = [x for x in frames if x.startswith(f"spin ({path}:")]
+            if not spins:
+                continue
+            spinning += int(line.rsplit(" ", 1)[1])
+            i = frames.index(spins[0])
+            expect_eq(frames[i - 2:i], chain, "the callers of spin")
+            assert int(spins[0].rsplit(":", 1)[1].rstrip(")")) in spin_lines, spins
+    assert spinning >= 50, f"{spinning} samples in spin"
+
+
+def check_record_cpu(version):
+    trace_path = os.path.join(tempfile.mkdtemp(), "cpu.json.gz")
+    status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "199", "-o", trace_path, "--",
+                                  *command(version, "busy"), env={"GS_SPIN_SECONDS": "1"})
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    no_refusal(err, version)
+    with gzip.open(trace_path, "rt") as f:
+        trace = json.load(f)
+    path, line = script_in_root(), marked_lines()["spin"]
+    samples = [e["args"]["stack"] for e in trace["traceEvents"] if e["ph"] == "i"]
+    spinning = [s for s in samples if any(x.startswith(f"spin ({path}:") for x in s)]
+    assert len(spinning) >= 50, samples[:3]
+    at_loop = [s for s in spinning
+               if f"spin ({path}:{line})" in s or f"spin ({path}:{line + 1})" in s]
+    assert len(at_loop) >= len(spinning) // 2, spinning[:3]
+
+
+def check_gil_released(version):
+    # ctypes releases the GIL around cudaDeviceSynchronize: the thread's binding (3.14's
+    # autoTSSkey, 3.15's thread-local) still names the thread's frames
+    trace_path = os.path.join(tempfile.mkdtemp(), "sync.json")
+    status, _, err = run_gpusnoop("record", "-e", "cuda-sync", "-o", trace_path, "--",
+                                  *command(version, "sync"))
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    with open(trace_path) as f:
+        trace = json.load(f)
+    syncs = [e for e in trace["traceEvents"]
+             if e["ph"] == "X" and e["name"] == "cudaDeviceSynchronize"]
+    expect_eq(len(syncs), 1, "device synchronizations")
+    stack = syncs[0]["args"]["stack"]
+    want = expected_frames(version, ["wait_for_gpu"])[0]
+    i = stack.index(f"wait_for_gpu ({want[1]}:{want[2]})")
+    assert stack[i + 1].startswith("Thread.run ("), stack
+
+
+def register():
+    for version in VERSIONS:
+        for name, fn in (("leaks_names_python_callers", check_leaks),
+                         ("dwarf_stacks_merge_in_place_stripped", check_dwarf_in_place),
+                         ("profile_folded_names_spin", check_profile_folded),
+                         ("record_cpu_names_spin", check_record_cpu),
+                         ("gil_released_thread_keeps_frames", check_gil_released)):
+            def run(version=version, fn=fn):
+                fn(version)
+            run.__name__ = name + "_" + version.replace(".", "_")
+            run.__module__ = __name__
+            test(run)
+
+
+register()
