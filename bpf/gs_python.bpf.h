@@ -11,16 +11,17 @@
  * and past the recorded ones a count of the frames left (Python's default recursion limit
  * is 1000), which the truncation mark shows. bpf_loop(): the verifier checks one step.
  */
-#define GS_PY_COUNT_MAX	   1024
-#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32 + GS_PY_COUNT_MAX)
+#define GS_PY_COUNT_MAX 1024
+#define GS_PY_WALK_MAX	(GS_PY_MAX_FRAMES + 32 + GS_PY_COUNT_MAX)
+
 /*
  * 3.12, 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER (3): the shim an eval
  * loop pushes; 3.15's FRAME_OWNED_BY_CSTACK (4) is not a Python frame either.
  */
 #define GS_PY_OWNER_CSTACK 3
 /* 3.14+: f_executable is a _PyStackRef whose low bits are tags; objects are 8-aligned */
-#define GS_PY_TAG_BITS 7ULL
-#define GS_PY_MAX_TSS_KEY  1024 /* glibc's PTHREAD_KEYS_MAX */
+#define GS_PY_TAG_BITS	  7ULL
+#define GS_PY_MAX_TSS_KEY 1024 /* glibc's PTHREAD_KEYS_MAX */
 
 /*
  * pid -> where its interpreter keeps thread states and how its frames are laid out, written
@@ -55,7 +56,8 @@ static __always_inline __u64 gs_py_thread_state(const struct gs_py_proc *p)
 
 	if (p->tls_tstate) {
 		/* 3.15: PyGILState's thread-local, bound while the GIL is released too */
-		if (!fs || bpf_probe_read_user(&ts, sizeof(ts), (void *)(fs + (__s64)p->tls_tstate)))
+		if (!fs ||
+		    bpf_probe_read_user(&ts, sizeof(ts), (void *)(fs + (__s64)p->tls_tstate)))
 			return 0;
 		return ts;
 	}

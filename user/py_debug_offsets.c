@@ -92,9 +92,10 @@ static void read_fields(struct reader *r, const struct blob_layout *b,
 /* What read_fields() got must describe objects as CPython lays them out: pointers aligned */
 static const char *check_fields(const struct gs_py_debug_offsets *o, uint64_t code_size)
 {
-	uint16_t ptrs[] = { o->frame_previous, o->frame_executable, o->frame_instr_ptr,
-			    o->co_filename,    o->co_name,	    o->co_qualname,
-			    o->co_linetable,   o->tstate_current_frame };
+	uint16_t ptrs[] = { o->frame_previous,	o->frame_executable,
+			    o->frame_instr_ptr, o->co_filename,
+			    o->co_name,		o->co_qualname,
+			    o->co_linetable,	o->tstate_current_frame };
 
 	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
 		if (ptrs[i] % 8)

@@ -60,7 +60,8 @@ static bool fde_table_of(struct Elf *e, struct fde_table *t)
 		d = elf_getdata(scn, NULL);
 		h = d ? d->d_buf : NULL;
 		/* version 1, eh_frame_ptr pcrel sdata4, count udata4, table datarel sdata4 */
-		if (!h || d->d_size < 12 || h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+		if (!h || d->d_size < 12 || h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 ||
+		    h[3] != 0x3b)
 			return false;
 		memcpy(&t->count, h + 8, sizeof(t->count));
 		if (t->count > (d->d_size - 12) / 8)
@@ -125,7 +126,8 @@ int gs_py_find_eval_cold(struct Elf *e, uint64_t eval, uint64_t size, uint64_t *
 		at = eval + i + len + (int64_t)rel;
 		if ((at >= eval && at < eval + size) || !fde_of(&t, at, &lo, &hi))
 			continue;
-		if (hi - lo >= MIN_COLD_BYTES && hi - lo > best_size && (lo < eval || lo >= eval + size)) {
+		if (hi - lo >= MIN_COLD_BYTES && hi - lo > best_size &&
+		    (lo < eval || lo >= eval + size)) {
 			best = lo;
 			best_size = hi - lo;
 		}

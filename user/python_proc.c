@@ -187,7 +187,8 @@ static const char *apply_debug_offsets(const struct gs_maps *maps, struct gs_py_
 	l->co_firstlineno = d.co_firstlineno;
 	l->str_state = d.str_state;
 	l->str_ascii_data = d.str_ascii_size;
-	l->str_compact_data = d.str_ascii_size + 16; /* PyCompactUnicodeObject: + utf8_length, utf8 */
+	/* PyCompactUnicodeObject: PyASCIIObject, utf8_length, utf8 */
+	l->str_compact_data = d.str_ascii_size + 16;
 	out->code_header = d.co_code_adaptive;
 	return NULL;
 }
@@ -203,7 +204,8 @@ static enum gs_py_find code_header(const struct gs_maps *maps, struct gs_py_inte
 				   sizeof(basicsize)))
 		return GS_PY_NONE; /* gone, or exec'd meanwhile: not a refusal */
 	out->why = "its code objects' layout";
-	if (basicsize < 128 || basicsize > 512 || (out->code_header && out->code_header != basicsize))
+	if (basicsize < 128 || basicsize > 512 ||
+	    (out->code_header && out->code_header != basicsize))
 		return GS_PY_UNSUPPORTED;
 	out->code_header = basicsize;
 	out->why = NULL;

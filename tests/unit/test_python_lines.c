@@ -134,4 +134,5 @@ GS_TEST(malformed_tables_have_no_line)
 }
 
 GS_TEST_MAIN(lnotab_3_8, lnotab_3_9, linetable_3_10, locations_3_11, locations_3_12, locations_3_13,
-	     locations_3_14, locations_3_15, negative_offset_is_first_line, malformed_tables_have_no_line)
+	     locations_3_14, locations_3_15, negative_offset_is_first_line,
+	     malformed_tables_have_no_line)
