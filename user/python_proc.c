@@ -17,6 +17,7 @@
 #include "user/symcache.h"
 
 #define TP_BASICSIZE 32 /* PyTypeObject: ob_refcnt, ob_type, ob_size, tp_name, tp_basicsize */
+#define TP_NAME	     24
 
 /* link-time values of the symbols discovery needs; 0: absent */
 struct interp_syms {
@@ -196,16 +197,22 @@ static const char *apply_debug_offsets(const struct gs_maps *maps, struct gs_py_
 /* 3.11+: the code units follow the fixed part of a code object, tp_basicsize bytes */
 static enum gs_py_find code_header(const struct gs_maps *maps, struct gs_py_interp *out)
 {
-	uint64_t basicsize = 0;
+	uint64_t basicsize = 0, name_ptr = 0;
+	char name[8] = "";
 
 	if (out->minor < 11)
 		return GS_PY_FOUND;
 	if (gs_read_process_memory(maps, out->code_type + TP_BASICSIZE, &basicsize,
-				   sizeof(basicsize)))
+				   sizeof(basicsize)) ||
+	    gs_read_process_memory(maps, out->code_type + TP_NAME, &name_ptr, sizeof(name_ptr)))
 		return GS_PY_NONE; /* gone, or exec'd meanwhile: not a refusal */
 	out->why = "its code objects' layout";
+	/* 3.13+: the published size must be the type's, and the type must be "code" */
 	if (basicsize < 128 || basicsize > 512 ||
 	    (out->code_header && out->code_header != basicsize))
+		return GS_PY_UNSUPPORTED;
+	if (out->minor >= 13 && (gs_read_process_memory(maps, name_ptr, name, sizeof(name) - 1) ||
+				 strcmp(name, "code")))
 		return GS_PY_UNSUPPORTED;
 	out->code_header = basicsize;
 	out->why = NULL;
