@@ -18,8 +18,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import LIB, LineReader, Gpusnoop, Workload, expect_eq, run_gpusnoop, test  # noqa: E402
-from test_python import (MALLOC_CALLERS, SCRIPT, marked_lines, python_frames,  # noqa: E402
-                         the_allocation)
+from test_python import (MALLOC_CALLERS, SCRIPT, interpreter, marked_lines,  # noqa: E402
+                         python_frames, the_allocation)
 
 ROOTS_SH = os.path.join(harness.ROOT, "scripts", "bundle", "roots.sh")
 ROOTS_TIMEOUT = 900  # the first run makes the root: ~325 MB from Debian's mirror
@@ -192,6 +192,22 @@ def check_gil_released(version):
     want = expected_frames(version, ["wait_for_gpu"])[0]
     i = stack.index(f"wait_for_gpu ({want[1]}:{want[2]})")
     assert stack[i + 1].startswith("Thread.run ("), stack
+
+
+@test
+def exec_children_bring_no_false_refusal():
+    # a vfork child of the interpreter execs ldconfig while its memory is being read: that
+    # process is gone, not an unsupported interpreter (once 2 runs in 7 said so)
+    python = interpreter("3.13")
+    script = os.path.join(harness.ROOT, "tests", "fixtures", "python", "gs_pyexec.py")
+    for _ in range(3):
+        status, out, err = run_gpusnoop("leaks", "--format", "json", "--", python, script,
+                                        os.path.join(LIB, "libcudart.so.13"), "60")
+        expect_eq(status, 0, f"gpusnoop status ({err})")
+        no_refusal(err, "3.13")
+        report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+        frames = the_allocation(report, report["processes"][0]["pid"])
+        expect_eq([f for f, _, _ in python_frames(frames)], ["<module>"], "Python frames")
 
 
 def register():
