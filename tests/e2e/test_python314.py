@@ -17,7 +17,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import LIB, LineReader, Gpusnoop, Workload, expect_eq, run_gpusnoop, test  # noqa: E402
+from harness import (LIB, LineReader, Gpusnoop, Workload, expect_eq, run_gpusnoop,  # noqa: E402
+                     test)
 from test_python import (MALLOC_CALLERS, SCRIPT, interpreter, marked_lines,  # noqa: E402
                          python_frames, the_allocation)
 
@@ -159,6 +160,30 @@ def check_profile_folded(version):
     assert spinning >= 50, f"{spinning} samples in spin"
 
 
+def check_profile_pprof(version):
+    import test_profile  # noqa: E402  (its protobuf reader)
+    out = os.path.join(tempfile.mkdtemp(), "busy.pb.gz")
+    status, _, err = run_gpusnoop("profile", "--format", "pprof", "-F", "199", "-o", out, "--",
+                                  *command(version, "busy"), env={"GS_SPIN_SECONDS": "1"})
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    p = test_profile.read_pprof(out)
+    s, path = p["strings"], script_in_root()
+    # one function per (qualified name, file), one line per location
+    funcs = {(s[f[2]], s[f.get(4, 0)]): f[1] for f in p["functions"].values()}
+    assert ("spin", path) in funcs and ("main", path) in funcs, sorted(funcs)[:20]
+
+    def lines_of(sample, func):
+        return {line.get(2) for loc in sample["loc"] for line in p["locations"][loc]["lines"]
+                if line[1] == funcs[(func, path)]}
+
+    in_spin = [x for x in p["samples"] if lines_of(x, "spin")]
+    assert sum(x["val"][0] for x in in_spin) >= 50, p["samples"][:5]
+    spin_lines = set().union(*(lines_of(x, "spin") for x in in_spin))
+    assert spin_lines <= interpreter_lines(version)["spin"], spin_lines
+    main_lines = set().union(*(lines_of(x, "main") for x in in_spin))
+    expect_eq(main_lines, {expected_frames(version, ["main.busy"])[0][2]}, "main()'s line")
+
+
 def check_record_cpu(version):
     trace_path = os.path.join(tempfile.mkdtemp(), "cpu.json.gz")
     status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "199", "-o", trace_path, "--",
@@ -215,6 +240,7 @@ def register():
         for name, fn in (("leaks_names_python_callers", check_leaks),
                          ("dwarf_stacks_merge_in_place_stripped", check_dwarf_in_place),
                          ("profile_folded_names_spin", check_profile_folded),
+                         ("profile_pprof_names_spin", check_profile_pprof),
                          ("record_cpu_names_spin", check_record_cpu),
                          ("gil_released_thread_keeps_frames", check_gil_released)):
             def run(version=version, fn=fn):
