@@ -14,6 +14,8 @@ struct blob_layout {
 	int minor;
 	uint8_t thread, frame, code, unicode; /* thread_state, interpreter_frame, ... */
 };
+#define RUNTIME_GROUP 3 /* runtime_state, then interpreter_state: the same in 3.13-3.15 */
+#define INTERP_GROUP  6
 
 static const struct blob_layout layouts[] = {
 	{ .minor = 13, .thread = 19, .frame = 28, .code = 34, .unicode = 67 },
@@ -50,7 +52,7 @@ static uint16_t field(struct reader *r, size_t g, size_t i, uint64_t span, const
 {
 	uint64_t size = word(r, g), off = word(r, g + i);
 
-	if (size > 1 << 20 || off > size || off + 4 > size || (span && off + 8 > span)) {
+	if (size > 1 << 20 || off > 0xfff0 || off + 4 > size || (span && off + 8 > span)) {
 		if (!r->why)
 			r->why = what;
 		return 0;
@@ -73,6 +75,9 @@ static const struct blob_layout *layout_for(int minor, int *used)
 static void read_fields(struct reader *r, const struct blob_layout *b,
 			struct gs_py_debug_offsets *o)
 {
+	o->runtime_interpreters_head = field(r, RUNTIME_GROUP, 2, 0, "runtime offsets");
+	o->interp_threads_head = field(r, INTERP_GROUP, 3, 0, "interpreter offsets");
+	o->tstate_next = field(r, b->thread, 2, 0, "thread state offsets");
 	o->tstate_current_frame = field(r, b->thread, 4, 0, "thread state offsets");
 	o->frame_previous = field(r, b->frame, 1, FRAME_SPAN, "frame offsets");
 	o->frame_executable = field(r, b->frame, 2, FRAME_SPAN, "frame offsets");

@@ -19,6 +19,7 @@ struct gs_py_debug_offsets {
 	uint32_t version_hex; /* PY_VERSION_HEX: 0x030e0af0 for 3.14.10 */
 	int minor;
 	int layout_minor; /* the description used: minor, or the newest known for a newer one */
+	uint16_t runtime_interpreters_head, interp_threads_head, tstate_next;
 	uint16_t tstate_current_frame;
 	uint16_t frame_previous, frame_executable, frame_instr_ptr, frame_owner;
 	uint16_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno;

@@ -12,6 +12,7 @@
 #include "user/proc_maps.h"
 #include "user/proc_mem.h"
 #include "user/py_debug_offsets.h"
+#include "user/python_check.h"
 #include "user/python_cold.h"
 #include "user/python_proc.h"
 #include "user/symcache.h"
@@ -157,6 +158,26 @@ static int32_t gilstate_tls(const struct gs_maps *maps, uint64_t fn)
 }
 
 /*
+ * The live frame chains read with d must end at a <module> code object. A version newer than
+ * the descriptions (py_debug_offsets.c) is used only then; before its first frames exist (a
+ * process just exec'd) it is looked at again later (*gone). Known versions are only told.
+ */
+static const char *check_chains(const struct gs_maps *maps, const struct gs_py_interp *out,
+				const struct gs_py_debug_offsets *d, bool *gone)
+{
+	uint64_t code_type = out->code_type;
+	enum gs_py_check c = gs_py_check_live(maps, out->runtime, code_type, d);
+	static const char *const said[] = { "a <module>", "no frames yet", "no <module>" };
+
+	gs_dbg("CPython 3.%d (offsets read as 3.%d's): frame chains end at %s", d->minor,
+	       d->layout_minor, said[c]);
+	if (d->layout_minor == d->minor || c == GS_PY_CHECK_OK)
+		return NULL;
+	*gone = c == GS_PY_CHECK_NOT_YET;
+	return "its frame chains (as the newest known version's offsets read them)";
+}
+
+/*
  * 3.13+: the frame, thread-state, code and str offsets the interpreter publishes at the start
  * of _PyRuntime, over the table's. Returns NULL, or what is not supported; *gone when the
  * memory could not be read (a process that exec'd meanwhile: no refusal).
@@ -174,6 +195,8 @@ static const char *apply_debug_offsets(const struct gs_maps *maps, struct gs_py_
 		return "its runtime state";
 	}
 	if (gs_py_debug_offsets_parse(blob, sizeof(blob), &d, &why))
+		return why;
+	if ((why = check_chains(maps, out, &d, gone)))
 		return why;
 	out->minor = d.minor;
 	l->bpf.tstate_frame = d.tstate_current_frame;
