@@ -40,13 +40,19 @@ static bool is_module_code(const struct gs_maps *maps, uint64_t code, uint64_t c
 	return !strcmp(text, "<module>");
 }
 
-/* The outermost Python frame's executable of the thread state ts; 0 if none */
+/*
+ * The outermost Python frame's executable of the thread state ts; 0 if none or unreadable.
+ * *seen: the thread has frames (a chain that then leads nowhere readable says the offsets
+ * are wrong).
+ */
 static uint64_t outermost_code(const struct gs_maps *maps, uint64_t ts,
-			       const struct gs_py_debug_offsets *d)
+			       const struct gs_py_debug_offsets *d, bool *seen)
 {
 	bool ok = true;
 	uint64_t frame = read_ptr(maps, ts + d->tstate_current_frame, &ok), code = 0;
 
+	if (ok && frame)
+		*seen = true;
 	for (int i = 0; ok && frame && i < MAX_FRAMES; i++) {
 		uint8_t owner = 0;
 		uint64_t exec = read_ptr(maps, frame + d->frame_executable, &ok);
@@ -68,13 +74,10 @@ enum gs_py_check gs_py_check_live(const struct gs_maps *maps, uint64_t runtime, 
 
 	ts = ok && interp ? read_ptr(maps, interp + d->interp_threads_head, &ok) : 0;
 	for (int i = 0; ok && ts && i < MAX_THREADS; i++) {
-		uint64_t code = outermost_code(maps, ts, d);
+		uint64_t code = outermost_code(maps, ts, d, &frames);
 
-		if (code) {
-			if (is_module_code(maps, code, code_type, d))
-				return GS_PY_CHECK_OK;
-			frames = true;
-		}
+		if (code && is_module_code(maps, code, code_type, d))
+			return GS_PY_CHECK_OK;
 		ts = read_ptr(maps, ts + d->tstate_next, &ok);
 	}
 	return frames ? GS_PY_CHECK_BAD : GS_PY_CHECK_NOT_YET;

@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -85,9 +86,11 @@ def expected_frames(version, callers=MALLOC_CALLERS):
 
 
 class ChrootWorkload(Workload):
-    def __init__(self, version, mode):
-        self.proc = subprocess.Popen(command(version, mode, hold=True), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+    def __init__(self, version, mode, python=None):
+        cmd = command(version, mode, hold=True)
+        if python:
+            cmd[2] = python
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out = LineReader(self.proc.stdout)
         self.out.wait_for(lambda l: l.startswith("ready "), "workload ready")
         self.pid = self.proc.pid
@@ -233,6 +236,100 @@ def exec_children_bring_no_false_refusal():
         report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
         frames = the_allocation(report, report["processes"][0]["pid"])
         expect_eq([f for f, _, _ in python_frames(frames)], ["<module>"], "Python frames")
+
+
+def file_offset(elf, vaddr):
+    """The file offset of vaddr in the ELF64 image elf (bytes), through its PT_LOAD headers."""
+    phoff, = struct.unpack_from("<Q", elf, 32)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+            "<IIQQQQ", elf, phoff + i * phentsize)
+        if p_type == 1 and p_vaddr <= vaddr < p_vaddr + p_filesz:
+            return vaddr - p_vaddr + p_offset
+    raise AssertionError(f"{vaddr:#x} not in the file")
+
+
+def fake_newer(patch_words=()):
+    """python3.15 copied as python3.16 into the root, its version (Py_Version and
+    _Py_DebugOffsets) said to be 3.16.0a1, and words of _Py_DebugOffsets replaced
+    ({index: value}): a version gpusnoop has no description of. Its path in the root."""
+    root, inner = sid()
+    with open(os.path.join(root, "usr/bin/python3.15"), "rb") as f:
+        elf = bytearray(f.read())
+    syms = subprocess.run(["nm", "-D", os.path.join(root, "usr/bin/python3.15")],
+                          capture_output=True, text=True, check=True).stdout.split("\n")
+    addr = {x.split()[2]: int(x.split()[0], 16) for x in syms if len(x.split()) == 3}
+    version = 0x031000a1
+    struct.pack_into("<I", elf, file_offset(elf, addr["Py_Version"]), version)
+    runtime = file_offset(elf, addr["_PyRuntime"])
+    assert elf[runtime:runtime + 8] == b"xdebugpy"
+    words = {1: version}
+    words.update(patch_words)
+    for index, value in words.items():
+        struct.pack_into("<Q", elf, runtime + 8 * index, value)
+    name = "python3.16" if not patch_words else "bad/python3.16"
+    path = os.path.join(root, inner.lstrip("/"), name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(elf)
+    os.chmod(path, 0o755)
+    return inner + "/" + name
+
+
+@test
+def newer_version_is_checked_on_its_frames_then_named():
+    # 3.16 (3.15 said to be 3.16): read with 3.15's description, used once a live frame
+    # chain read with it ends at <module>: at once by -p, after the first frames by --
+    python = fake_newer()
+    root, inner = sid()
+    want = [(fn, inner + "/gs_pycaller.py", n) for fn, _, n in expected_frames("3.15")]
+    w = ChrootWorkload("3.15", "malloc", python)
+    g = Gpusnoop("leaks", "-v", "-p", str(w.pid), "--format", "json")
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        frames = the_allocation(g.reports()[-1], w.pid)
+    finally:
+        g.kill()
+        w.finish()
+    expect_eq(python_frames(frames), want, "3.16 frames by -p")
+    assert "CPython 3.16 (offsets read as 3.15's): frame chains end at a <module>" in \
+        g.stderr_text(), g.stderr_text()
+    no_refusal(g.stderr_text(), "3.16")
+    status, out, err = run_gpusnoop("leaks", "-v", "--format", "json", "--", "chroot", root,
+                                    python, inner + "/gs_pycaller.py",
+                                    inner + "/libcudart.so.13", "malloc")
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    assert "frame chains end at no frames yet" in err, err  # looked at from its exec on
+    no_refusal(err, "3.16")
+    report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    frames = the_allocation(report, report["processes"][0]["pid"])
+    expect_eq(python_frames(frames), want, "3.16 frames by -- CMD")
+
+
+@test
+def newer_version_whose_offsets_mislead_is_refused():
+    # frame.previous said to be f_funcobj's offset: in range and aligned, so only the walk of
+    # a live chain shows it wrong; refused in one line, the stacks stay native
+    python = fake_newer({39 + 1: 16})
+    w = ChrootWorkload("3.15", "malloc", python)
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        frames = the_allocation(g.reports()[-1], w.pid)
+    finally:
+        g.kill()
+        w.finish()
+    expect_eq(python_frames(frames), [], "Python frames")
+    said = [l for l in g.stderr_text().splitlines() if "CPython 3.16" in l]
+    expect_eq(len(said), 1, f"lines about the interpreter ({g.stderr_text()})")
+    assert "its frame chains" in said[0] and "is not supported" in said[0], said
 
 
 def register():
