@@ -10,6 +10,7 @@
 static void expect_common(const struct gs_py_debug_offsets *d)
 {
 	GS_EXPECT_EQ(d->tstate_current_frame, 72);
+	GS_EXPECT_EQ(d->tstate_next, 8);
 	GS_EXPECT_EQ(d->frame_previous, 8);
 	GS_EXPECT_EQ(d->frame_executable, 0);
 	GS_EXPECT_EQ(d->frame_instr_ptr, 56);
@@ -42,6 +43,8 @@ GS_TEST(real_3_13)
 	GS_EXPECT_EQ(d.layout_minor, 13);
 	GS_EXPECT_EQ(d.frame_owner, 70);
 	GS_EXPECT_EQ(d.co_code_adaptive, 200);
+	GS_EXPECT_EQ(d.runtime_interpreters_head, 632);
+	GS_EXPECT_EQ(d.interp_threads_head, 7344);
 	expect_common(&d);
 }
 
@@ -54,6 +57,8 @@ GS_TEST(real_3_14)
 	GS_EXPECT_EQ(d.version_hex, 0x030e0af0);
 	GS_EXPECT_EQ(d.minor, 14);
 	GS_EXPECT_EQ(d.frame_owner, 74);
+	GS_EXPECT_EQ(d.runtime_interpreters_head, 808);
+	GS_EXPECT_EQ(d.interp_threads_head, 7344);
 	GS_EXPECT_EQ(d.co_code_adaptive, 208);
 	expect_common(&d);
 }
@@ -68,6 +73,8 @@ GS_TEST(real_3_15)
 	GS_EXPECT_EQ(d.minor, 15);
 	GS_EXPECT_EQ(d.layout_minor, 15);
 	GS_EXPECT_EQ(d.frame_owner, 74);
+	GS_EXPECT_EQ(d.runtime_interpreters_head, 936);
+	GS_EXPECT_EQ(d.interp_threads_head, 7336);
 	GS_EXPECT_EQ(d.co_code_adaptive, 208);
 	expect_common(&d);
 }
@@ -118,6 +125,12 @@ GS_TEST(corrupted_blobs_are_refused)
 	memcpy(b, blob_3_14, sizeof(b));
 	set_word(b, 77 + 3, 4000); /* PyASCIIObject size */
 	GS_EXPECT(strstr(refused(b, sizeof(b)), "str"));
+	memcpy(b, blob_3_14, sizeof(b));
+	set_word(b, 6, 1 << 21); /* interpreter state size absurd */
+	GS_EXPECT(strstr(refused(b, sizeof(b)), "interpreter"));
+	memcpy(b, blob_3_14, sizeof(b));
+	set_word(b, 6 + 3, 0x10000); /* threads_head past what an offset may be */
+	GS_EXPECT(strstr(refused(b, sizeof(b)), "interpreter"));
 }
 
 /* 3.16 and later: the newest description, kept only when what it yields is in range */
