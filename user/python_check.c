@@ -6,8 +6,8 @@
 #include "user/python_check.h"
 
 #define MAX_THREADS 256
-#define MAX_FRAMES  4096
-#define OWNER_SHIM  3 /* python_layout.h: 3 and up end a run of Python frames */
+#define MAX_FRAMES  4096 /* frames read in all: a cyclic chain costs no more */
+#define OWNER_SHIM  3	 /* python_layout.h: 3 and up end a run of Python frames */
 #define OB_TYPE	    8
 #define TAG_BITS    7ULL
 
@@ -46,14 +46,14 @@ static bool is_module_code(const struct gs_maps *maps, uint64_t code, uint64_t c
  * are wrong).
  */
 static uint64_t outermost_code(const struct gs_maps *maps, uint64_t ts,
-			       const struct gs_py_debug_offsets *d, bool *seen)
+			       const struct gs_py_debug_offsets *d, bool *seen, int *budget)
 {
 	bool ok = true;
 	uint64_t frame = read_ptr(maps, ts + d->tstate_current_frame, &ok), code = 0;
 
 	if (ok && frame)
 		*seen = true;
-	for (int i = 0; ok && frame && i < MAX_FRAMES; i++) {
+	for (; ok && frame && *budget > 0; (*budget)--) {
 		uint8_t owner = 0;
 		uint64_t exec = read_ptr(maps, frame + d->frame_executable, &ok);
 
@@ -70,11 +70,12 @@ enum gs_py_check gs_py_check_live(const struct gs_maps *maps, uint64_t runtime, 
 				  const struct gs_py_debug_offsets *d)
 {
 	bool ok = true, frames = false;
+	int budget = MAX_FRAMES;
 	uint64_t interp = read_ptr(maps, runtime + d->runtime_interpreters_head, &ok), ts;
 
 	ts = ok && interp ? read_ptr(maps, interp + d->interp_threads_head, &ok) : 0;
 	for (int i = 0; ok && ts && i < MAX_THREADS; i++) {
-		uint64_t code = outermost_code(maps, ts, d, &frames);
+		uint64_t code = outermost_code(maps, ts, d, &frames, &budget);
 
 		if (code && is_module_code(maps, code, code_type, d))
 			return GS_PY_CHECK_OK;

@@ -160,18 +160,20 @@ static int32_t gilstate_tls(const struct gs_maps *maps, uint64_t fn)
 /*
  * The live frame chains read with d must end at a <module> code object. A version newer than
  * the descriptions (py_debug_offsets.c) is used only then; before its first frames exist (a
- * process just exec'd) it is looked at again later (*gone). Known versions are only told.
+ * process just exec'd) it is looked at again later (*gone).
  */
 static const char *check_chains(const struct gs_maps *maps, const struct gs_py_interp *out,
 				const struct gs_py_debug_offsets *d, bool *gone)
 {
-	uint64_t code_type = out->code_type;
-	enum gs_py_check c = gs_py_check_live(maps, out->runtime, code_type, d);
 	static const char *const said[] = { "a <module>", "no frames yet", "no <module>" };
+	enum gs_py_check c;
 
+	if (d->layout_minor == d->minor)
+		return NULL;
+	c = gs_py_check_live(maps, out->runtime, out->code_type, d);
 	gs_dbg("CPython 3.%d (offsets read as 3.%d's): frame chains end at %s", d->minor,
 	       d->layout_minor, said[c]);
-	if (d->layout_minor == d->minor || c == GS_PY_CHECK_OK)
+	if (c == GS_PY_CHECK_OK)
 		return NULL;
 	*gone = c == GS_PY_CHECK_NOT_YET;
 	return "its frame chains (as the newest known version's offsets read them)";
