@@ -18,10 +18,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (LIB, LineReader, Gpusnoop, Workload, expect_eq, run_gpusnoop,  # noqa: E402
-                     test)
-from test_python import (MALLOC_CALLERS, SCRIPT, interpreter, marked_lines,  # noqa: E402
-                         python_frames, the_allocation)
+from harness import (LIB, LineReader, Gpusnoop, Workload, expect_eq, process,  # noqa: E402
+                     run_gpusnoop, test)
+from test_python import (MALLOC_CALLERS, SCRIPT, TORCH_CPU_SCRIPT, interpreter,  # noqa: E402
+                         marked_lines, python_frames, the_allocation)
 
 ROOTS_SH = os.path.join(harness.ROOT, "scripts", "bundle", "roots.sh")
 ROOTS_TIMEOUT = 900  # the first run makes the root: ~325 MB from Debian's mirror
@@ -86,8 +86,8 @@ def expected_frames(version, callers=MALLOC_CALLERS):
 
 
 class ChrootWorkload(Workload):
-    def __init__(self, version, mode, python=None):
-        cmd = command(version, mode, hold=True)
+    def __init__(self, version, mode, python=None, cmd=None):
+        cmd = cmd or command(version, mode, hold=True)
         if python:
             cmd[2] = python
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -330,6 +330,42 @@ def newer_version_whose_offsets_mislead_is_refused():
     said = [l for l in g.stderr_text().splitlines() if "CPython 3.16" in l]
     expect_eq(len(said), 1, f"lines about the interpreter ({g.stderr_text()})")
     assert "its frame chains" in said[0] and "is not supported" in said[0], said
+
+
+@test
+def torch_cpu_tensor_names_its_python_function_3_14():
+    # Debian unstable's python3-torch on its python3.14 (the sid-torch root): the kept CPU
+    # tensors' stack names keep_tensors() (3.12+ inline the list comprehension) at its line
+    p = subprocess.run([ROOTS_SH, "sid-torch"], capture_output=True, text=True,
+                       timeout=ROOTS_TIMEOUT)
+    expect_eq(p.returncode, 0, f"roots.sh sid-torch: {p.stderr}")
+    root = p.stdout.strip()
+    inner = tempfile.mkdtemp(prefix="gs-py314-", dir=os.path.join(root, "tmp"))
+    os.chmod(inner, 0o755)
+    atexit.register(shutil.rmtree, inner, True)
+    shutil.copy(TORCH_CPU_SCRIPT, inner)
+    script = "/tmp/" + os.path.basename(inner) + "/" + os.path.basename(TORCH_CPU_SCRIPT)
+    w = ChrootWorkload(None, None, cmd=["chroot", root, "python3.14", script, "--hold"])
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        t = process(g.reports()[-1], w.pid)["torch"]
+    finally:
+        g.kill()
+        w.finish()
+    no_refusal(g.stderr_text(), "3.14")
+    expect_eq(len(t["stacks"]), 1, "one stack for the kept tensors")
+    py = python_frames(t["stacks"][0]["frames"])
+    with open(TORCH_CPU_SCRIPT) as f:
+        src = f.read().splitlines()
+    line = next(n for n, text in enumerate(src, 1) if "def keep_tensors" in text) + 1
+    expect_eq(py[:2], [("keep_tensors", script, line),
+                       ("main", script, next(n for n, text in enumerate(src, 1)
+                                             if "kept = keep_tensors()" in text))],
+              f"frames {py}")
 
 
 def register():
