@@ -85,4 +85,8 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 if [ "$mode" = test ]; then
 	setup_venv
+	# Debian unstable's python3.14, python3.15 and PyTorch (tests/e2e/test_python314.py), made
+	# once and cached; a failure here is the tests' to report, with roots.sh's own message
+	"$(dirname "$0")/bundle/roots.sh" sid-torch >/dev/null ||
+		echo "setup: the sid roots could not be made (tests/e2e/test_python314.py will say)" >&2
 fi
