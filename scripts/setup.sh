@@ -47,9 +47,10 @@ esac
 # PyPI's torch for Linux x86-64 is the full CUDA 12.4 build (its nvidia-* wheels: ~3 GB to
 # download, 5 GB installed): the CPU-only wheels are on download.pytorch.org's own index, which
 # CI cannot reach, and the CUDA build runs as well without a GPU (torch.cuda.is_available() is
-# False), and the tests use only its CPU profiler and allocator.
+# False), and the tests use only its CPU profiler and allocator. py-spy: the oracle the Python
+# frames of 3.14 and 3.15 are compared with (test_python314.py).
 TEST_CACHE=/var/cache/gpusnoop-tests
-VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1)
+VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3)
 venv_ready() {
 	"$TEST_CACHE/venv/bin/python" - "${VENV_PACKAGES[@]}" 2>/dev/null <<-'EOF'
 		import re, sys

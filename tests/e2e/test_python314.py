@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -86,11 +87,12 @@ def expected_frames(version, callers=MALLOC_CALLERS):
 
 
 class ChrootWorkload(Workload):
-    def __init__(self, version, mode, python=None, cmd=None):
+    def __init__(self, version, mode, python=None, cmd=None, env=None):
         cmd = cmd or command(version, mode, hold=True)
         if python:
             cmd[2] = python
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(os.environ, **(env or {})))
         self.out = LineReader(self.proc.stdout)
         self.out.wait_for(lambda l: l.startswith("ready "), "workload ready")
         self.pid = self.proc.pid
@@ -368,6 +370,39 @@ def torch_cpu_tensor_names_its_python_function_3_14():
               f"frames {py}")
 
 
+PY_SPY = os.environ.get("GS_PY_SPY", "/var/cache/gpusnoop-tests/venv/bin/py-spy")
+
+
+def check_agrees_with_py_spy(version):
+    # the same spinning process, sampled by gpusnoop profile -p and dumped by py-spy (the
+    # tests' venv, scripts/setup.sh): py-spy's stack is one of gpusnoop's, name for name and
+    # line for line, with the file the process itself names
+    w = ChrootWorkload(version, "busy", env={"GS_SPIN_SECONDS": "2"})
+    out = os.path.join(tempfile.mkdtemp(), "spy.folded")
+    g = Gpusnoop("profile", "-F", "199", "-p", str(w.pid), "-o", out)
+    try:
+        g.wait_stderr("Ctrl-C to stop")
+        w.release()
+        time.sleep(0.3)  # into spin(), which runs 2 s
+        dump = subprocess.run([PY_SPY, "dump", "--full-filenames", "--pid", str(w.pid)],
+                              capture_output=True, text=True, timeout=60)
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+    finally:
+        g.kill()
+        w.finish()
+    expect_eq(dump.returncode, 0, f"py-spy dump ({dump.stderr})")
+    spy = [l.strip() for l in dump.stdout.splitlines() if l.startswith("    ")]
+    spy = [l.split(" (")[0] + " (" + l.split(" (")[1] for l in spy]  # "fn (file:line)"
+    assert spy and spy[-1].startswith("<module> ("), dump.stdout
+    ours = set()
+    with open(out) as f:
+        for line in f:
+            frames = line.rsplit(" ", 1)[0].split(";")
+            ours.add(tuple(reversed([x for x in frames if x.endswith(")") and ".py:" in x])))
+    assert tuple(spy) in ours, (spy, sorted(ours)[:10])
+
+
 def register():
     for version in VERSIONS:
         for name, fn in (("leaks_names_python_callers", check_leaks),
@@ -375,7 +410,8 @@ def register():
                          ("profile_folded_names_spin", check_profile_folded),
                          ("profile_pprof_names_spin", check_profile_pprof),
                          ("record_cpu_names_spin", check_record_cpu),
-                         ("gil_released_thread_keeps_frames", check_gil_released)):
+                         ("gil_released_thread_keeps_frames", check_gil_released),
+                         ("agrees_with_py_spy", check_agrees_with_py_spy)):
             def run(version=version, fn=fn):
                 fn(version)
             run.__name__ = name + "_" + version.replace(".", "_")
