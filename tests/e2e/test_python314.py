@@ -403,6 +403,32 @@ def check_agrees_with_py_spy(version):
     assert tuple(spy) in ours, (spy, sorted(ours)[:10])
 
 
+def check_daemon(version):
+    # the daemon (every CUDA process): a 3.14/3.15 process held after loading the runtime
+    # is probed and its interpreter found, so its one allocation names its Python callers
+    from test_daemon import Daemon  # noqa: E402
+    want = expected_frames(version)
+    root, inner = sid()
+    d = Daemon("-v")
+    w = None
+    try:
+        w = ChrootWorkload(version, "malloc")
+        # probed, then its interpreter looked up (the line -v adds): only then released
+        d.g.wait_stderr(f"pid {w.pid}: CPython {version} in {root}/usr/bin/python{version}: "
+                        "Python frames on")
+        w.release()
+        w.wait_line("done")
+        status, out, err = d.ctl("leaks", str(w.pid), "--format", "json")
+        expect_eq(status, 0, f"ctl leaks ({err})")
+        frames = the_allocation(json.loads(out), w.pid)
+        expect_eq(python_frames(frames), want, f"{version} frames from the daemon")
+        no_refusal(d.g.stderr_text(), version)
+    finally:
+        if w:
+            w.finish()
+        d.stop()
+
+
 def register():
     for version in VERSIONS:
         for name, fn in (("leaks_names_python_callers", check_leaks),
@@ -411,7 +437,8 @@ def register():
                          ("profile_pprof_names_spin", check_profile_pprof),
                          ("record_cpu_names_spin", check_record_cpu),
                          ("gil_released_thread_keeps_frames", check_gil_released),
-                         ("agrees_with_py_spy", check_agrees_with_py_spy)):
+                         ("agrees_with_py_spy", check_agrees_with_py_spy),
+                         ("daemon_names_python_callers", check_daemon)):
             def run(version=version, fn=fn):
                 fn(version)
             run.__name__ = name + "_" + version.replace(".", "_")
