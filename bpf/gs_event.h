@@ -345,7 +345,7 @@ struct gs_py_proc {
 	__u16 code_firstlineno;
 	__u16 str_ascii_data;	/* str: where a compact ASCII object's characters start */
 	__u16 str_compact_data; /* ... and a compact UCS-1/2/4 one's */
-	__u8 pad[4];
+	__s32 tls_tstate;	/* not 0: the thread state is at fs base + this (3.15's gilstate) */
 };
 
 /* gs_py_frame.flags */
