@@ -16,7 +16,7 @@ set -euo pipefail
 ROOTS_DIR=${ROOTS_DIR:-/var/cache/gpusnoop-tests/roots}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SYSROOT_PACKAGES=libc6-dev,libelf-dev,libdw-dev,zlib1g-dev,libzstd-dev,liblzma-dev
-SYSROOT_PACKAGES+=,libbz2-devSYSROOT_PACKAGES+=,libyajl-dev,libmicrohttpd-dev,libstdc++-10-dev,linux-libc-dev
+SYSROOT_PACKAGES+=,libbz2-dev,libyajl-dev,libmicrohttpd-dev,libstdc++-10-dev,linux-libc-dev
 # a version bump of a root's contents: roots made before it are made again
 ROOT_VERSION=1
 
