@@ -15,6 +15,8 @@
 #include "profilers/watchdog.h"
 
 #define WATCHDOG_DRAIN_ROUNDS 200 /* 10 s */
+/* gpusnoop's own ending: its probes stop no process any more, one last sweep is enough */
+#define WATCHDOG_CLEAN_EXIT 'q'
 
 static void on_parent_death(int sig)
 {
@@ -85,13 +87,15 @@ static bool map_in_use(__u32 id)
  * pipe's end of file (every writer gone: gpusnoop's exit, by any signal) or the parent-death
  * signal, then resumes every process in the stopped set until no program that could stop one
  * again is loaded (the kernel detaches gpusnoop's probes as it releases its descriptors,
- * which may come after the pipe's end), at most WATCHDOG_DRAIN_ROUNDS times 50 ms.
+ * which may come after the pipe's end), at most WATCHDOG_DRAIN_ROUNDS times 50 ms; after
+ * WATCHDOG_CLEAN_EXIT, once.
  */
 static void __attribute__((noreturn)) watch(int stopped_fd, int read_fd, pid_t parent)
 {
 	struct sigaction sa = { .sa_handler = on_parent_death };
 	struct timespec pause = { .tv_nsec = 50 * 1000 * 1000 };
 	__u32 id = map_id(stopped_fd);
+	bool clean = false;
 	char c;
 
 	close_others(stopped_fd, read_fd);
@@ -109,11 +113,15 @@ static void __attribute__((noreturn)) watch(int stopped_fd, int read_fd, pid_t p
 	while (getppid() == parent) {
 		ssize_t n = read(read_fd, &c, 1);
 
+		if (n == 1 && c == WATCHDOG_CLEAN_EXIT) {
+			clean = true;
+			break;
+		}
 		if (n == 0 || (n < 0 && errno != EINTR))
 			break;
 	}
 	for (int round = 0; round < WATCHDOG_DRAIN_ROUNDS; round++) {
-		bool last = !map_in_use(id);
+		bool last = clean || !map_in_use(id);
 
 		gs_stop_set__sweep(stopped_fd, NULL, NULL);
 		if (last)
@@ -150,8 +158,13 @@ int gs_watchdog__start(struct gs_watchdog *w, int stopped_fd)
 
 void gs_watchdog__stop(struct gs_watchdog *w)
 {
+	char clean = WATCHDOG_CLEAN_EXIT;
+
 	if (!w->pid)
 		return;
+	if (write(w->write_fd, &clean, 1) != 1) {
+		/* then it sees the end of file, and waits for the probes to go */
+	}
 	close(w->write_fd);
 	waitpid(w->pid, NULL, 0);
 	w->pid = 0;
