@@ -12,7 +12,7 @@ PKGS := libbpf libelf zlib libmicrohttpd yajl libdw liblzma
 CFLAGS := -g -O2 -std=gnu11 -Wall -Wextra -Werror -Werror=undef -Wmissing-field-initializers \
 	-Wno-unused-parameter -D_GNU_SOURCE -DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -pthread
+LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -pthread -ldl
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf
 # <bpf/usdt.bpf.h> includes <linux/errno.h>, which wants the multiarch <asm/errno.h>
 BPF_CFLAGS += -idirafter /usr/include/$(shell uname -m)-linux-gnu

@@ -13,6 +13,29 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
+/*
+ * OOM signals only (a CUDA allocation failing with error 2, PyTorch's OOM, an OOM kill): a
+ * flood on events cannot drop them. Shared like events; userspace reads it first.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} oom_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GS_MAX_UIDS);
+	__type(key, __u32);
+	__type(value, struct gs_uid_share);
+} uid_shares SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_share_state);
+} share_state SEC(".maps");
+
 /* pid -> struct gs_target; consulted unless cfg_all_pids */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -29,6 +52,8 @@ struct {
 } stats SEC(".maps");
 
 const volatile bool cfg_all_pids = false;
+/* -a: each user gets a share of events once it fills (gs_over_share()) */
+const volatile bool cfg_uid_share = false;
 
 /*
  * GS_OLD_KERNEL: the objects built for Linux 5.10 (.output/NAME.old.bpf.o, user/kernel_compat.c picks
@@ -63,14 +88,104 @@ static __always_inline bool gs_is_target(__u32 pid)
 	return cfg_all_pids || bpf_map_lookup_elem(&targets, &pid);
 }
 
+static __always_inline struct gs_uid_share *gs_uid_share(__u32 uid)
+{
+	struct gs_uid_share *s = bpf_map_lookup_elem(&uid_shares, &uid), zero = {};
+
+	if (s)
+		return s;
+	bpf_map_update_elem(&uid_shares, &uid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&uid_shares, &uid);
+}
+
+/*
+ * Under -a, a buffer more than half full is shared: from the moment it went over half, each
+ * of the N users writing since may write 1/(N + 1) of the other half; past it, its records
+ * are dropped (counted, per user too) until the buffer is below half again; its last eighth
+ * takes only users that wrote at most a sixty-fourth. One
+ * user's flood cannot take the room the others' records need, even while the reader is slow
+ * or stopped, and a buffer under half is anyone's. Counts are not exact across CPUs: a
+ * share, not an accounting.
+ */
+static __always_inline bool gs_over_share(__u64 size)
+{
+	struct gs_share_state *st;
+	struct gs_uid_share *s;
+	__u64 ring, avail;
+	__u32 zero = 0;
+
+	if (!cfg_uid_share)
+		return false;
+	st = bpf_map_lookup_elem(&share_state, &zero);
+	if (!st)
+		return false;
+	ring = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if (avail < ring / 2) {
+		if (st->pressure) { /* a new period: everyone's count starts again */
+			st->pressure = 0;
+			st->users = 0;
+			__sync_fetch_and_add(&st->epoch, 1);
+		}
+		return false;
+	}
+	if (!st->pressure)
+		st->pressure = 1;
+	s = gs_uid_share((__u32)bpf_get_current_uid_gid());
+	if (!s)
+		return false;
+	if (s->epoch != st->epoch) {
+		s->epoch = st->epoch;
+		s->bytes = 0;
+		__sync_fetch_and_add(&st->users, 1);
+	}
+	__sync_fetch_and_add(&s->bytes, size);
+	/*
+	 * One part more than users: room stays for whoever comes next. And the last eighth is
+	 * kept for light users (a sixty-fourth each), however many heavy ones came before.
+	 */
+	if (s->bytes <= ring / 2 / (st->users + 1) &&
+	    (avail < ring - ring / 8 || s->bytes <= ring / 64))
+		return false;
+	__sync_fetch_and_add(&s->dropped, 1);
+	gs_count(GS_STAT_UID_OVER_SHARE);
+	return true;
+}
+
 /* A record in the shared ring buffer; a full buffer is counted, never silent. */
 static __always_inline void *gs_reserve(__u64 size)
 {
-	void *e = bpf_ringbuf_reserve(&events, size, 0);
+	void *e;
+
+	if (gs_over_share(size))
+		return NULL;
+	e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e)
 		gs_count(GS_STAT_RINGBUF_FULL);
 	return e;
+}
+
+/*
+ * An OOM signal's record: on oom_events, at most GS_OOM_PER_UID a second per user there (a
+ * user failing in a loop cannot fill it for others), the rest on events as usual.
+ */
+static __always_inline void *gs_reserve_oom(__u64 size)
+{
+	struct gs_uid_share *s = gs_uid_share((__u32)bpf_get_current_uid_gid());
+	__u64 now = bpf_ktime_get_ns();
+	void *e = NULL;
+
+	if (s && now - s->oom_window_ns > 1000000000ULL) {
+		s->oom_window_ns = now;
+		s->ooms = 0;
+	}
+	if (s && __sync_fetch_and_add(&s->ooms, 1) < GS_OOM_PER_UID)
+		e = bpf_ringbuf_reserve(&oom_events, size, 0);
+	if (e)
+		return e;
+	gs_count(GS_STAT_OOM_FALLBACK);
+	return gs_reserve(size);
 }
 
 /*

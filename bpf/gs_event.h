@@ -10,6 +10,9 @@
 
 #define GS_MAX_STACK	64    /* user frames captured per allocation */
 #define GS_MAX_TARGETS	16384 /* processes one session can follow */
+#define GS_MAX_UIDS	4096  /* users whose share of the ring buffer is counted (-a) */
+#define GS_OOM_PER_UID	16    /* OOM records a second per user on their own buffer */
+#define GS_OOM_ERROR	2     /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY alike */
 #define GS_MAX_INFLIGHT 65536 /* threads inside a probed call at once */
 
 enum gs_event_type {
@@ -175,6 +178,22 @@ struct gs_cuda_call {
 	__u64 frames[GS_MAX_STACK];
 };
 
+/* uid_shares' value: what one user wrote to events under pressure, what it lost for it (-a) */
+struct gs_uid_share {
+	__u64 epoch;	     /* the pressure period bytes counts in (gs_share_state.epoch) */
+	__u64 bytes;	     /* written to events in it */
+	__u64 dropped;	     /* records dropped for being over the share, ever */
+	__u64 oom_window_ns; /* start of the current OOM window */
+	__u64 ooms;	     /* OOM records put on oom_events in it */
+};
+
+/* share_state's one value: whether events is under pressure (over half full), and since when */
+struct gs_share_state {
+	__u64 epoch;	/* one more each time a pressure period ends */
+	__u64 pressure; /* 1 while events was last seen over half full */
+	__u64 users;	/* users that wrote in this pressure period */
+};
+
 /* slots of the per-CPU stats map: losses are counted, never silent */
 enum gs_stat {
 	GS_STAT_RINGBUF_FULL = 0, /* records dropped: ring buffer had no room */
@@ -189,6 +208,8 @@ enum gs_stat {
 	GS_STAT_TARGETS_FULL,	  /* new processes of a followed tree not traced: targets full */
 	GS_STAT_STOPS,		  /* processes stopped for probing (not a loss: not in "lost") */
 	GS_STAT_STOPS_SKIPPED,	  /* stops not sent: their record or the stopped set had no room */
+	GS_STAT_OOM_FALLBACK,	  /* OOM records sent on the shared buffer: their own one full */
+	GS_STAT_UID_OVER_SHARE,	  /* records dropped: their user wrote past its share (-a) */
 	GS_STAT__MAX,
 };
 
@@ -332,7 +353,7 @@ struct gs_py_proc {
 	__u16 code_firstlineno;
 	__u16 str_ascii_data;	/* str: where a compact ASCII object's characters start */
 	__u16 str_compact_data; /* ... and a compact UCS-1/2/4 one's */
-	__u8 pad[4];
+	__s32 tls_tstate;	/* not 0: the thread state is at fs base + this (3.15's gilstate) */
 };
 
 /* gs_py_frame.flags */

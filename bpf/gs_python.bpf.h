@@ -11,10 +11,17 @@
  * and past the recorded ones a count of the frames left (Python's default recursion limit
  * is 1000), which the truncation mark shows. bpf_loop(): the verifier checks one step.
  */
-#define GS_PY_COUNT_MAX	   1024
-#define GS_PY_WALK_MAX	   (GS_PY_MAX_FRAMES + 32 + GS_PY_COUNT_MAX)
-#define GS_PY_OWNER_CSTACK 3	/* 3.12+ FRAME_OWNED_BY_CSTACK: the shim an eval loop pushes */
-#define GS_PY_MAX_TSS_KEY  1024 /* glibc's PTHREAD_KEYS_MAX */
+#define GS_PY_COUNT_MAX 1024
+#define GS_PY_WALK_MAX	(GS_PY_MAX_FRAMES + 32 + GS_PY_COUNT_MAX)
+
+/*
+ * 3.12, 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER (3): the shim an eval
+ * loop pushes; 3.15's FRAME_OWNED_BY_CSTACK (4) is not a Python frame either.
+ */
+#define GS_PY_OWNER_CSTACK 3
+/* 3.14+: f_executable is a _PyStackRef whose low bits are tags; objects are 8-aligned */
+#define GS_PY_TAG_BITS	  7ULL
+#define GS_PY_MAX_TSS_KEY 1024 /* glibc's PTHREAD_KEYS_MAX */
 
 /*
  * pid -> where its interpreter keeps thread states and how its frames are laid out, written
@@ -47,6 +54,13 @@ static __always_inline __u64 gs_py_thread_state(const struct gs_py_proc *p)
 	} tss;
 	__u64 fs = BPF_CORE_READ(task, thread.fsbase), slot, block = 0, ts = 0;
 
+	if (p->tls_tstate) {
+		/* 3.15: PyGILState's thread-local, bound while the GIL is released too */
+		if (!fs ||
+		    bpf_probe_read_user(&ts, sizeof(ts), (void *)(fs + (__s64)p->tls_tstate)))
+			return 0;
+		return ts;
+	}
 	if (bpf_probe_read_user(&tss, sizeof(tss), (void *)p->tss_key) || tss.initialized != 1 ||
 	    tss.key >= GS_PY_MAX_TSS_KEY || !fs)
 		return 0;
@@ -197,6 +211,8 @@ static __noinline __attribute__((unused)) void gs_py_send_code(const struct gs_p
 			lines_size = 0;
 	}
 	e->lines_size = lines_size > 0 ? (__u32)lines_size : 0;
+	if (gs_over_share(sizeof(*e)))
+		return; /* counted there */
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
 		gs_count(GS_STAT_RINGBUF_FULL);
 }
@@ -245,7 +261,7 @@ static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
 		return 1;
 	back = gs_py_field(sc, w->p.frame_back, w->lo);
 	flag = (__u8)gs_py_field(sc, w->p.frame_flag, w->lo);
-	if (w->p.flag_kind == GS_PY_RUN_OWNER && flag == GS_PY_OWNER_CSTACK) {
+	if (w->p.flag_kind == GS_PY_RUN_OWNER && flag >= GS_PY_OWNER_CSTACK) {
 		/* the shim below an eval run: the frame above it was the run's outermost */
 		if (last < GS_PY_MAX_FRAMES)
 			sc->ev.frames[last].flags |= GS_PY_F_RUN_END;
@@ -262,7 +278,7 @@ static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
 		w->frame = back;
 		return 0;
 	}
-	code = gs_py_field(sc, w->p.frame_code, w->lo);
+	code = gs_py_field(sc, w->p.frame_code, w->lo) & ~GS_PY_TAG_BITS;
 	instr = gs_py_field(sc, w->p.frame_instr, w->lo);
 	gs_py_note_code(w, code);
 	sc->ev.frames[n].code = code;
@@ -352,6 +368,8 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 		e->flags = GS_PY_STACK_F_TRUNCATED;
 		gs_count(GS_STAT_PY_TRUNCATED);
 	}
+	if (gs_over_share(size))
+		return 0; /* counted there */
 	if (bpf_ringbuf_output(&events, e, size, w.news ? BPF_RB_FORCE_WAKEUP : 0)) {
 		gs_count(GS_STAT_RINGBUF_FULL);
 		return 0;

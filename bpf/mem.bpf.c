@@ -74,7 +74,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gs_mem_alloc *e;
-	bool ustack = false;
+	bool ustack = false, oom;
 	struct call *c;
 	int py = 0;
 	__u64 ts;
@@ -87,7 +87,8 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	if (cfg_ustack)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
 	py = gs_py_emit(pid_tgid, ts);
-	e = gs_reserve(sizeof(*e));
+	oom = (__s32)ret == GS_OOM_ERROR;
+	e = oom ? gs_reserve_oom(sizeof(*e)) : gs_reserve(sizeof(*e));
 	if (!e) {
 		gs_call_end(&c->head);
 		return 0;
@@ -120,7 +121,10 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 		e->hdr.ts_ns = ts;
 	}
 	gs_py_mark(&e->hdr, py, ts);
-	gs_submit(e);
+	if (oom)
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* read first, at once */
+	else
+		gs_submit(e);
 	return 0;
 }
 

@@ -264,8 +264,18 @@ int BPF_PROG(handle_oom_victim, struct task_struct *task)
 	__u32 pid = BPF_CORE_READ(task, tgid);
 	__u64 victim = (__u64)pid << 32 | (__u32)BPF_CORE_READ(task, pid);
 
-	if (cfg_all_pids || bpf_map_lookup_elem(&targets, &pid))
-		emit(GS_EV_PROC_OOM_KILL, victim, task_start(task));
+	struct gs_proc_event *e;
+
+	if (!cfg_all_pids && !bpf_map_lookup_elem(&targets, &pid))
+		return 0;
+	/* on the OOM buffer: a flood on events must not hide whom the kernel killed */
+	e = gs_reserve_oom(sizeof(*e));
+	if (!e)
+		return 0;
+	gs_fill_hdr(&e->hdr, GS_EV_PROC_OOM_KILL, sizeof(*e), victim);
+	e->start = task_start(task);
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

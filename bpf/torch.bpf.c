@@ -326,7 +326,7 @@ static __always_inline int emit_oom(struct pt_regs *ctx, __u8 source, __u64 size
 	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
 	emit_stacks(ctx, pid_tgid, &marks);
-	e = gs_reserve(sizeof(*e));
+	e = gs_reserve_oom(sizeof(*e));
 	if (!e)
 		return 0;
 	e->size = size;
@@ -341,7 +341,7 @@ static __always_inline int emit_oom(struct pt_regs *ctx, __u8 source, __u64 size
 	gs_fill_hdr(&e->hdr, GS_EV_TORCH_OOM,
 		    offsetof(struct gs_torch_oom, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	mark_stacks(&e->hdr, &marks);
-	gs_submit(e);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* read first, at once */
 	return 0;
 }
 

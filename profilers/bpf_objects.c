@@ -38,6 +38,23 @@ int gs_bpf_load_error(const char *what, int err)
 	return err;
 }
 
+/*
+ * The OOM buffer and the users' shares, for the objects that write OOM records or count
+ * shares (cpu and gpu do neither: theirs stay their own, unused).
+ */
+static int share_flood_maps(struct gs_bpf_objects *o, struct bpf_object *obj)
+{
+	struct bpf_map *oom = bpf_object__find_map_by_name(obj, "oom_events");
+	struct bpf_map *uids = bpf_object__find_map_by_name(obj, "uid_shares");
+	struct bpf_map *state = bpf_object__find_map_by_name(obj, "share_state");
+
+	if (!oom || !uids || !state)
+		return -ENOENT;
+	return bpf_map__reuse_fd(oom, bpf_map__fd(o->proc->maps.oom_events))
+		       ?: bpf_map__reuse_fd(uids, bpf_map__fd(o->proc->maps.uid_shares))
+		       ?: bpf_map__reuse_fd(state, bpf_map__fd(o->proc->maps.share_state));
+}
+
 int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 			       struct bpf_map *targets, struct bpf_map *stats)
 {
@@ -132,6 +149,7 @@ static int load_proc(struct gs_bpf_objects *o)
 		return err;
 	}
 	o->proc->rodata->cfg_all_pids = o->opts.all;
+	o->proc->rodata->cfg_uid_share = o->opts.all;
 	o->proc->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->proc->rodata->cfg_report_all_execs = o->opts.all;
 	bpf_program__set_autoload(o->proc->progs.handle_oom_victim, o->opts.oom_kills);
@@ -153,6 +171,7 @@ static int load_mem(struct gs_bpf_objects *o)
 		return err;
 	}
 	o->mem->rodata->cfg_all_pids = o->opts.all;
+	o->mem->rodata->cfg_uid_share = o->opts.all;
 	o->mem->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->mem->rodata->cfg_free_returns = o->opts.free_returns;
 	o->mem->rodata->cfg_ustack = o->opts.ustack;
@@ -160,6 +179,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
+	err = err ?: share_flood_maps(o, o->mem->obj);
 	err = err ?: gs_python__share_map(o->opts.python, o->mem->maps.py_procs);
 	err = err ?: gs_links__prepare(o->mem->obj);
 	err = err ?: mem_bpf__load(o->mem);
@@ -177,11 +197,13 @@ static int load_cuda(struct gs_bpf_objects *o)
 		return err;
 	}
 	o->cuda->rodata->cfg_all_pids = o->opts.all;
+	o->cuda->rodata->cfg_uid_share = o->opts.all;
 	o->cuda->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->cuda->rodata->cfg_python = o->opts.python != NULL;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
+	err = err ?: share_flood_maps(o, o->cuda->obj);
 	err = err ?: gs_python__share_map(o->opts.python, o->cuda->maps.py_procs);
 	err = err ?: gs_links__prepare(o->cuda->obj);
 	err = err ?: cuda_bpf__load(o->cuda);
@@ -233,12 +255,14 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 	err = o->torch ? 0 : -errno;
 	if (!err) {
 		o->torch->rodata->cfg_all_pids = o->opts.all;
+		o->torch->rodata->cfg_uid_share = o->opts.all;
 		o->torch->rodata->cfg_no_find_vma = o->no_find_vma;
 		o->torch->rodata->cfg_ustack = o->opts.ustack;
 		o->torch->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 		o->torch->rodata->cfg_python = o->opts.python != NULL;
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
+		err = err ?: share_flood_maps(o, o->torch->obj);
 		err = err ?: gs_python__share_map(o->opts.python, o->torch->maps.py_procs);
 	}
 	err = err ?: gs_links__prepare(o->torch->obj);

@@ -146,6 +146,11 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 		const struct gs_cuda_api *api = gs_cuda_api_get(g->api);
 
 		gs_format_bytes(g->bytes_requested, b, sizeof(b));
+		if (g->stack_id == GS_FAIL_OTHER_STACK) {
+			fprintf(f, "  FAILED %" PRIu64 "x [other failures] (%s requested)\n",
+				g->count, b);
+			continue;
+		}
 		fprintf(f, "  FAILED %" PRIu64 "x %s (%s requested): error %d %s\n", g->count,
 			gs_cuda_api_name(g->api), b, g->ret,
 			gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, g->ret));
@@ -213,6 +218,9 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 			"WARNING: %" PRIu64 " events were lost (ring buffer full: %" PRIu64
 			"); counts may be incomplete\n",
 			dropped, r->stats[GS_STAT_RINGBUF_FULL]);
+	if (r->window_lost)
+		fprintf(f, "WARNING: %" PRIu64 " of them lost since the previous report\n",
+			r->window_lost);
 	fputc('\n', f);
 }
 
@@ -318,6 +326,14 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 		const struct gs_cuda_api *api = gs_cuda_api_get(g->api);
 
 		gs_json__begin_object(j, NULL);
+		if (g->stack_id == GS_FAIL_OTHER_STACK) {
+			/* the groups past the per-process cap, folded into one */
+			gs_json__string(j, "api", "[other failures]");
+			gs_json__u64(j, "count", g->count);
+			gs_json__u64(j, "bytes_requested", g->bytes_requested);
+			gs_json__end_object(j);
+			continue;
+		}
 		gs_json__string(j, "api", gs_cuda_api_name(g->api));
 		gs_json__i64(j, "error", g->ret);
 		gs_json__string(j, "error_name",
@@ -391,6 +407,9 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 		json_proc(&j, r, &r->procs[i], stacks);
 	gs_json__end_array(&j);
 	gs_losses_write_json(&j, r->stats);
+	/* whether this report's own window lost events, not only the session */
+	gs_json__u64(&j, "window_lost_events", r->window_lost);
+	gs_json__u64(&j, "window_start_ns", r->window_start_ns);
 	gs_json__end_object(&j);
 	fputc('\n', f);
 }
@@ -401,13 +420,6 @@ static int cmp_group_bytes(const void *a, const void *b)
 
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
-	return x->count > y->count ? -1 : x->count < y->count;
-}
-
-static int cmp_fail_count(const void *a, const void *b)
-{
-	const struct gs_fail_group *x = a, *y = b;
-
 	return x->count > y->count ? -1 : x->count < y->count;
 }
 
@@ -531,9 +543,9 @@ int gs_leak_proc_report__build(struct gs_leak_proc_report *out, const struct gs_
 		gs_leak_proc_report__release(out);
 		return err;
 	}
-	qsort(p->fails, p->nr_fails, sizeof(*p->fails), cmp_fail_count);
-	out->fails = p->fails;
-	out->nr_fails = p->nr_fails;
+	gs_fail_groups__sort(&p->fails);
+	out->fails = p->fails.items;
+	out->nr_fails = p->fails.nr;
 	return 0;
 }
 

@@ -71,6 +71,9 @@ struct gs_leak_report {
 	struct gs_leak_proc_report *procs;
 	size_t nr_procs;
 	uint64_t stats[GS_STAT__MAX];
+	/* events lost since window_start_ns (0: the session's start), the previous report */
+	uint64_t window_lost;
+	uint64_t window_start_ns;
 };
 
 /*

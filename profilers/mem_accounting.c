@@ -17,7 +17,7 @@ void gs_mem_accounting__init(struct gs_mem_accounting *a, struct gs_stack_table 
 static void free_proc(struct gs_mem_proc *p)
 {
 	gs_alloc_table__free(p->allocs);
-	free(p->fails);
+	gs_fail_groups__release(&p->fails);
 	free(p);
 }
 
@@ -76,25 +76,7 @@ void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *
 static int note_failure(struct gs_mem_proc *p, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
 	p->failed_allocations++;
-	for (size_t i = 0; i < p->nr_fails; i++) {
-		struct gs_fail_group *g = &p->fails[i];
-
-		if (g->stack_id == stack_id && g->api == e->api && g->ret == e->ret) {
-			g->count++;
-			g->bytes_requested += e->size;
-			return 0;
-		}
-	}
-	if (GS_ARRAY_RESERVE(p->fails, p->nr_fails, p->cap_fails, 4))
-		return -ENOMEM;
-	p->fails[p->nr_fails++] = (struct gs_fail_group){
-		.count = 1,
-		.bytes_requested = e->size,
-		.stack_id = stack_id,
-		.api = e->api,
-		.ret = e->ret,
-	};
-	return 0;
+	return gs_fail_groups__add(&p->fails, stack_id, e->api, e->ret, e->size);
 }
 
 int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_alloc *e,

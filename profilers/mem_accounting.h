@@ -11,19 +11,11 @@
 #include "bpf/gs_event.h"
 #include "user/pid_index.h"
 #include "user/alloc_table.h"
+#include "profilers/fail_groups.h"
 
 struct gs_stack_table;
 
 #define GS_PENDING_FREES 64 /* frees whose return we still wait for, per process */
-
-/* failed allocation calls from one stack with one error */
-struct gs_fail_group {
-	uint64_t count;
-	uint64_t bytes_requested;
-	uint32_t stack_id;
-	uint16_t api;
-	int32_t ret;
-};
 
 struct gs_pending_free {
 	uint32_t tid;
@@ -35,8 +27,7 @@ struct gs_mem_proc {
 	struct gs_alloc_table *allocs;
 	uint64_t allocations, frees; /* successful allocation calls; free calls (NULL too) */
 	uint64_t failed_allocations, failed_frees, unknown_frees;
-	struct gs_fail_group *fails;
-	size_t nr_fails, cap_fails;
+	struct gs_fail_groups fails; /* hashed and capped: a flood of call sites stays bounded */
 	struct gs_pending_free pending[GS_PENDING_FREES];
 	size_t next_pending;
 };

@@ -63,7 +63,7 @@ int gs_run_loop(const struct gs_run_loop *l, enum gs_run_end *end)
 	enum gs_run_end why = run(l, &err, &read_failed);
 
 	if (!read_failed)
-		gs_tracker__poll(l->tracker, 0); /* what arrived before the stop */
+		gs_tracker__drain_all(l->tracker); /* what arrived before the stop */
 	if (end)
 		*end = why;
 	return err;

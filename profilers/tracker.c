@@ -23,6 +23,8 @@
 #include "profilers/stop_set.h"
 #include "profilers/watchdog.h"
 #include "profilers/tracker.h"
+#include "profilers/drain_budget.h"
+#include "profilers/oom_queue.h"
 #include "user/array.h"
 #include "user/clock.h"
 #include "user/elf_file.h"
@@ -30,6 +32,7 @@
 #include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
+#include "user/losses.h"
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
 #include "user/spawn.h"
@@ -65,6 +68,10 @@ struct gs_tracker {
 	struct gs_tracker_ops ops;
 	struct gs_bpf_objects objs;
 	struct ring_buffer *rb;
+	struct ring_buffer *oom_rb; /* OOM signals: read before rb (oom_drain()) */
+	struct gs_oom_queue *oom_queue;
+	unsigned oom_deferred_turns; /* turns the queue's oldest deferred record has waited */
+	uint64_t last_event_ns;	     /* time of the last record read from rb's shared buffer */
 	struct gs_links *links;
 	struct gs_lib_attach *attach; /* library discovery and probes */
 	struct gs_gpu_attach *gpu;    /* opts.gpu: the injection library's probes */
@@ -86,6 +93,7 @@ struct gs_tracker {
 	struct gs_watchdog watchdog;		/* resumes what we stopped if we die */
 	uint32_t unanswered[GS_STOP_SWEEP_MAX]; /* in the stopped set at the last sweep */
 	size_t nr_unanswered;
+	struct gs_drain_budget budget; /* this turn's share of the ring buffer (drain()) */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -496,10 +504,9 @@ static void on_torch_oom(struct gs_tracker *t, const struct gs_torch_oom *e)
 		t->ops.torch_oom(t->ops.ctx, e);
 }
 
-/* The ring buffer's callback: each validated record to its handler. */
-static int handle_event(void *ctx, void *data, size_t size)
+/* Each validated record to its handler. */
+static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 {
-	struct gs_tracker *t = ctx;
 	const struct gs_event_hdr *hdr = data;
 	int type = gs_event_decode(data, size);
 
@@ -508,7 +515,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		    (type == GS_EV_PROC_EXEC && (hdr->flags & GS_EXEC_F_STOPPED)))
 			gs_stop_set__answer(stopped_fd(t), (pid_t)hdr->pid,
 					    ((const struct gs_proc_event *)data)->start);
-		return 0;
+		return;
 	}
 	switch (type) {
 	case -EINVAL:
@@ -573,7 +580,121 @@ static int handle_event(void *ctx, void *data, size_t size)
 	default:
 		gs_dbg("unknown record type %u", hdr->type);
 	}
+}
+
+/* Turns an OOM record may wait for the shared buffer's records older than itself. */
+#define OOM_DEFER_TURNS 8
+
+/*
+ * The OOM records queued up to upto_ns, handed on oldest first: merged by time with the
+ * shared buffer's records, an OOM comes after its process's allocations and exec and before
+ * its exit (its report then has them, and its name). A later one waits, never lost, at most
+ * OOM_DEFER_TURNS turns of a flood.
+ */
+static void flush_ooms(struct gs_tracker *t, uint64_t upto_ns)
+{
+	size_t n = t->oom_queue->nr;
+	void *data;
+	size_t size;
+
+	while (n-- && gs_oom_queue__pop(t->oom_queue, &data, &size)) {
+		const struct gs_event_hdr *hdr = data;
+
+		if (size >= sizeof(*hdr) && hdr->ts_ns > upto_ns) {
+			gs_oom_queue__push(t->oom_queue, data, size); /* its room was just freed */
+			continue;
+		}
+		dispatch_event(t, data, size);
+	}
+}
+
+/*
+ * The OOM buffer's callback, from oom_rb and from rb (which watches it too, so that an OOM
+ * record wakes a waiting reader): into the queue, emptied first when full.
+ */
+static int queue_oom(void *ctx, void *data, size_t size)
+{
+	struct gs_tracker *t = ctx;
+
+	if (gs_oom_queue__full(t->oom_queue))
+		flush_ooms(t, UINT64_MAX);
+	if (gs_oom_queue__push(t->oom_queue, data, size) == -E2BIG)
+		gs_warn("OOM record of %zu bytes: too big, skipped", size);
 	return 0;
+}
+
+/* The OOM signals waiting, read now; handled up to upto_ns (see flush_ooms()). */
+static void oom_drain(struct gs_tracker *t, uint64_t upto_ns)
+{
+	ring_buffer__consume(t->oom_rb);
+	flush_ooms(t, upto_ns);
+}
+
+/*
+ * After a turn: the shared buffer read to its end, or the deferred records waited long
+ * enough: every OOM record goes.
+ */
+static void oom_turn_end(struct gs_tracker *t, bool spent)
+{
+	if (!spent || ++t->oom_deferred_turns >= OOM_DEFER_TURNS) {
+		flush_ooms(t, UINT64_MAX);
+		t->oom_deferred_turns = 0;
+	}
+}
+
+/* Records between two looks at the OOM buffer in the middle of a drain. */
+#define OOM_CHECK_EVERY 1024
+
+/* The ring buffer's callback; -EAGAIN after the turn's last record stops the read there. */
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct gs_tracker *t = ctx;
+	const struct gs_event_hdr *hdr = data;
+
+	if (size >= sizeof(*hdr) && !t->closing) {
+		if (hdr->ts_ns > t->last_event_ns)
+			t->last_event_ns = hdr->ts_ns;
+		/* a process's exit or exec ends what an OOM of it reports: the OOM goes first */
+		if (hdr->type == GS_EV_PROC_EXIT || hdr->type == GS_EV_PROC_EXEC)
+			oom_drain(t, hdr->ts_ns);
+		else if (t->oom_queue->nr)
+			flush_ooms(t, hdr->ts_ns);
+	}
+	dispatch_event(t, data, size);
+	if (t->closing)
+		return 0; /* letting stopped processes go is never cut short */
+	if (gs_drain_budget__take(&t->budget))
+		return -EAGAIN;
+	if (t->budget.used % OOM_CHECK_EVERY == 0)
+		oom_drain(t, t->last_event_ns);
+	return 0;
+}
+
+/*
+ * Reads at most a turn's budget of records (waiting up to timeout_ms for the first, -1: read
+ * what is there without waiting). Returns the number handled or -errno.
+ */
+static int drain(struct gs_tracker *t, int timeout_ms)
+{
+	int n;
+
+	if (!t->closing)
+		oom_drain(t, t->last_event_ns);
+	gs_drain_budget__start(&t->budget);
+	n = timeout_ms >= 0 ? ring_buffer__poll(t->rb, timeout_ms) : 0;
+	/*
+	 * A wake-up reads only the buffer that woke it: after an OOM record's, the shared one's
+	 * records below the wake-up threshold, the OOM's own allocations among them, come now.
+	 */
+	if (n >= 0 && !t->budget.spent) {
+		int more = ring_buffer__consume(t->rb);
+
+		n = more < 0 ? more : n + more;
+	}
+	oom_turn_end(t, n == -EAGAIN && t->budget.spent);
+	if (n == -EAGAIN && t->budget.spent)
+		return (int)t->budget.used; /* the rest is read next turn */
+	return n;
 }
 
 /*
@@ -636,6 +757,7 @@ static int open_objects(struct gs_tracker *t)
 		.torch = t->opts.torch,
 		.python = t->python,
 	};
+	int oom_fd;
 	int err = gs_bpf_objects__open(&t->objs, &oopts);
 
 	if (err)
@@ -649,11 +771,15 @@ static int open_objects(struct gs_tracker *t)
 	err = proc_bpf__attach(t->objs.proc); /* the tracepoints; uprobes are attached per file */
 	if (err)
 		return gs_bpf_load_error("proc attach", err);
+	t->oom_queue = calloc(1, sizeof(*t->oom_queue));
+	if (!t->oom_queue)
+		return -ENOMEM;
+	oom_fd = bpf_map__fd(t->objs.proc->maps.oom_events);
 	t->rb = ring_buffer__new(bpf_map__fd(t->objs.proc->maps.events), handle_event, t, NULL);
-	if (!t->rb) {
-		err = -errno;
+	t->oom_rb = ring_buffer__new(oom_fd, queue_oom, t, NULL);
+	err = !t->rb || !t->oom_rb ? -errno : ring_buffer__add(t->rb, oom_fd, queue_oom, t);
+	if (err)
 		gs_err("ring buffer: %s", strerror(-err));
-	}
 	return err;
 }
 
@@ -878,6 +1004,22 @@ int gs_tracker__start(struct gs_tracker *t)
 	return start_pids(t);
 }
 
+/* Turns a liveness check or a sweep may take to catch up: a flood must not hold the loop. */
+#define CATCH_UP_TURNS 2
+
+/*
+ * Reads the shared buffer up to the records written at now_ns (or to its end), at most
+ * max_turns turns: what a process that died before now wrote is then handled. True once
+ * caught up; past max_turns a flood's backlog waits for the next turns.
+ */
+static bool catch_up(struct gs_tracker *t, uint64_t now_ns, int max_turns)
+{
+	for (int turns = 0; turns < max_turns; turns++)
+		if (drain(t, -1) <= 0 || !t->budget.spent || t->last_event_ns >= now_ns)
+			return true;
+	return t->last_event_ns >= now_ns;
+}
+
 static void reap_child(struct gs_tracker *t)
 {
 	int status;
@@ -894,7 +1036,7 @@ static void reap_child(struct gs_tracker *t)
 static void check_liveness(struct gs_tracker *t)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
-	bool drained = false;
+	bool drained = false, caught_up = false;
 
 	if (now - t->last_liveness_ns < LIVENESS_CHECK_NS)
 		return;
@@ -908,11 +1050,14 @@ static void check_liveness(struct gs_tracker *t)
 			/*
 			 * What it wrote before it died (an OOM, then its exit) is handled while it is
 			 * still known: comm and maps are gone from /proc, not from the tracker. The
-			 * records handled may drop targets (exits): look again from the start.
+			 * records handled may drop targets (exits): look again from the start. Under
+			 * a flood's backlog, the dead wait for the next check.
 			 */
-			ring_buffer__consume(t->rb);
+			caught_up = catch_up(t, gs_clock_ns(CLOCK_MONOTONIC), CATCH_UP_TURNS);
 			drained = true;
 			i = 0;
+		} else if (!caught_up) {
+			i++;
 		} else {
 			target_gone(t, pid, false); /* moves the last target into slot i */
 		}
@@ -932,7 +1077,7 @@ static void sweep_stopped(struct gs_tracker *t)
 	if (now - t->last_sweep_ns < LIVENESS_CHECK_NS)
 		return;
 	t->last_sweep_ns = now;
-	ring_buffer__consume(t->rb);
+	catch_up(t, now, CATCH_UP_TURNS); /* under a flood, at most a few turns */
 	n = gs_stop_set__sweep(stopped_fd(t), t->unanswered, &t->nr_unanswered);
 	if (n)
 		gs_dbg("%zu stopped process(es) resumed without an answer", n);
@@ -940,22 +1085,31 @@ static void sweep_stopped(struct gs_tracker *t)
 
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms)
 {
-	int n = ring_buffer__poll(t->rb, timeout_ms);
+	int n = drain(t, timeout_ms);
 
 	if (n == -EINTR)
 		n = 0;
 	/* records below the wake-up threshold (bpf/gs_common.bpf.h) come with the timeout */
 	if (n == 0)
-		n = ring_buffer__consume(t->rb);
+		n = drain(t, -1);
 	reap_child(t);
 	sweep_stopped(t);
 	if (t->child_reaped && t->child.pid) {
 		/* drain what the child wrote before it died, then report it gone */
-		ring_buffer__consume(t->rb);
-		target_gone(t, t->child.pid, false);
+		if (catch_up(t, gs_clock_ns(CLOCK_MONOTONIC), CATCH_UP_TURNS))
+			target_gone(t, t->child.pid, false);
 	}
 	check_liveness(t);
 	return n;
+}
+
+int gs_tracker__drain_all(struct gs_tracker *t)
+{
+	int n = gs_tracker__poll(t, 0);
+
+	if (n >= 0)
+		catch_up(t, gs_clock_ns(CLOCK_MONOTONIC), 1024);
+	return n < 0 ? n : 0;
 }
 
 int gs_tracker__fd(const struct gs_tracker *t)
@@ -999,12 +1153,33 @@ void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX])
 	free(values);
 }
 
+size_t gs_tracker__uid_drops(const struct gs_tracker *t, uint32_t *uids, uint64_t *drops,
+			     size_t max)
+{
+	int fd = bpf_map__fd(t->objs.proc->maps.uid_shares);
+	__u32 key, next;
+	size_t n = 0;
+	/* bounded: an LRU map has at most GS_MAX_UIDS keys, whatever happens meanwhile */
+	for (size_t i = 0; i < GS_MAX_UIDS && n < max; i++) {
+		struct gs_uid_share share;
+
+		if (bpf_map_get_next_key(fd, i ? &key : NULL, &next))
+			break;
+		key = next;
+		if (!bpf_map_lookup_elem(fd, &key, &share) && share.dropped) {
+			uids[n] = key;
+			drops[n++] = share.dropped;
+		}
+	}
+	return n;
+}
+
 uint64_t gs_tracker__dropped(const struct gs_tracker *t)
 {
 	uint64_t stats[GS_STAT__MAX];
 
 	gs_tracker__stats(t, stats);
-	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL];
+	return gs_losses_dropped(stats); /* users' records over their share are lost too */
 }
 
 struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t)
@@ -1064,6 +1239,8 @@ void gs_tracker__free(struct gs_tracker *t)
 	if (t->child.error_fd >= 0)
 		close(t->child.error_fd);
 	ring_buffer__free(t->rb);
+	ring_buffer__free(t->oom_rb);
+	free(t->oom_queue);
 	gs_watchdog__stop(&t->watchdog);
 	gs_links__free(t->links);
 	gs_lib_attach__free(t->attach);

@@ -77,6 +77,11 @@ int gs_tracker__start(struct gs_tracker *t);
 /* Drains events for at most timeout_ms; returns the number handled or -errno. */
 int gs_tracker__poll(struct gs_tracker *t, int timeout_ms);
 /*
+ * Reads every record written until now, turn by turn (a turn's budget bounds gs_tracker__poll):
+ * the final drain after a stop. Records written meanwhile end it. Returns 0 or -errno.
+ */
+int gs_tracker__drain_all(struct gs_tracker *t);
+/*
  * A descriptor that polls readable when records wait (above the wake-up threshold), for a
  * caller that polls it with descriptors of its own, then drains with gs_tracker__poll(t, 0).
  */
@@ -90,6 +95,12 @@ bool gs_tracker__saw_cuda(const struct gs_tracker *t);
 /* Loss counters summed over CPUs, indexed by enum gs_stat. */
 void gs_tracker__stats(const struct gs_tracker *t, uint64_t out[GS_STAT__MAX]);
 uint64_t gs_tracker__dropped(const struct gs_tracker *t);
+/*
+ * -a: the users whose records were dropped for being over their share of the ring buffer,
+ * at most max of them, into uids[] and drops[] (records, ever). Returns how many.
+ */
+size_t gs_tracker__uid_drops(const struct gs_tracker *t, uint32_t *uids, uint64_t *drops,
+			     size_t max);
 struct gs_symcache *gs_tracker__symcache(struct gs_tracker *t);
 /* The spawned command's pid, 0 without one; its exit status once it was reaped. */
 pid_t gs_tracker__child(const struct gs_tracker *t);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* watchdog.c: a child that resumes what gpusnoop stopped once gpusnoop is gone, SIGKILL included. */
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,8 +10,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include "profilers/stop_set.h"
 #include "profilers/watchdog.h"
+
+#define WATCHDOG_DRAIN_ROUNDS 200 /* 10 s */
+/* gpusnoop's own ending: its probes stop no process any more, one last sweep is enough */
+#define WATCHDOG_CLEAN_EXIT 'q'
 
 static void on_parent_death(int sig)
 {
@@ -39,16 +46,56 @@ static void spare_from_oom_killer(void)
 	close(fd);
 }
 
+/* The id of map fd, 0 if unknown. */
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* Whether a loaded BPF program still uses map id: a probe that can stop a process again. */
+static bool map_in_use(__u32 id)
+{
+	__u32 prog = 0;
+
+	while (id && !bpf_prog_get_next_id(prog, &prog)) {
+		__u32 maps[64], len;
+		struct bpf_prog_info info;
+		int fd = bpf_prog_get_fd_by_id(prog);
+		bool uses = false;
+
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		info.nr_map_ids = sizeof(maps) / sizeof(maps[0]);
+		info.map_ids = (__u64)(unsigned long)maps;
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+			for (__u32 i = 0; i < info.nr_map_ids && i < 64; i++)
+				uses |= maps[i] == id;
+		close(fd);
+		if (uses)
+			return true;
+	}
+	return false;
+}
+
 /*
  * The child: only system calls from here (the parent may have threads). It waits for the
  * pipe's end of file (every writer gone: gpusnoop's exit, by any signal) or the parent-death
- * signal, then resumes every process in the stopped set, twice: a program that ran as the
- * probes went may add one more.
+ * signal, then resumes every process in the stopped set until no program that could stop one
+ * again is loaded (the kernel detaches gpusnoop's probes as it releases its descriptors,
+ * which may come after the pipe's end), at most WATCHDOG_DRAIN_ROUNDS times 50 ms; after
+ * WATCHDOG_CLEAN_EXIT, once.
  */
 static void __attribute__((noreturn)) watch(int stopped_fd, int read_fd, pid_t parent)
 {
 	struct sigaction sa = { .sa_handler = on_parent_death };
 	struct timespec pause = { .tv_nsec = 50 * 1000 * 1000 };
+	__u32 id = map_id(stopped_fd);
+	bool clean = false;
 	char c;
 
 	close_others(stopped_fd, read_fd);
@@ -66,12 +113,21 @@ static void __attribute__((noreturn)) watch(int stopped_fd, int read_fd, pid_t p
 	while (getppid() == parent) {
 		ssize_t n = read(read_fd, &c, 1);
 
+		if (n == 1 && c == WATCHDOG_CLEAN_EXIT) {
+			clean = true;
+			break;
+		}
 		if (n == 0 || (n < 0 && errno != EINTR))
 			break;
 	}
-	gs_stop_set__sweep(stopped_fd, NULL, NULL);
-	nanosleep(&pause, NULL);
-	gs_stop_set__sweep(stopped_fd, NULL, NULL);
+	for (int round = 0; round < WATCHDOG_DRAIN_ROUNDS; round++) {
+		bool last = clean || !map_in_use(id);
+
+		gs_stop_set__sweep(stopped_fd, NULL, NULL);
+		if (last)
+			break;
+		nanosleep(&pause, NULL);
+	}
 	_exit(0);
 }
 
@@ -102,8 +158,13 @@ int gs_watchdog__start(struct gs_watchdog *w, int stopped_fd)
 
 void gs_watchdog__stop(struct gs_watchdog *w)
 {
+	char clean = WATCHDOG_CLEAN_EXIT;
+
 	if (!w->pid)
 		return;
+	if (write(w->write_fd, &clean, 1) != 1) {
+		/* then it sees the end of file, and waits for the probes to go */
+	}
 	close(w->write_fd);
 	waitpid(w->pid, NULL, 0);
 	w->pid = 0;

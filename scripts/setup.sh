@@ -29,6 +29,7 @@ TEST_PACKAGES=(
 	linux-perf # e2e test_perf_agree: perf record -g is the reference for leaf frames
 	libc6-dbg # e2e test_debuginfo: libc named from its separate debug file
 	xz-utils # e2e test_debuginfo: a MiniDebugInfo section is made with xz
+	debuginfod libdebuginfod1 # e2e test_debuginfod: a real server; the client gpusnoop dlopens
 )
 
 mode=${1:-test}
@@ -47,9 +48,10 @@ esac
 # PyPI's torch for Linux x86-64 is the full CUDA 12.4 build (its nvidia-* wheels: ~3 GB to
 # download, 5 GB installed): the CPU-only wheels are on download.pytorch.org's own index, which
 # CI cannot reach, and the CUDA build runs as well without a GPU (torch.cuda.is_available() is
-# False), and the tests use only its CPU profiler and allocator.
+# False), and the tests use only its CPU profiler and allocator. py-spy: the oracle the Python
+# frames of 3.14 and 3.15 are compared with (test_python314.py).
 TEST_CACHE=/var/cache/gpusnoop-tests
-VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1)
+VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3)
 venv_ready() {
 	"$TEST_CACHE/venv/bin/python" - "${VENV_PACKAGES[@]}" 2>/dev/null <<-'EOF'
 		import re, sys
@@ -85,4 +87,8 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 if [ "$mode" = test ]; then
 	setup_venv
+	# Debian unstable's python3.14, python3.15 and PyTorch (tests/e2e/test_python314.py), made
+	# once and cached; a failure here is the tests' to report, with roots.sh's own message
+	"$(dirname "$0")/bundle/roots.sh" sid-torch >/dev/null ||
+		echo "setup: the sid roots could not be made (tests/e2e/test_python314.py will say)" >&2
 fi

@@ -279,3 +279,27 @@ int gs_debuginfo__load(struct gs_elf *elf, int fd, const char *path)
 	elf_end(e);
 	return n;
 }
+
+int gs_debuginfo__build_id(int fd, char *hex)
+{
+	Elf *e = gs_elf_begin(fd);
+	bool found;
+
+	if (!e)
+		return -errno;
+	found = elf_kind(e) == ELF_K_ELF && build_id(e, hex);
+	elf_end(e);
+	return found ? 0 : -ENOENT;
+}
+
+int gs_debuginfo__merge(struct gs_elf *elf, int fd, const char *want)
+{
+	char hex[2 * MAX_BUILD_ID + 1];
+	int err = gs_debuginfo__build_id(fd, hex);
+
+	if (err)
+		return err;
+	if (strcmp(hex, want))
+		return -ESTALE; /* not the file asked for */
+	return merge_fd(elf, fd);
+}

@@ -15,6 +15,15 @@ struct gs_elf;
  */
 int gs_debuginfo__load(struct gs_elf *elf, int fd, const char *path);
 
+/* The GNU build id of the ELF file at fd, in lowercase hex into hex[2 * 64 + 1]; 0 or -errno. */
+int gs_debuginfo__build_id(int fd, char *hex);
+
+/*
+ * Adds to elf the .symtab of the debug file at fd (fetched from elsewhere: untrusted, parsed
+ * as gs_elf__open_fd() does) if its build id is want. 1 if symbols were added, 0, -errno.
+ */
+int gs_debuginfo__merge(struct gs_elf *elf, int fd, const char *want);
+
 /* Where debug files are looked for ("/usr/lib/debug"); tests point it elsewhere. */
 void gs_debuginfo__set_root(const char *dir);
 

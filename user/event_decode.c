@@ -156,6 +156,8 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_GPU_TOO_BIG] = "gpu_record_too_big",
 		[GS_STAT_TARGETS_FULL] = "targets_full",
 		[GS_STAT_STOPS_SKIPPED] = "stops_skipped",
+		/* GS_STAT_OOM_FALLBACK: not a loss, the record came the usual way */
+		[GS_STAT_UID_OVER_SHARE] = "uid_over_share",
 	};
 
 	return stat >= 0 && stat < GS_STAT__MAX ? names[stat] : NULL;

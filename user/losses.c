@@ -6,7 +6,8 @@
 
 uint64_t gs_losses_dropped(const uint64_t stats[GS_STAT__MAX])
 {
-	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL];
+	return stats[GS_STAT_RINGBUF_FULL] + stats[GS_STAT_INFLIGHT_FULL] +
+	       stats[GS_STAT_UID_OVER_SHARE];
 }
 
 void gs_losses_write_json(struct gs_json *j, const uint64_t stats[GS_STAT__MAX])
@@ -18,4 +19,16 @@ void gs_losses_write_json(struct gs_json *j, const uint64_t stats[GS_STAT__MAX])
 		if (gs_stat_name(i))
 			gs_json__u64(j, gs_stat_name(i), stats[i]);
 	gs_json__end_object(j);
+}
+
+uint64_t gs_loss_window__take(struct gs_loss_window *w, const uint64_t stats[GS_STAT__MAX],
+			      uint64_t now_ns, uint64_t *start_ns)
+{
+	uint64_t dropped = gs_losses_dropped(stats);
+	uint64_t lost = dropped >= w->dropped ? dropped - w->dropped : dropped;
+
+	*start_ns = w->start_ns;
+	w->start_ns = now_ns;
+	w->dropped = dropped;
+	return lost;
 }

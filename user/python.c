@@ -18,6 +18,7 @@
 #include "user/symcache.h"
 
 #define PYSTACK_SLOTS 64 /* threads whose stack waits for its record at once */
+#define REFUSED_FILES 16 /* interpreter files whose refusal was logged (then: every one) */
 
 enum target_state { TARGET_ACTIVE = 1, TARGET_UNSUPPORTED };
 
@@ -49,6 +50,8 @@ struct gs_python {
 	struct gs_pid_index target_index; /* pid -> position in targets */
 	struct pystack_slot *slots;	  /* PYSTACK_SLOTS */
 	size_t next_slot;
+	char refused[REFUSED_FILES][sizeof(((struct gs_py_interp *)0)->path)];
+	size_t nr_refused;
 };
 
 struct gs_python *gs_python__new(struct gs_symcache *symcache)
@@ -125,7 +128,7 @@ static struct target *add_target(struct gs_python *py, pid_t pid)
 /* Hands the walk its offsets for pid. Returns 0 or -errno (logged). */
 static int activate(struct gs_python *py, struct target *t)
 {
-	const struct gs_py_layout *l = t->interp.layout;
+	const struct gs_py_layout *l = &t->interp.layout;
 	struct gs_py_proc cfg = l->bpf;
 	__u32 key = (__u32)t->pid;
 
@@ -149,6 +152,18 @@ static int activate(struct gs_python *py, struct target *t)
 	return 0;
 }
 
+/* One line per interpreter file: its other processes would say the same */
+static void log_refusal(struct gs_python *py, pid_t pid, const struct gs_py_interp *in)
+{
+	for (size_t i = 0; i < py->nr_refused; i++)
+		if (!strcmp(py->refused[i], in->path))
+			return;
+	if (py->nr_refused < REFUSED_FILES)
+		snprintf(py->refused[py->nr_refused++], sizeof(py->refused[0]), "%s", in->path);
+	gs_info("pid %d: %s: CPython %d.%d: %s is not supported: its stacks stay native", (int)pid,
+		in->path, in->major, in->minor, in->why);
+}
+
 void gs_python__scan(struct gs_python *py, pid_t pid)
 {
 	struct target *t = find_target(py, pid);
@@ -170,8 +185,7 @@ void gs_python__scan(struct gs_python *py, pid_t pid)
 	t->interp = interp;
 	t->state = TARGET_UNSUPPORTED;
 	if (found == GS_PY_UNSUPPORTED)
-		gs_info("pid %d: %s: CPython %d.%d: %s is not supported: its stacks stay native",
-			(int)pid, interp.path, interp.major, interp.minor, interp.why);
+		log_refusal(py, pid, &interp);
 	else
 		activate(py, t);
 }

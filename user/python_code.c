@@ -126,7 +126,7 @@ static void to_utf8(const uint8_t *data, size_t n, int kind, char *out, size_t l
 /* A compact str object (every name and file name CPython makes) as UTF-8; NULL if not one. */
 static char *read_str(const struct gs_py_codes *c, uint64_t addr)
 {
-	const struct gs_py_layout *l = c->in->layout;
+	const struct gs_py_layout *l = &c->in->layout;
 	uint8_t data[MAX_NAME * 4];
 	char utf8[MAX_NAME * 4 + 1];
 	uint8_t head[64];
@@ -181,7 +181,7 @@ static uint64_t field(const uint8_t *head, uint16_t off)
 static int fill_entry(struct gs_py_codes *c, struct code_entry *e, uint64_t addr,
 		      const uint8_t *head)
 {
-	const struct gs_py_layout *l = c->in->layout;
+	const struct gs_py_layout *l = &c->in->layout;
 	int32_t first;
 
 	memcpy(&first, head + l->co_firstlineno, sizeof(first));
@@ -203,7 +203,7 @@ static int fill_entry(struct gs_py_codes *c, struct code_entry *e, uint64_t addr
 static bool entry_matches(const struct gs_py_codes *c, const struct code_entry *e,
 			  const uint8_t *head)
 {
-	const struct gs_py_layout *l = c->in->layout;
+	const struct gs_py_layout *l = &c->in->layout;
 	int32_t first;
 
 	memcpy(&first, head + l->co_firstlineno, sizeof(first));
@@ -238,7 +238,7 @@ static struct code_entry *slot_of(struct gs_py_codes *c, uint64_t addr)
 /* The source line of instr, an instruction as the walk recorded it (python_layout.h) */
 static int line_of(const struct gs_py_codes *c, const struct code_entry *e, uint32_t instr)
 {
-	const struct gs_py_layout *l = c->in->layout;
+	const struct gs_py_layout *l = &c->in->layout;
 	int64_t addr;
 
 	if (l->line_format == GS_PY_LINES_LNOTAB)

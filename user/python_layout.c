@@ -99,13 +99,47 @@ static const struct gs_py_layout layouts[] = {
 		.line_format = GS_PY_LINES_LOCATIONS,
 		STR_3_12,
 	},
+	{
+		/* f_executable a tagged _PyStackRef; frame and code offsets: _Py_DebugOffsets */
+		.minor = 14,
+		.runtime_tss_key = 2336,
+		.bpf = { PTHREAD_OFFSETS, .tstate_frame = 72, .cframe_frame = NO_CFRAME,
+			 .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_flag = 70,
+			 .flag_kind = GS_PY_RUN_OWNER, .instr_is_ptr = 1 },
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_lines = 136,
+		.co_firstlineno = 68,
+		.line_format = GS_PY_LINES_LOCATIONS,
+		STR_3_12,
+	},
+	{
+		/* no autoTSSkey: a thread-local (python_proc.c); frame and code offsets: _Py_DebugOffsets */
+		.minor = 15,
+		.runtime_tss_key = 0,
+		.bpf = { PTHREAD_OFFSETS, .tstate_frame = 72, .cframe_frame = NO_CFRAME,
+			 .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_flag = 70,
+			 .flag_kind = GS_PY_RUN_OWNER, .instr_is_ptr = 1 },
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_lines = 136,
+		.co_firstlineno = 68,
+		.line_format = GS_PY_LINES_LOCATIONS,
+		STR_3_12,
+	},
 };
+#define NR_LAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
 
 const struct gs_py_layout *gs_py_layout_find(int major, int minor)
 {
 	if (major != 3)
 		return NULL;
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+	/* a newer one: the newest layout, kept only if its _Py_DebugOffsets validate */
+	if (minor > layouts[NR_LAYOUTS - 1].minor && minor < 100)
+		return &layouts[NR_LAYOUTS - 1];
+	for (size_t i = 0; i < NR_LAYOUTS; i++)
 		if (layouts[i].minor == minor)
 			return &layouts[i];
 	return NULL;

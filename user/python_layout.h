@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* python_layout.h: where CPython 3.8-3.13 (x86-64) keep thread states, frames and code names. */
+/* python_layout.h: where CPython 3.8-3.15 (x86-64) keep thread states, frames and code names. */
 #ifndef GS_PYTHON_LAYOUT_H
 #define GS_PYTHON_LAYOUT_H
 

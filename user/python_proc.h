@@ -14,7 +14,7 @@ struct gs_symcache;
 
 /* What is known of one process's interpreter, in that process's addresses */
 struct gs_py_interp {
-	const struct gs_py_layout *layout;
+	struct gs_py_layout layout; /* the table's, with 3.13+'s own offsets (_Py_DebugOffsets) */
 	int major, minor;
 	uint64_t runtime;	       /* _PyRuntime */
 	uint64_t code_type;	       /* &PyCode_Type: a code object's ob_type */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "user/array.h"
 #include "user/json.h"
+#include "user/pid_index.h"
 #include "user/python_names.h"
 #include "user/stack_table.h"
 
@@ -19,6 +20,19 @@ struct gs_stack_table {
 	size_t nr_buckets;
 	uint32_t *free_ids; /* slots of forgotten stacks (addrs NULL), reused first */
 	size_t nr_free, cap_free;
+	struct pid_stacks *per_pid; /* in no order; found by pid through pid_index */
+	size_t nr_per_pid, cap_per_pid;
+	struct gs_pid_index pid_index;
+	size_t max_per_pid; /* 0: GS_STACK_TABLE_MAX_PER_PROCESS */
+	uint64_t folded;
+	int debuginfo_seen; /* gs_symcache__await_debuginfo() at the last __resymbolize() */
+};
+
+/* what one process holds in the table */
+struct pid_stacks {
+	pid_t pid;
+	uint32_t nr;	      /* its stacks, its "[other stacks]" not counted */
+	uint32_t other_plus1; /* id + 1 of its "[other stacks]"; 0: none yet */
 };
 
 static uint64_t hash_stack(pid_t pid, const uint64_t *addrs, uint32_t nr)
@@ -35,7 +49,7 @@ static uint64_t hash_stack(pid_t pid, const uint64_t *addrs, uint32_t nr)
 
 static bool same_stack(const struct gs_stack *s, pid_t pid, const uint64_t *addrs, uint32_t nr)
 {
-	return s->addrs && s->pid == pid && s->nr_frames == nr &&
+	return s->addrs && !s->other && s->pid == pid && s->nr_frames == nr &&
 	       !memcmp(s->addrs, addrs, nr * sizeof(*addrs));
 }
 
@@ -75,6 +89,8 @@ void gs_stack_table__free(struct gs_stack_table *t)
 	free(t->stacks);
 	free(t->buckets);
 	free(t->free_ids);
+	free(t->per_pid);
+	gs_pid_index__release(&t->pid_index);
 	free(t);
 }
 
@@ -96,7 +112,7 @@ static int rehash(struct gs_stack_table *t, size_t nr_buckets)
 	for (size_t id = 0; id < t->nr; id++) {
 		const struct gs_stack *s = &t->stacks[id];
 
-		if (s->addrs)
+		if (s->addrs && !s->other)
 			insert_bucket(buckets, nr_buckets,
 				      hash_stack(s->pid, s->addrs, s->nr_frames), (uint32_t)id);
 	}
@@ -106,10 +122,24 @@ static int rehash(struct gs_stack_table *t, size_t nr_buckets)
 	return 0;
 }
 
+static void forget_pid(struct gs_stack_table *t, pid_t pid)
+{
+	size_t pos;
+
+	if (!gs_pid_index__get(&t->pid_index, pid, &pos))
+		return;
+	gs_pid_index__remove(&t->pid_index, pid);
+	/* the last entry fills the hole; its index entry follows (it exists: no allocation) */
+	t->per_pid[pos] = t->per_pid[--t->nr_per_pid];
+	if (pos < t->nr_per_pid)
+		gs_pid_index__set(&t->pid_index, t->per_pid[pos].pid, pos);
+}
+
 void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid)
 {
 	size_t forgotten = 0;
 
+	forget_pid(t, pid);
 	for (size_t id = 0; id < t->nr; id++) {
 		struct gs_stack *s = &t->stacks[id];
 
@@ -152,6 +182,44 @@ static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
 	}
 }
 
+/* Names f (a native frame without a name) from a debug file fetched since; -ENOMEM. */
+static int rename_frame(struct gs_stack_table *t, uint64_t addr, struct gs_frame *f)
+{
+	uint64_t off;
+	const char *name;
+	char *copy;
+
+	if (f->symbol || !f->module || f->kind != GS_FRAME_NATIVE || gs_py_is_addr(addr) ||
+	    !f->offset)
+		return 0;
+	/* as symbolize(): the file offset of the return address less one, plus one */
+	name = gs_symcache__resolve_module(t->symcache, f->module, f->offset - 1, &off);
+	if (!name)
+		return 0;
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	f->symbol = copy;
+	f->offset = off + 1;
+	return 0;
+}
+
+int gs_stack_table__resymbolize(struct gs_stack_table *t)
+{
+	int merged = gs_symcache__await_debuginfo(t->symcache), err = 0;
+
+	if (merged == t->debuginfo_seen)
+		return 0; /* no stack has a frame named by what was fetched since */
+	t->debuginfo_seen = merged;
+	for (size_t id = 0; id < t->nr && !err; id++) {
+		struct gs_stack *s = &t->stacks[id];
+
+		for (uint32_t i = 0; s->addrs && i < s->nr_frames && !err; i++)
+			err = rename_frame(t, s->addrs[i], &s->frames[i]);
+	}
+	return err;
+}
+
 /* Symbolizes the stack into slot id; on failure the slot is left free again. */
 static int64_t fill_slot(struct gs_stack_table *t, uint32_t id, pid_t pid, const uint64_t *addrs,
 			 uint32_t nr, uint64_t hash)
@@ -178,24 +246,103 @@ static int64_t fill_slot(struct gs_stack_table *t, uint32_t id, pid_t pid, const
 	return id;
 }
 
+/* pid's entry, made on first use; NULL on allocation failure */
+static struct pid_stacks *pid_entry(struct gs_stack_table *t, pid_t pid)
+{
+	size_t pos;
+
+	if (gs_pid_index__get(&t->pid_index, pid, &pos))
+		return &t->per_pid[pos];
+	if (GS_ARRAY_RESERVE(t->per_pid, t->nr_per_pid, t->cap_per_pid, 16) ||
+	    gs_pid_index__set(&t->pid_index, pid, t->nr_per_pid))
+		return NULL;
+	t->per_pid[t->nr_per_pid] = (struct pid_stacks){ .pid = pid };
+	return &t->per_pid[t->nr_per_pid++];
+}
+
+/* A free slot's id (reused first); -ENOMEM */
+static int64_t new_slot(struct gs_stack_table *t)
+{
+	if (t->nr_free)
+		return t->free_ids[--t->nr_free];
+	if (GS_ARRAY_RESERVE(t->stacks, t->nr, t->cap, 256))
+		return -ENOMEM;
+	t->stacks[t->nr] = (struct gs_stack){ 0 };
+	return (int64_t)t->nr++;
+}
+
+/* ps's "[other stacks]" id, made the first time: one marker frame, never looked up by frames */
+static int64_t other_stack(struct gs_stack_table *t, struct pid_stacks *ps)
+{
+	struct gs_stack *s;
+	int64_t id;
+
+	t->folded++;
+	if (ps->other_plus1)
+		return ps->other_plus1 - 1;
+	id = new_slot(t);
+	if (id < 0)
+		return id;
+	s = &t->stacks[id];
+	s->pid = ps->pid;
+	s->nr_frames = 1;
+	s->other = 1;
+	s->addrs = calloc(1, sizeof(*s->addrs));
+	s->frames = calloc(1, sizeof(*s->frames));
+	if (s->frames)
+		s->frames[0] = (struct gs_frame){ .kind = GS_FRAME_MARKER,
+						  .symbol = strdup(GS_STACK_OTHER_NAME),
+						  .line = -1 };
+	if (!s->addrs || !s->frames || !s->frames[0].symbol) {
+		free(s->addrs);
+		free(s->frames);
+		*s = (struct gs_stack){ 0 };
+		if ((size_t)id == t->nr - 1)
+			t->nr--;
+		else
+			t->free_ids[t->nr_free++] = (uint32_t)id; /* where it came from */
+		return -ENOMEM;
+	}
+	ps->other_plus1 = (uint32_t)id + 1;
+	return id;
+}
+
 int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64_t *addrs,
 			       uint32_t nr)
 {
 	uint64_t hash = hash_stack(pid, addrs, nr);
+	size_t max = t->max_per_pid ? t->max_per_pid : GS_STACK_TABLE_MAX_PER_PROCESS;
+	struct pid_stacks *ps;
+	int64_t id;
 
 	for (size_t i = hash & (t->nr_buckets - 1); t->buckets[i];
 	     i = (i + 1) & (t->nr_buckets - 1))
 		if (same_stack(&t->stacks[t->buckets[i] - 1], pid, addrs, nr))
 			return t->buckets[i] - 1;
 
+	ps = pid_entry(t, pid);
+	if (!ps)
+		return -ENOMEM;
+	if (ps->nr >= max)
+		return other_stack(t, ps);
 	if ((t->nr + 1) * 2 > t->nr_buckets && rehash(t, t->nr_buckets * 2))
 		return -ENOMEM;
-	if (t->nr_free)
-		return fill_slot(t, t->free_ids[--t->nr_free], pid, addrs, nr, hash);
-	if (GS_ARRAY_RESERVE(t->stacks, t->nr, t->cap, 256))
-		return -ENOMEM;
-	t->nr++;
-	return fill_slot(t, (uint32_t)(t->nr - 1), pid, addrs, nr, hash);
+	id = new_slot(t);
+	if (id >= 0)
+		id = fill_slot(t, (uint32_t)id, pid, addrs, nr, hash);
+	if (id >= 0)
+		ps->nr++;
+	return id;
+}
+
+void gs_stack_table__set_max_per_process(struct gs_stack_table *t, size_t max)
+{
+	t->max_per_pid = max;
+}
+
+uint64_t gs_stack_table__folded(const struct gs_stack_table *t)
+{
+	return t->folded;
 }
 
 const struct gs_stack *gs_stack_table__get(const struct gs_stack_table *t, uint32_t id)

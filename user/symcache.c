@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "user/array.h"
 #include "user/debuginfo.h"
+#include "user/debuginfod_client.h"
 #include "user/elf_file.h"
 #include "user/log.h"
 #include "user/perf_map.h"
@@ -33,6 +34,13 @@ struct proc_snapshot {
 	struct gs_perf_map *perf_map; /* JIT symbols; NULL until an anonymous address is seen */
 };
 
+/* A stripped file whose debug file was asked of debuginfod: merged into elf when fetched. */
+struct fetch {
+	char hex[2 * 64 + 1];
+	char *path; /* the file's name, as frames name their module */
+	struct gs_elf *elf;
+};
+
 struct gs_symcache {
 	struct cached_file *files;
 	size_t nr_files, cap_files;
@@ -40,6 +48,12 @@ struct gs_symcache {
 	size_t nr_procs, cap_procs;
 	struct gs_pid_index proc_index; /* pid -> position in procs */
 	struct gs_py_names *py_names;	/* NULL until a Python frame is named */
+	/* debuginfod (DEBUGINFOD_URLS): the client, NULL until a fetch is first wanted */
+	struct gs_debuginfod *debuginfod;
+	bool debuginfod_tried;
+	struct fetch *fetches;
+	size_t nr_fetches, cap_fetches;
+	int nr_merged; /* fetched files that added symbols, so far */
 };
 
 struct gs_symcache *gs_symcache__new(void)
@@ -58,6 +72,10 @@ void gs_symcache__free(struct gs_symcache *cache)
 {
 	if (!cache)
 		return;
+	gs_debuginfod__free(cache->debuginfod); /* first: its worker stops */
+	for (size_t i = 0; i < cache->nr_fetches; i++)
+		free(cache->fetches[i].path);
+	free(cache->fetches);
 	for (size_t i = 0; i < cache->nr_files; i++)
 		gs_elf__free(cache->files[i].elf);
 	for (size_t i = 0; i < cache->nr_procs; i++) {
@@ -76,6 +94,19 @@ static struct proc_snapshot *find_proc(struct gs_symcache *cache, pid_t pid)
 	size_t pos;
 
 	return gs_pid_index__get(&cache->proc_index, pid, &pos) ? &cache->procs[pos] : NULL;
+}
+
+/*
+ * With debuginfod: the files pid runs are parsed now, so that the debug files of stripped
+ * ones are asked for before their first sample is symbolized (the fetch is not waited for).
+ */
+static void prefetch_debuginfo(struct gs_symcache *cache, const struct gs_maps *maps)
+{
+	if (!gs_debuginfod_enabled() || (cache->debuginfod_tried && !cache->debuginfod))
+		return;
+	for (size_t i = 0; i < maps->nr; i++)
+		if (maps->mappings[i].path && maps->mappings[i].exec)
+			gs_symcache__elf(cache, maps, &maps->mappings[i]);
 }
 
 int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
@@ -98,6 +129,7 @@ int gs_symcache__refresh(struct gs_symcache *cache, pid_t pid)
 	}
 	gs_maps__free(p->maps);
 	p->maps = maps;
+	prefetch_debuginfo(cache, maps);
 	/* while it lives: the perf map it may leave behind is checked against its owner */
 	if (!p->perf_map)
 		p->perf_map = gs_perf_map__new();
@@ -186,6 +218,89 @@ static bool same_file(const struct cached_file *f, const struct stat *st)
 	       f->mtime.tv_sec == st->st_mtim.tv_sec && f->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
+/*
+ * Asks debuginfod (only with DEBUGINFOD_URLS set) for the debug file of the stripped file at
+ * fd, named name. The fetch runs in the client's thread: the caller goes on without it.
+ */
+static void want_fetch(struct gs_symcache *cache, struct gs_elf *elf, int fd, const char *name)
+{
+	struct fetch *f;
+	char hex[sizeof(f->hex)];
+
+	if (!cache->debuginfod_tried && gs_debuginfod_enabled()) {
+		cache->debuginfod_tried = true;
+		cache->debuginfod = gs_debuginfod__new();
+		if (!cache->debuginfod)
+			gs_warn("debuginfod: %s: no debug files fetched",
+				errno == ENOENT ? "libdebuginfod.so.1 not found" : strerror(errno));
+	}
+	if (!cache->debuginfod || gs_debuginfo__build_id(fd, hex) ||
+	    GS_ARRAY_RESERVE(cache->fetches, cache->nr_fetches, cache->cap_fetches, 16))
+		return;
+	f = &cache->fetches[cache->nr_fetches];
+	memcpy(f->hex, hex, sizeof(hex));
+	f->elf = elf;
+	f->path = strdup(name);
+	if (!f->path)
+		return;
+	if (gs_debuginfod__request(cache->debuginfod, hex)) {
+		free(f->path);
+		return;
+	}
+	cache->nr_fetches++;
+	gs_dbg("debuginfod: asked for %s (%s)", hex, name);
+}
+
+/* Merges the fetched debug files into their files' symbols (counted in nr_merged). */
+static void collect_fetches(struct gs_symcache *cache)
+{
+	char hex[2 * 64 + 1];
+	int fd;
+
+	while ((fd = gs_debuginfod__take(cache->debuginfod, hex)) != -EAGAIN) {
+		for (size_t i = 0; i < cache->nr_fetches; i++) {
+			struct fetch *f = &cache->fetches[i];
+			int n;
+
+			if (strcmp(f->hex, hex))
+				continue;
+			n = fd < 0 ? fd : gs_debuginfo__merge(f->elf, fd, hex);
+			if (n > 0)
+				cache->nr_merged++;
+			if (n < 0)
+				gs_dbg("debuginfod: %s for %s: %s", hex, f->path, strerror(-n));
+			else
+				gs_dbg("debuginfod: %s for %s: %s", hex, f->path,
+				       n ? "symbols added" : "no symbols");
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+int gs_symcache__await_debuginfo(struct gs_symcache *cache)
+{
+	if (!cache->debuginfod || !cache->nr_fetches)
+		return 0;
+	gs_debuginfod__wait(cache->debuginfod);
+	collect_fetches(cache);
+	return cache->nr_merged;
+}
+
+const char *gs_symcache__resolve_module(struct gs_symcache *cache, const char *module,
+					uint64_t file_off, uint64_t *offset)
+{
+	uint64_t vaddr;
+
+	for (size_t i = 0; module && i < cache->nr_fetches; i++) {
+		struct fetch *f = &cache->fetches[i];
+
+		if (!strcmp(f->path, module) && !gs_elf__offset_to_vaddr(f->elf, file_off, &vaddr))
+			return gs_elf__symbolize(f->elf, vaddr, offset);
+	}
+	return NULL;
+}
+
 struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, int fd,
 				   const struct stat *st)
 {
@@ -210,8 +325,8 @@ struct gs_elf *gs_symcache__elf_fd(struct gs_symcache *cache, const char *name, 
 	};
 	if (!f->elf)
 		gs_dbg("symbols of %s: %s", name, strerror(errno));
-	else if (!gs_elf__has_symtab(f->elf))
-		gs_debuginfo__load(f->elf, fd, name); /* stripped: names from its debug info */
+	else if (!gs_elf__has_symtab(f->elf) && gs_debuginfo__load(f->elf, fd, name) <= 0)
+		want_fetch(cache, f->elf, fd, name); /* stripped, no debug file here */
 	return f->elf;
 }
 
@@ -319,6 +434,8 @@ void gs_symcache__resolve(struct gs_symcache *cache, pid_t pid, uint64_t addr,
 	struct gs_elf *elf;
 	uint64_t file_off, vaddr;
 
+	if (gs_debuginfod__has_news(cache->debuginfod))
+		collect_fetches(cache); /* debug files fetched since: names from now on */
 	if (gs_py_is_addr(addr)) {
 		resolve_python(cache, pid, addr, frame);
 		return;

@@ -71,6 +71,21 @@ const char *gs_symcache__jit_symbol(struct gs_symcache *cache, pid_t pid, uint64
 				    uint64_t *offset);
 
 /*
+ * Waits (bounded: gs_debuginfod__wait()) for the debug files asked of debuginfod, and adds
+ * their symbols to the files they belong to. Returns the number of files that gained
+ * symbols so far (growing: frames resolved before it grew may now be named, through
+ * gs_symcache__resolve_module()). 0 at once when nothing was asked (DEBUGINFOD_URLS unset).
+ */
+int gs_symcache__await_debuginfo(struct gs_symcache *cache);
+/*
+ * The symbol at file offset file_off of module, a file whose debug file debuginfod
+ * fetched (a frame resolved without a name before); its offset in *offset. Borrowed as
+ * gs_symcache__resolve()'s ELF symbols; NULL if none.
+ */
+const char *gs_symcache__resolve_module(struct gs_symcache *cache, const char *module,
+					uint64_t file_off, uint64_t *offset);
+
+/*
  * The cached ELF of a mapping of pid, for naming addresses: the file the snapshot names by
  * device and inode, parsed once (through gs_mapping__open()); NULL when unreadable. Borrowed.
  */

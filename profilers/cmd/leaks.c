@@ -17,17 +17,19 @@
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_file.h"
+#include "user/losses.h"
 #include "user/stack_table.h"
 
 #define POLL_MS 100
 
-enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH };
+enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH, OPT_MAX_STACKS };
 
 struct leaks_opts {
 	struct gs_common_opts common;
 	double interval_s;
 	double min_age_s;
 	size_t top;
+	size_t max_stacks; /* distinct stacks kept per process; 0: the table's default */
 	bool json;
 	bool no_torch;
 	bool on_oom;
@@ -45,7 +47,8 @@ struct leaks {
 	struct gs_out *out;
 	/* --interval's reports; interval_ns 0: none */
 	uint64_t interval_ns, next_report_ns;
-	int error; /* first fatal error inside a callback */
+	int error;			   /* first fatal error inside a callback */
+	struct gs_loss_window loss_window; /* since the previous report */
 };
 
 static void fatal(struct leaks *l, int err)
@@ -153,6 +156,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 	};
 	int err = 0;
 
+	/* names from debug files fetched since the stacks were taken (debuginfod, bounded) */
+	gs_stack_table__resymbolize(l->stacks);
 	r.procs = calloc(l->mem.raw.nr_procs + 1, sizeof(*r.procs));
 	if (!r.procs)
 		return -ENOMEM;
@@ -173,6 +178,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		}
 	}
 	gs_tracker__stats(l->tracker, r.stats);
+	r.window_lost =
+		gs_loss_window__take(&l->loss_window, r.stats, r.now_ns, &r.window_start_ns);
 	if (!err) {
 		if (l->opts.json)
 			gs_leak_report__write_json(gs_out__file(l->out), &r, l->stacks);
@@ -213,6 +220,10 @@ static const struct argp_option leaks_options[] = {
 	{ "on-oom", OPT_ON_OOM, NULL, 0,
 	  "Also report at each out-of-memory: PyTorch's, or a CUDA allocation failing with error 2",
 	  0 },
+	{ "max-stacks", OPT_MAX_STACKS, "N", 0,
+	  "Distinct stacks kept per process (default 10000); later ones count as \"[other "
+	  "stacks]\"",
+	  0 },
 	{ "no-torch", OPT_NO_TORCH, NULL, 0,
 	  "Ignore PyTorch: no tensors, its segments shown as plain CUDA allocations", 0 },
 	{ 0 },
@@ -240,6 +251,11 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 		o->top = strtoul(arg, &end, 10);
 		if (*end || *arg == '-')
 			argp_error(state, "invalid --top '%s'", arg);
+		break;
+	case OPT_MAX_STACKS:
+		o->max_stacks = strtoul(arg, &end, 10);
+		if (*end || *arg == '-' || !o->max_stacks || o->max_stacks > UINT32_MAX)
+			argp_error(state, "invalid --max-stacks '%s'", arg);
 		break;
 	case OPT_ON_OOM:
 		o->on_oom = true;
@@ -349,6 +365,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		gs_err("out of memory");
 		goto out_free;
 	}
+	gs_stack_table__set_max_per_process(l.stacks, l.opts.max_stacks);
 	gs_mem_model__init(&l.mem, l.stacks, gs_tracker__symcache(l.tracker), !l.opts.no_torch);
 	if (gs_tracker__start(l.tracker))
 		goto out_free;

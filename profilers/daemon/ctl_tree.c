@@ -71,6 +71,8 @@ static int write_tree_report(struct gs_daemon *d, struct gs_mem_proc **procs, si
 		p->local_rank = e ? e->local_rank : -1;
 	}
 	gs_tracker__stats(d->tracker, r.stats);
+	r.window_lost =
+		gs_loss_window__take(&d->loss_window, r.stats, r.now_ns, &r.window_start_ns);
 	if (!err && json)
 		gs_leak_report__write_json(out, &r, d->stacks);
 	else if (!err)

@@ -91,6 +91,8 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 	if (err)
 		return err;
 	gs_tracker__stats(d->tracker, r.stats);
+	r.window_lost =
+		gs_loss_window__take(&d->loss_window, r.stats, r.now_ns, &r.window_start_ns);
 	if (json)
 		gs_leak_report__write_json(f, &r, d->stacks);
 	else
@@ -357,6 +359,19 @@ bool gs_daemon__may_see(const struct gs_ctl_peer *peer, pid_t pid)
 	return !stat(path, &st) && st.st_uid == peer->uid;
 }
 
+/* Users whose records were dropped for taking more than their share: a user sees its own. */
+static void ctl_status_uid_drops(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE *out)
+{
+	uint32_t uids[64];
+	uint64_t drops[64];
+	size_t n = gs_tracker__uid_drops(d->tracker, uids, drops, 64);
+
+	for (size_t i = 0; i < n; i++)
+		if (peer->uid == 0 || peer->uid == uids[i])
+			fprintf(out, "user %u: %" PRIu64 " events dropped (over its share)\n",
+				uids[i], drops[i]);
+}
+
 static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE *out)
 {
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
@@ -367,6 +382,7 @@ static void ctl_status(struct gs_daemon *d, const struct gs_ctl_peer *peer, FILE
 		" OOM events, %" PRIu64 " reports in %s, %" PRIu64 " events lost\n",
 		GS_VERSION, (double)(now - d->start_ns) / 1e9, d->mem.raw.nr_procs, d->oom_events,
 		d->reports_written, d->cfg.output_dir, gs_tracker__dropped(d->tracker));
+	ctl_status_uid_drops(d, peer, out);
 	for (size_t i = 0; i < d->mem.raw.nr_procs; i++) {
 		struct gs_mem_proc *p = d->mem.raw.procs[i];
 

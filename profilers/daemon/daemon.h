@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "profilers/daemon/config.h"
 #include "profilers/mem_model.h"
+#include "user/losses.h"
 #include "user/pid_index.h"
 
 #define MAX_FLAG_OVERRIDES 8
@@ -58,6 +59,7 @@ struct gs_daemon {
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
 	struct gs_mem_model mem; /* PyTorch's part only with cfg.torch, as it was at start */
+	struct gs_loss_window loss_window; /* since the previous report */
 	struct gs_metrics_server *metrics;
 	struct gs_ctl_server *ctl;
 	struct gs_out_dir *out_dir;

@@ -5,6 +5,9 @@
 #             glibc 2.31, so the bundle runs on any glibc >= 2.31
 #   bullseye  bare minbase + python3 (glibc 2.31): test_bundle runs the bundle in it
 #   bookworm  bare minbase + python3 (glibc 2.36): likewise
+#   sid       minbase + python3.14 + python3.15 (Debian unstable, stripped interpreters): the
+#             Python-frame e2e tests run them chrooted, gpusnoop outside (tests/e2e/test_python314)
+#   sid-torch sid + python3-torch (PyTorch for 3.14), installed by apt inside a copy of sid
 # Roots live under /var/cache/gpusnoop-tests/roots/NAME (ROOTS_DIR=), made in a temporary
 # folder and renamed into place, under a lock, so a cut-off run or a parallel one leaves no half
 # root behind. Needs root and debootstrap (scripts/setup.sh test installs it).
@@ -13,7 +16,7 @@ set -euo pipefail
 ROOTS_DIR=${ROOTS_DIR:-/var/cache/gpusnoop-tests/roots}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SYSROOT_PACKAGES=libc6-dev,libelf-dev,libdw-dev,zlib1g-dev,libzstd-dev,liblzma-dev
-SYSROOT_PACKAGES+=,libbz2-devSYSROOT_PACKAGES+=,libyajl-dev,libmicrohttpd-dev,libstdc++-10-dev,linux-libc-dev
+SYSROOT_PACKAGES+=,libbz2-dev,libyajl-dev,libmicrohttpd-dev,libstdc++-10-dev,linux-libc-dev
 # a version bump of a root's contents: roots made before it are made again
 ROOT_VERSION=1
 
@@ -28,10 +31,12 @@ relink() {
 		done
 }
 
-name=${1:?usage: roots.sh sysroot|bullseye|bookworm}
+name=${1:?usage: roots.sh sysroot|bullseye|bookworm|sid|sid-torch}
 case "$name" in
 sysroot) suite=bullseye include=$SYSROOT_PACKAGES ;;
 bullseye | bookworm) suite=$name include=python3 ;;
+sid) suite=sid include=python3.14,python3.15 ;;
+sid-torch) suite=sid include=python3-torch base=sid ;;
 *)
 	echo "roots.sh: unknown root '$name'" >&2
 	exit 2
@@ -54,6 +59,25 @@ if [ ! -e "$stamp" ]; then
 	tmp=$ROOTS_DIR/.$name.tmp
 	rm -rf "$tmp"
 	echo "roots.sh: making $name ($suite minbase, $include) in $root" >&2
+	if [ -n "${base:-}" ]; then
+		# a root derived from another: a copy of it, with apt's packages added inside
+		from=$("$0" "$base")
+		cp -a "$from" "$tmp"
+		rm -f "$tmp/.gpusnoop-root-$ROOT_VERSION"
+		if ! chroot "$tmp" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends ${include//,/ } >"$ROOTS_DIR/.$name.log" 2>&1; then
+			echo "roots.sh: apt-get install $include in $name failed:" >&2
+			tail -5 "$ROOTS_DIR/.$name.log" >&2
+			rm -rf "$tmp"
+			exit 1
+		fi
+		rm -rf "$tmp"/var/cache/apt/archives/*.deb
+		touch "$tmp/.gpusnoop-root-$ROOT_VERSION"
+		rm -rf "$root"
+		mv "$tmp" "$root"
+		echo "$root"
+		exit 0
+	fi
 	# bullseye leaves deb.debian.org for archive.debian.org when its LTS ends: try both
 	ok=
 	for mirror in "$MIRROR" http://archive.debian.org/debian; do

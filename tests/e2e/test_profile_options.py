@@ -79,7 +79,9 @@ def profile_kernel_only_has_no_user_frames():
     mine = [(f, n) for f, n in stacks if f[0] == "statloop"]
     in_kernel = sum(n for f, n in mine if len(f) > 1)
     assert in_kernel >= 20, mine
-    bad = [f for f, _ in mine if any(not x.endswith("_[k]") for x in f[1:])]
+    # a sample whose kernel stack the map could not keep is the [lost] stack, nothing else
+    bad = [f for f, _ in mine if f != ["statloop", "[lost]"]
+           and any(not x.endswith("_[k]") for x in f[1:])]
     expect_eq(bad, [], "user frames under -K")
 
 

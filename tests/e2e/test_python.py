@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-"""test_python.py: Python functions, files and lines in stacks, on every CPython 3.8-3.13 here."""
+"""test_python.py: Python functions, files and lines in stacks, on every CPython 3.8-3.13 here
+(3.14 and 3.15: test_python314.py)."""
 import glob
 import gzip
 import json

@@ -62,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct gs_elf_kernel_handle *handles;
 	struct walk w = { 0 };
+	char hex[2 * 64 + 1];
 	const char *interp;
 	size_t n;
 	uint64_t v;
@@ -73,6 +74,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* a stripped input: its MiniDebugInfo (xz, then ELF) and debuglink are parsed too */
 	GS_FUZZ_CHECK(gs_debuginfo__load(w.elf, memfd, "/nonexistent/gs-fuzz/input") <= 1);
+	/* as a debug file fetched from debuginfod: its build id read, then merged if it matches */
+	if (!gs_debuginfo__build_id(memfd, hex)) {
+		GS_FUZZ_CHECK(strlen(hex) <= 2 * 64 && strlen(hex) % 2 == 0);
+		GS_FUZZ_CHECK(gs_debuginfo__merge(w.elf, memfd, hex) <= 1);
+	}
 	gs_elf__for_each_function(w.elf, on_function, &w);
 	GS_FUZZ_CHECK((size_t)w.n <= gs_elf__nr_symbols(w.elf));
 	interp = gs_elf__interp(w.elf);

@@ -9,7 +9,8 @@ export PATH=/bin:/usr/bin:/sbin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-mount -t tmpfs tmp /tmp
+# no tmpfs on /tmp: the initramfs root is writable already, and the repository (with the
+# gpusnoop under test) may itself live under /tmp, as a CI checkout can
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* test_python_lines.c: line tables decoded as CPython 3.8-3.13's own co_lines() reports them. */
+/* test_python_lines.c: line tables decoded as CPython 3.8-3.15's own co_lines() reports them. */
 #include <stdio.h>
 #include <string.h>
 #include "tests/unit/harness.h"
@@ -101,6 +101,17 @@ GS_TEST(locations_3_13)
 	GS_EXPECT(check_file("3.13") > 100);
 }
 
+/* Debian unstable's python3.14 and python3.15 (the sid root, scripts/bundle/roots.sh) */
+GS_TEST(locations_3_14)
+{
+	GS_EXPECT(check_file("3.14") > 100);
+}
+
+GS_TEST(locations_3_15)
+{
+	GS_EXPECT(check_file("3.15") > 100);
+}
+
 /* a frame not started yet (3.11+: prev_instr before the first unit) is at its first line */
 GS_TEST(negative_offset_is_first_line)
 {
@@ -123,4 +134,5 @@ GS_TEST(malformed_tables_have_no_line)
 }
 
 GS_TEST_MAIN(lnotab_3_8, lnotab_3_9, linetable_3_10, locations_3_11, locations_3_12, locations_3_13,
-	     negative_offset_is_first_line, malformed_tables_have_no_line)
+	     locations_3_14, locations_3_15, negative_offset_is_first_line,
+	     malformed_tables_have_no_line)

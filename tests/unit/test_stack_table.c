@@ -250,5 +250,50 @@ out:
 	gs_symcache__free(cache);
 }
 
-GS_TEST_MAIN(same_stack_same_id, different_stacks_different_ids, many_stacks, frames_symbolized,
-	     free_null, forgotten_process_gives_its_ids_back)
+/* past the per-process cap, new stacks share the process's "[other stacks]" id */
+GS_TEST(per_process_cap_folds_into_other_stacks)
+{
+	struct gs_symcache *cache = gs_symcache__new();
+	struct gs_stack_table *t = cache ? gs_stack_table__new(cache) : NULL;
+	uint64_t a[2] = { 0, 0x5000 };
+	int64_t id, other = -1, first;
+	const struct gs_stack *s;
+
+	if (!GS_EXPECT(t))
+		goto out;
+	gs_stack_table__set_max_per_process(t, 100);
+	for (uint64_t i = 0; i < 150; i++) {
+		a[0] = 0x1000 + i;
+		id = gs_stack_table__intern(t, NO_PID, a, 2);
+		if (i == 100)
+			other = id;
+		else if (i > 100)
+			GS_EXPECT_EQ(id, other);
+	}
+	GS_EXPECT_EQ(gs_stack_table__size(t), 101);
+	GS_EXPECT_EQ(gs_stack_table__folded(t), 50);
+	s = gs_stack_table__get(t, (uint32_t)other);
+	if (GS_EXPECT(s) && GS_EXPECT_EQ(s->nr_frames, 1)) {
+		GS_EXPECT_EQ(s->frames[0].kind, GS_FRAME_MARKER);
+		GS_EXPECT_STR_EQ(s->frames[0].symbol, GS_STACK_OTHER_NAME);
+	}
+	/* a kept stack keeps its id; another process has its own room */
+	a[0] = 0x1000;
+	first = gs_stack_table__intern(t, NO_PID, a, 2);
+	GS_EXPECT(first != other);
+	GS_EXPECT(gs_stack_table__intern(t, NO_PID - 1, (uint64_t[]){ 0x9999 }, 1) != other);
+	/* forgetting the process gives its room back */
+	gs_stack_table__forget(t, NO_PID);
+	GS_EXPECT_EQ(gs_stack_table__size(t), 1);
+	a[0] = 0x7777;
+	id = gs_stack_table__intern(t, NO_PID, a, 2);
+	s = gs_stack_table__get(t, (uint32_t)id);
+	GS_EXPECT(s && !s->other);
+out:
+	gs_stack_table__free(t);
+	gs_symcache__free(cache);
+}
+
+GS_TEST_MAIN(per_process_cap_folds_into_other_stacks, same_stack_same_id,
+	     different_stacks_different_ids, many_stacks, frames_symbolized, free_null,
+	     forgotten_process_gives_its_ids_back)
