@@ -88,13 +88,17 @@ static __always_inline bool gs_is_target(__u32 pid)
 	return cfg_all_pids || bpf_map_lookup_elem(&targets, &pid);
 }
 
+/* a new user's share, from .rodata: a zero on the stack would push handle_sample's call chain
+ * past the verifier's 512 bytes on 6.1 */
+static const struct gs_uid_share gs_no_share = {};
+
 static __always_inline struct gs_uid_share *gs_uid_share(__u32 uid)
 {
-	struct gs_uid_share *s = bpf_map_lookup_elem(&uid_shares, &uid), zero = {};
+	struct gs_uid_share *s = bpf_map_lookup_elem(&uid_shares, &uid);
 
 	if (s)
 		return s;
-	bpf_map_update_elem(&uid_shares, &uid, &zero, BPF_NOEXIST);
+	bpf_map_update_elem(&uid_shares, &uid, &gs_no_share, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&uid_shares, &uid);
 }
 
