@@ -184,8 +184,12 @@ static __always_inline void *gs_reserve_oom(__u64 size)
 		s->oom_window_ns = now;
 		s->ooms = 0;
 	}
-	if (s && __sync_fetch_and_add(&s->ooms, 1) < GS_OOM_PER_UID)
+	/* read, then add (a fetching atomic is Linux 5.12, and the objects for 5.10 share this):
+	 * CPUs racing may put a few more there */
+	if (s && s->ooms < GS_OOM_PER_UID) {
+		__sync_fetch_and_add(&s->ooms, 1);
 		e = bpf_ringbuf_reserve(&oom_events, size, 0);
+	}
 	if (e)
 		return e;
 	gs_count(GS_STAT_OOM_FALLBACK);
