@@ -491,6 +491,7 @@ def daemon_reports_a_pytorch_oom_with_tensors_by_device():
         w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
         d.g.wait_stderr(f"{os.path.join(FIXTURES, 'torch', 'lib')}/libc10_cuda.so): CUDA tensors "
                         "from USDT")
+        d.wait_probed()  # the caching allocator's cudaMalloc too: its segments are the point
         w.release()
         w.wait_line("oom CUDA out of memory")  # it waits here, holding its memory
         d.g.wait_stderr(f"pid {w.pid} (gs_torch): torch-oom: report")
