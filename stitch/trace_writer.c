@@ -18,7 +18,13 @@ struct gs_trace_writer {
 	struct gs_reorder *reorder;
 	bool closed;	      /* gs_trace_writer__close_window(): events are counted, not written */
 	uint64_t not_written; /* events held or pushed after that */
+	bool (*over)(void *ctx); /* gs_trace_writer__watch_size() */
+	void *over_ctx;
+	unsigned since_check; /* events written since over() was last asked */
 };
+
+/* over() is asked this often: an fstat per 64 events is nothing beside writing them */
+#define SIZE_CHECK_EVENTS 64
 
 /* An event leaving the window: appended to the document. */
 static void emit(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
@@ -26,6 +32,10 @@ static void emit(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
 	struct gs_trace_writer *w = ctx;
 
 	(void)ts_ns;
+	if (!w->closed && w->over && ++w->since_check >= SIZE_CHECK_EVENTS) {
+		w->since_check = 0;
+		w->closed = w->over(w->over_ctx);
+	}
 	if (w->closed)
 		w->not_written++;
 	else
@@ -131,6 +141,12 @@ uint64_t gs_trace_writer__events(const struct gs_trace_writer *w)
 void gs_trace_writer__close_window(struct gs_trace_writer *w)
 {
 	w->closed = true;
+}
+
+void gs_trace_writer__watch_size(struct gs_trace_writer *w, bool (*over)(void *ctx), void *ctx)
+{
+	w->over = over;
+	w->over_ctx = ctx;
 }
 
 uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w)

@@ -4,6 +4,7 @@
 #define GS_TRACE_WRITER_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "stitch/chrome_trace.h"
@@ -48,6 +49,11 @@ void gs_trace_writer__finish(struct gs_trace_writer *w);
  * output reached its size cap); timeless events and the metadata still go out.
  */
 void gs_trace_writer__close_window(struct gs_trace_writer *w);
+/*
+ * Asks over(ctx) every few events written whether the output reached its cap (true: the
+ * window closes); a cap checked only now and then would let a fast stream write past it.
+ */
+void gs_trace_writer__watch_size(struct gs_trace_writer *w, bool (*over)(void *ctx), void *ctx);
 /* Events counted, not written, since gs_trace_writer__close_window(). */
 uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w);
 /* Events written to the document so far, timeless ones included. */

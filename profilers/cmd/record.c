@@ -794,6 +794,15 @@ static void check_size(struct record *r)
 	gs_stop_requested = SIGTERM;
 }
 
+/* the writer's question, between events: whether check_size() stopped the recording */
+static bool size_capped(void *ctx)
+{
+	struct record *r = ctx;
+
+	check_size(r);
+	return r->capped;
+}
+
 static int tick(void *ctx, uint64_t now_ns)
 {
 	struct loop_state *st = ctx;
@@ -1004,6 +1013,8 @@ static int open_parts(struct record *r)
 	r->summary = gs_record_summary__new();
 	/* the document begins here; a failure before the end removes its temporary file */
 	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
+	if (r->writer && r->opts.max_bytes)
+		gs_trace_writer__watch_size(r->writer, size_capped, r);
 	if (r->opts.gpu) {
 		r->gpu = gs_record_gpu__new(&(struct gs_record_gpu_emit){ .ctx = r,
 									  .begin = gpu_render_begin,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_trace_writer.c: rendered and pushed events come out in timestamp order, metadata last. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,5 +108,31 @@ GS_TEST(timeless_events_go_out_at_once)
 	close_doc(&d);
 }
 
+static bool over_after_100(void *ctx)
+{
+	unsigned *asked = ctx;
+
+	return ++*asked * 64 >= 100; /* asked every 64 events: the second time says "full" */
+}
+
+GS_TEST(a_watched_size_closes_the_window_between_events)
+{
+	struct doc d;
+	struct gs_trace_writer *w = open_doc(&d, 0);
+	unsigned asked = 0;
+
+	GS_EXPECT(w != NULL);
+	gs_trace_writer__watch_size(w, over_after_100, &asked);
+	for (uint64_t i = 1; i <= 1000; i++)
+		rendered(w, "e", i * 1000);
+	gs_trace_writer__finish(w);
+	/* 127 written before the second question closed it, no tick needed */
+	GS_EXPECT_EQ(asked, 2);
+	GS_EXPECT_EQ(gs_trace_writer__events(w), 127);
+	GS_EXPECT_EQ(gs_trace_writer__not_written(w), 873);
+	gs_trace_writer__free(w);
+	close_doc(&d);
+}
+
 GS_TEST_MAIN(events_come_out_sorted_with_metadata_last, advance_writes_only_what_left_the_window,
-	     timeless_events_go_out_at_once)
+	     timeless_events_go_out_at_once, a_watched_size_closes_the_window_between_events)
