@@ -845,6 +845,7 @@ int gs_cmd_daemon(int argc, char **argv)
 	}
 	if (open_endpoints(&d) || gs_tracker__start(d.tracker))
 		goto out_free;
+	publish_metrics(&d); /* a scrape from now on gets every family, not an empty page */
 	d.start_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	gs_info("daemon: following every CUDA process; reports in %s, control socket %s",
 		d.cfg.output_dir, d.cfg.socket_path);

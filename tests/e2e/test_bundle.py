@@ -165,8 +165,10 @@ def bundle_daemon_serves_metrics_over_plain_http():
         url, deadline = None, time.monotonic() + 60
         while url is None and time.monotonic() < deadline and g.poll() is None:
             with open(err_path) as f:
-                m = re.search(r"metrics on (http://\S+/metrics)", f.read())
-            url = m and m.group(1)
+                text = f.read()
+            # the first page is published once the daemon follows processes
+            m = re.search(r"metrics on (http://\S+/metrics)", text)
+            url = m.group(1) if m and "following every CUDA process" in text else None
             time.sleep(0.1)
         assert url, open(err_path).read()
         with urllib.request.urlopen(url, timeout=10) as r:
