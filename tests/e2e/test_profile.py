@@ -50,14 +50,20 @@ def innermost_user(frames):
 def burn_counts(stacks, comm="gs_burn"):
     """{leaf function: samples} over the stacks of comm whose innermost user frame is a burner."""
     out = collections.Counter()
+    at_edges = 0
     for frames, count in stacks:
         if frames[0] != comm:
             continue
         leaf = innermost_user(frames)
         if leaf in ("burn_a", "burn_b"):
             out[leaf] += count
-            # the callers come from the frame-pointer chain: main called both
-            assert frames[frames.index(leaf) - 1] == "main", frames
+            # the callers come from the frame-pointer chain: main called both. A sample on a
+            # burner's first or last instructions (its frame not yet made, or gone) skips
+            # main, as perf's frame-pointer stacks do: rare, but not an error
+            caller = frames[frames.index(leaf) - 1]
+            assert caller in ("main", "__libc_start_call_main"), frames
+            at_edges += count if caller != "main" else 0
+    assert at_edges <= max(2, sum(out.values()) // 20), f"{at_edges} samples skip main: {stacks}"
     return out
 
 
