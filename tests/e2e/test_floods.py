@@ -234,7 +234,7 @@ def daemon_soak_flood_of_one_user_hides_no_oom_of_another():
         # the flood, so one answer in a hundred may wait for the scheduler, never for long
         slow = [x for x in latencies if x >= 0.1]
         assert len(slow) * 100 <= len(latencies) and max(latencies) < 0.25, \
-            f"ctl status latency: {len(slow)} of {len(latencies)} >= 0.1 s, max {max(latencies):.3f} s"
+            f"ctl status: {len(slow)} of {len(latencies)} >= 0.1 s, max {max(latencies):.3f} s"
         assert rss_max < RSS_BOUND_MB, f"daemon RSS {rss_max:.0f} MB"
         assert lost > 0 and str(FLOOD_UID) in [u for u, _ in over], status_reply
         # a non-root user sees its own line only
