@@ -17,7 +17,7 @@ enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_NO_PYTHON, OPT_CHILDREN, OPT_NO_CHI
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0,
-	  "Trace this process (repeatable); only the processes listed, unless --children", 0 },
+	  "Trace these processes (PID[,PID...], repeatable); only the processes listed, unless --children", 0 },
 	{ "children", OPT_CHILDREN, NULL, 0,
 	  "With -p: also the processes' descendants, those running and those started later", 0 },
 	{ "no-children", OPT_NO_CHILDREN, NULL, 0,
@@ -52,6 +52,39 @@ void gs_parse_report_format(struct argp_state *state, const char *arg, bool *jso
 		argp_error(state, "unknown format '%s' (text or json)", arg);
 }
 
+/*
+ * -p 1,2 and -p "1 2" (what `pgrep` prints for two matches, newline-separated, inside
+ * "$(...)") as well as repeated -p; duplicates are kept once.
+ */
+static void parse_pids(struct argp_state *state, struct gs_common_opts *o, const char *arg)
+{
+	const char *p = arg;
+	char *end;
+	long v;
+
+	for (;;) {
+		while (*p == ',' || *p == ' ' || *p == '\n' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > 0x3fffffff ||
+		    (*end && *end != ',' && *end != ' ' && *end != '\n' && *end != '\t'))
+			argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
+		p = end;
+		for (size_t i = 0; i < o->nr_pids; i++)
+			if (o->pids[i] == (pid_t)v)
+				goto next;
+		if (o->nr_pids == GS_MAX_PIDS)
+			argp_error(state, "at most %d pids", GS_MAX_PIDS);
+		o->pids[o->nr_pids++] = (pid_t)v;
+next:;
+	}
+	if (p == arg || !o->nr_pids)
+		argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct gs_common_opts *o = state->input;
@@ -60,13 +93,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || v <= 0 || v > 0x3fffffff)
-			argp_error(state, "invalid pid '%s'", arg);
-		if (o->nr_pids == GS_MAX_PIDS)
-			argp_error(state, "at most %d -p options", GS_MAX_PIDS);
-		o->pids[o->nr_pids++] = (pid_t)v;
+		parse_pids(state, o, arg);
 		break;
 	case 'a':
 		o->all = true;

@@ -12,6 +12,13 @@
 #include "profilers/tracker.h"
 
 #define GS_MAX_PIDS 256
+/* sysexits' EX_USAGE: every usage error (argp's and ours) exits with it */
+#define GS_EXIT_USAGE 64
+/* The exit status for a failed setup step: GS_EXIT_USAGE for -EINVAL, else 1. */
+static inline int gs_exit_status(int err)
+{
+	return err == -EINVAL ? GS_EXIT_USAGE : 1;
+}
 
 /* --children / --no-children; the default depends on the target mode */
 enum gs_children { GS_CHILDREN_DEFAULT = 0, GS_CHILDREN_ON, GS_CHILDREN_OFF };

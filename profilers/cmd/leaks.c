@@ -351,8 +351,9 @@ int gs_cmd_leaks(int argc, char **argv)
 
 	if (argp_parse(&leaks_argp, argc, argv, ARGP_IN_ORDER, NULL, &l.opts))
 		return 1;
-	if (gs_common_opts__finish(&l.opts.common))
-		return 1;
+	err = gs_common_opts__finish(&l.opts.common);
+	if (err)
+		return gs_exit_status(err);
 	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));
 	topts.torch = !l.opts.no_torch;
 	if (gs_tracker__open(&l.tracker, &topts, &ops))

@@ -3,6 +3,7 @@
 #include <argp.h>
 #include <stdio.h>
 #include <string.h>
+#include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 
 /*
@@ -76,15 +77,16 @@ int main(int argc, char **argv)
 {
 	const struct subcommand *cmd;
 
+	argp_err_exit_status = GS_EXIT_USAGE;
 	if (argc < 2) {
 		usage(stderr);
-		return 1;
+		return GS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "help") && argc > 2) {
 		char *help_argv[] = { NULL, "--help", NULL };
 
 		cmd = find_subcommand(argv[2]);
-		return cmd ? run_subcommand(cmd, 2, help_argv) : 1;
+		return cmd ? run_subcommand(cmd, 2, help_argv) : GS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -101,5 +103,5 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	cmd = find_subcommand(argv[1]);
-	return cmd ? run_subcommand(cmd, argc - 1, argv + 1) : 1;
+	return cmd ? run_subcommand(cmd, argc - 1, argv + 1) : GS_EXIT_USAGE;
 }

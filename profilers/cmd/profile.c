@@ -416,10 +416,11 @@ int gs_cmd_profile(int argc, char **argv)
 		p.opts.common.all = true;
 	if (p.opts.tid && add_tid_process(&p.opts))
 		return 1;
-	if (gs_common_opts__finish(&p.opts.common))
-		return 1;
-	if (p.opts.freq && gs_cpu_parse_hz(p.opts.freq, &p.hz))
-		return 1;
+	err = gs_common_opts__finish(&p.opts.common);
+	if (!err && p.opts.freq)
+		err = gs_cpu_parse_hz(p.opts.freq, &p.hz);
+	if (err)
+		return gs_exit_status(err);
 	topts = gs_common_opts__tracker(&p.opts.common, 0); /* no CUDA probes */
 	if (gs_tracker__open(&p.tracker, &topts, &ops))
 		return 1;

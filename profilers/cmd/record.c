@@ -698,8 +698,11 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__i64(j, "monotonic_to_realtime_ns", (int64_t)(r->start_real_ns - r->start_mono_ns));
 	gs_json__begin_array(j, "command_line");
 	gs_json__string(j, NULL, "gpusnoop");
+	/* argv as given: main named the subcommand's argv[0] "gpusnoop record" for argp */
 	for (int i = 0; i < r->argc; i++)
-		gs_json__string(j, NULL, r->argv[i]);
+		gs_json__string(j, NULL,
+				i || strncmp(r->argv[0], "gpusnoop ", 9) ? r->argv[i]
+									  : r->argv[0] + 9);
 	gs_json__end_array(j);
 	gs_json__u64(j, "events", r->events);
 	gs_losses_write_json(j, stats);
@@ -1090,10 +1093,9 @@ int gs_cmd_record(int argc, char **argv)
 	if (parse_events(DEFAULT_EVENTS, &r.opts) ||
 	    argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, &r.opts))
 		return 1;
-	if (gs_common_opts__finish(&r.opts.common))
-		return 1;
-	if (check_opts(&r.opts, &r.hz))
-		return 1;
+	err = gs_common_opts__finish(&r.opts.common) ?: check_opts(&r.opts, &r.hz);
+	if (err)
+		return gs_exit_status(err);
 	/* past the daemon's RLIMIT_FSIZE a write fails (EFBIG, the recording too), not the
 	 * process: its log lines may go to a file already longer than the cap */
 	if (r.opts.max_bytes)

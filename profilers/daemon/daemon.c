@@ -817,7 +817,11 @@ int gs_cmd_daemon(int argc, char **argv)
 	if (argp_parse(&daemon_argp, argc, argv, 0, NULL, &d.opts))
 		return 1;
 	common.verbosity = d.opts.verbosity;
-	if (gs_common_opts__finish(&common) || load_config(&d.opts, &d.cfg))
+	status = gs_common_opts__finish(&common);
+	if (status)
+		return gs_exit_status(status);
+	status = 1;
+	if (load_config(&d.opts, &d.cfg))
 		return 1;
 	sigaction(SIGHUP, &hup, NULL);
 	topts = gs_common_opts__tracker(
