@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "profilers/options.h"
 #include "user/log.h"
 
@@ -83,6 +84,17 @@ next:;
 	}
 	if (p == arg || !o->nr_pids)
 		argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
+}
+
+int gs_refuse_binary_tty(const char *output, const char *format)
+{
+	if (output && strcmp(output, "-") && strcmp(output, "/dev/stdout"))
+		return 0;
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	gs_err("%s is binary: not written to a terminal; give -o FILE or redirect stdout",
+	       format);
+	return -EINVAL;
 }
 
 static error_t parse(int key, char *arg, struct argp_state *state)

@@ -62,6 +62,11 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
  */
 #define GS_SECONDS_MAX (365 * 86400.0)
 int gs_parse_seconds(const char *s, double *out);
+/*
+ * A binary format (pprof, gzip) is not written to a terminal: with output NULL, "-" or
+ * /dev/stdout while stdout is one, logs and returns -EINVAL (a usage error), else 0.
+ */
+int gs_refuse_binary_tty(const char *output, const char *format);
 /* -f text|json of the commands that print reports: sets *json, argp_error() on anything else. */
 void gs_parse_report_format(struct argp_state *state, const char *arg, bool *json);
 

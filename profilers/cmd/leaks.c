@@ -49,6 +49,7 @@ struct leaks {
 	uint64_t interval_ns, next_report_ns;
 	int error;			   /* first fatal error inside a callback */
 	struct gs_loss_window loss_window; /* since the previous report */
+	uint64_t seen_allocations, seen_bytes; /* successful CUDA allocations, all processes */
 };
 
 static void fatal(struct leaks *l, int err)
@@ -69,6 +70,10 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__alloc(&l->mem, e, &fx);
 
+	if (!e->ret) {
+		l->seen_allocations++;
+		l->seen_bytes += e->size;
+	}
 	if (err) {
 		fatal(l, err);
 	} else if (l->opts.on_oom && fx.cuda_oom) {
@@ -153,6 +158,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		.min_age_s = l->opts.min_age_s,
 		.top = l->opts.top,
 		.trigger = trigger,
+		.seen_allocations = l->seen_allocations,
+		.seen_bytes = l->seen_bytes,
 	};
 	int err = 0;
 
@@ -308,6 +315,12 @@ static int tick(void *ctx, uint64_t now_ns)
 	return 0;
 }
 
+/* whether there was anything to report on: -a waits for CUDA users, -p/-- CMD needs one */
+static bool saw_cuda(const struct leaks *l)
+{
+	return l->opts.common.all || gs_tracker__saw_cuda(l->tracker);
+}
+
 static int run(struct leaks *l)
 {
 	struct gs_run_loop loop = {
@@ -329,6 +342,8 @@ static int run(struct leaks *l)
 		return err;
 	/* each target's exit report was its last word; a followed tree ends with the whole tree */
 	if (end == GS_RUN_TARGETS_GONE && !gs_tracker__children(l->tracker))
+		return 0;
+	if (!saw_cuda(l)) /* gs_cmd_leaks says so; no report, so no file either */
 		return 0;
 	return write_report(l, "final", NULL, NULL);
 }
@@ -373,17 +388,18 @@ int gs_cmd_leaks(int argc, char **argv)
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
 		l.opts.common.all ? " of every process" : "");
 	err = run(&l);
+	if (!err && !saw_cuda(&l)) {
+		/* a failure: out_free removes the output, which no report was written to */
+		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
+		       "or PyTorch (libc10)");
+		goto out_free;
+	}
 	/* the reports are whole and in place before the probes go */
 	if (!err) {
 		err = gs_out__close(l.out);
 		l.out = NULL;
 	}
 	status = err ? 1 : 0;
-	if (!err && !gs_tracker__saw_cuda(l.tracker) && !l.opts.common.all) {
-		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
-		       "or PyTorch (libc10)");
-		status = 1;
-	}
 
 out_free:
 	gs_mem_model__release(&l.mem);

@@ -1059,16 +1059,22 @@ static int start_targets(struct record *r)
 	return err;
 }
 
-/* Once the file is final: the summary; 1 when no target ever used CUDA. */
+/* Whether a CUDA family had a target to trace; logs the failure when not. */
+static bool saw_cuda(const struct record *r)
+{
+	if (r->opts.families && !gs_tracker__saw_cuda(r->tracker) && !r->opts.common.all) {
+		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
+		return false;
+	}
+	return true;
+}
+
+/* Once the file is final: the summary. */
 static int print_summary(const struct record *r)
 {
 	gs_record_summary__print(r->summary, stderr, r->events, gs_tracker__dropped(r->tracker),
 				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9);
 	gs_record_gpu__summary(r->gpu, stderr);
-	if (r->opts.families && !gs_tracker__saw_cuda(r->tracker) && !r->opts.common.all) {
-		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
-		return 1;
-	}
 	return 0;
 }
 
@@ -1129,6 +1135,8 @@ int gs_cmd_record(int argc, char **argv)
 	}
 	write_metadata(&r);
 	if (err) /* a failed start or recording replaces no file: out_free removes its temporary */
+		goto out_free;
+	if (!saw_cuda(&r)) /* a failure too: no trace is left */
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
