@@ -1052,6 +1052,8 @@ static int start_targets(struct record *r)
 {
 	int err = gs_tracker__start(r->tracker);
 
+	if (!err && r->opts.gpu && !r->opts.inject)
+		gs_record_gpu_check_env(r->opts.common.pids, r->opts.common.nr_pids);
 	if (err || !r->opts.inject)
 		return err;
 	err = gs_record_gpu_inject(r->opts.common.pids, r->opts.common.nr_pids);

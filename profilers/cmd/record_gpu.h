@@ -47,6 +47,11 @@ int gs_record_gpu_library(char *lib, size_t len);
  * A process whose CUPTI refuses is said and skipped. Returns 0 or -errno (logged).
  */
 int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids);
+/*
+ * -e gpu -p without --inject: warns, suggesting --inject, for each of pids whose environment
+ * (at most GS_ENVIRON_MAX bytes of it) does not set CUDA_INJECTION64_PATH.
+ */
+void gs_record_gpu_check_env(const pid_t *pids, size_t nr_pids);
 
 /* NULL with errno set. */
 struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit);
