@@ -8,7 +8,15 @@
 #include "profilers/options.h"
 #include "user/log.h"
 
-enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_NO_PYTHON, OPT_CHILDREN, OPT_NO_CHILDREN };
+enum {
+	OPT_RINGBUF = 0x1000,
+	OPT_STACKS,
+	OPT_NO_PYTHON,
+	OPT_CHILDREN,
+	OPT_NO_CHILDREN,
+	OPT_COMM,
+	OPT_CGROUP,
+};
 
 /*
  * --stacks dwarf sends a 16 KiB stack slice with each record: 8 MiB would hold only ~500
@@ -173,6 +181,39 @@ static error_t parse_stacks(int key, char *arg, struct argp_state *state)
 
 const struct argp gs_stacks_argp = { stacks_options, parse_stacks, NULL, NULL, NULL, NULL, NULL };
 
+#define COMM_OPTION                                                                          \
+	{ "comm", OPT_COMM, "REGEX", 0,                                                      \
+	  "Only processes whose name (comm) matches this extended regular expression, those " \
+	  "running and those started later (alone: implies -a)",                              \
+	  0 }
+
+static const struct argp_option filter_options[] = {
+	COMM_OPTION,
+	{ "cgroup", OPT_CGROUP, "PATH", 0,
+	  "Only processes in this cgroup directory or below it (v2, or a v1 hierarchy's; alone: "
+	  "implies -a)",
+	  0 },
+	{ 0 },
+};
+
+static error_t parse_filter(int key, char *arg, struct argp_state *state)
+{
+	struct gs_common_opts *o = state->input;
+
+	if (key == OPT_COMM)
+		o->comm_re = arg;
+	else if (key == OPT_CGROUP)
+		o->cgroup = arg;
+	else
+		return ARGP_ERR_UNKNOWN;
+	return 0;
+}
+
+const struct argp gs_filter_argp = { filter_options, parse_filter, NULL, NULL, NULL, NULL, NULL };
+static const struct argp_option comm_options[] = { COMM_OPTION, { 0 } };
+
+const struct argp gs_comm_argp = { comm_options, parse_filter, NULL, NULL, NULL, NULL, NULL };
+
 /* argp knows --help and -?; -h is what perf, git and bcc's tools answer too */
 static const struct argp_option help_options[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Give this help list", -1 },
@@ -196,10 +237,16 @@ static void on_stop_signal(int sig)
 	gs_stop_requested = sig;
 }
 
-int gs_common_opts__finish(const struct gs_common_opts *opts)
+int gs_common_opts__finish(struct gs_common_opts *opts)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
-	int modes = (opts->nr_pids > 0) + opts->all + (opts->argv != NULL);
+	int modes = (opts->nr_pids > 0) + opts->all + (opts->argv != NULL), err;
+
+	/* a filter alone watches every process for the ones it keeps, as profile --cgroup */
+	if ((opts->comm_re || opts->cgroup) && !modes) {
+		opts->all = true;
+		modes = 1;
+	}
 
 	gs_log_set_level(opts->verbosity >= 2	? GS_LOG_LIBBPF
 			 : opts->verbosity == 1 ? GS_LOG_DEBUG
@@ -213,6 +260,11 @@ int gs_common_opts__finish(const struct gs_common_opts *opts)
 	if (opts->children != GS_CHILDREN_DEFAULT && !opts->nr_pids && !opts->argv) {
 		gs_err("--children and --no-children go with -p PID or -- CMD ARGS");
 		return -EINVAL;
+	}
+	if (opts->comm_re || opts->cgroup) {
+		err = gs_proc_filter__new(&opts->filter, opts->comm_re, opts->cgroup);
+		if (err)
+			return err;
 	}
 	/* before any output is created: a wrong pid must leave an existing -o file alone */
 	for (size_t i = 0; i < opts->nr_pids; i++) {
@@ -242,6 +294,7 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 				 : opts->stacks == GS_STACKS_DWARF ? DWARF_RINGBUF_BYTES
 								   : 0,
 		.families = families,
+		.filter = opts->filter,
 		.stacks = opts->stacks,
 		.python = !opts->no_python,
 	};

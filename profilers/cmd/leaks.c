@@ -245,6 +245,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
+		state->child_inputs[2] = &o->common;
 		break;
 	case 'i':
 		if (gs_parse_seconds(arg, &o->interval_s) || o->interval_s <= 0)
@@ -282,6 +283,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child leaks_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_filter_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };

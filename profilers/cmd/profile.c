@@ -177,6 +177,11 @@ static void add_count(struct profile *p, const struct gs_cpu_key *key, const __u
 static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
 		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
 {
+	struct profile *p = ctx;
+
+	/* --comm: counted in the kernel for every process, kept here for the matching ones */
+	if (p->opts.common.filter && !gs_proc_filter__match(p->opts.common.filter, key->pid))
+		return;
 	add_count(ctx, key, user, nr_user, kernel, nr_kernel, count, true);
 }
 
@@ -296,6 +301,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
+		state->child_inputs[2] = &o->common;
 		o->common.other_target = "--cgroup PATH";
 		break;
 	case 'U':
@@ -337,6 +343,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child profile_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_comm_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };

@@ -896,6 +896,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
+		state->child_inputs[2] = &o->common;
 		break;
 	case 'e':
 		if (parse_events(arg, o))
@@ -938,6 +939,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child record_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_filter_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
