@@ -345,7 +345,8 @@ static int run(struct leaks *l)
 	/* each target's exit report was its last word; a followed tree ends with the whole tree */
 	if (end == GS_RUN_TARGETS_GONE && !gs_tracker__children(l->tracker))
 		return 0;
-	if (!saw_cuda(l)) /* gs_cmd_leaks says so; no report, so no file either */
+	/* gs_cmd_leaks says so: stdout still gets the (empty) report, a file is not made */
+	if (!saw_cuda(l) && l->opts.common.output && strcmp(l->opts.common.output, "-"))
 		return 0;
 	return write_report(l, "final", NULL, NULL);
 }
@@ -391,7 +392,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		l.opts.common.all ? " of every process" : "");
 	err = run(&l);
 	if (!err && !saw_cuda(&l)) {
-		/* a failure: out_free removes the output, which no report was written to */
+		/* a failure: out_free removes a file, which no report was written to */
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
 		       "or PyTorch (libc10)");
 		goto out_free;

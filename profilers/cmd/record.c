@@ -20,7 +20,7 @@
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
 #include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/record_summary.h"
+#include "profilers/cmd/trace_stats.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/torch/accounting.h"
 #include "profilers/tracker.h"
@@ -77,7 +77,9 @@ struct record {
 	struct gs_kernel_names *names;
 	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
-	struct gs_record_summary *summary;
+	/* record's summary, counted from the rows as written (gpusnoop stats: from the file) */
+	struct gs_trace_stats *stats;
+	struct gs_stats_row row; /* the slice being written; ph 0: none */
 	struct gs_record_gpu *gpu; /* -e gpu */
 	/* the output file: each event rendered alone, then written in timestamp order; with
 	 * -o DIR/ a sink for what comes after a failure, the events going to ranks' files */
@@ -154,6 +156,11 @@ static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 				   gs_tracker__comm(r->tracker, pid), label, sizeof(label));
 		gs_chrome_trace__process_name(render_begin(r, pid, ts_ns), pid, label);
 		render_end(r);
+		if (gs_trace_stats__add(r->stats, &(struct gs_stats_row){ .ph = 'M',
+									  .name = "process_name",
+									  .pid = pid,
+									  .label = label }))
+			fatal(r, -ENOMEM);
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}
 	if (!gs_addr_map__get(r->named, pid, (uint64_t)tid, &seen)) {
@@ -186,6 +193,13 @@ static struct gs_json *begin_slice(struct record *r, const struct gs_event_hdr *
 	gs_chrome_trace_format_us(hdr->ts_ns - start, dur, sizeof(dur));
 	gs_json__raw(j, "dur", dur);
 	gs_json__begin_object(j, "args");
+	/* what the summary counts of the row; the call sites add its args, end_slice hands it */
+	r->row = (struct gs_stats_row){ .ph = 'X',
+					.name = gs_cuda_api_name(api_id),
+					.cat = category(api),
+					.pid = hdr->pid,
+					.ts_ns = (int64_t)start,
+					.dur_ns = hdr->ts_ns - start };
 	return j;
 }
 
@@ -197,12 +211,13 @@ static void hex_arg(struct gs_json *j, const char *key, uint64_t value)
 	gs_json__string(j, key, buf);
 }
 
-static void error_args(struct gs_json *j, uint16_t api_id, int32_t ret)
+static void error_args(struct record *r, struct gs_json *j, uint16_t api_id, int32_t ret)
 {
 	const struct gs_cuda_api *api = gs_cuda_api_get(api_id);
 
 	if (!ret)
 		return;
+	r->row.error = true;
 	gs_json__i64(j, "error", ret);
 	gs_json__string(j, "error_name", gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, ret));
 }
@@ -274,6 +289,9 @@ static void end_slice(struct record *r, struct gs_json *j)
 	gs_chrome_trace__end_event(r->render);
 	render_end(r);
 	r->events++;
+	if (r->row.ph && gs_trace_stats__add(r->stats, &r->row))
+		fatal(r, -ENOMEM);
+	r->row.ph = 0;
 }
 
 static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
@@ -370,9 +388,11 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 		return; /* probed for torch-mem's segments only */
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
 	gs_json__u64(j, "bytes", e->size);
+	r->row.has_bytes = true;
+	r->row.bytes = e->size;
 	if (!e->ret)
 		hex_arg(j, "ptr", e->ptr);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
 	if (!e->ret && fx.route == GS_ROUTE_RAW)
@@ -405,7 +425,7 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 		return;
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
 	hex_arg(j, "ptr", e->ptr);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
 	if (e->ret)
@@ -447,13 +467,13 @@ static void record_launch(struct record *r, const struct gs_cuda_api *api,
 	} else {
 		kernel = gs_kernel_names__resolve(r->names, (pid_t)e->hdr.pid, l.func);
 		gs_json__string(j, "kernel", kernel);
-		gs_record_summary__launch(r->summary, kernel);
+		r->row.kernel = kernel;
 		dims_arg(j, "grid", l.grid);
 		dims_arg(j, "block", l.block);
 		gs_json__u64(j, "shared memory", l.shared_mem);
 	}
 	hex_arg(j, "stream", l.stream);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	gpu_slice_end(r, j, api, e);
 }
@@ -468,12 +488,9 @@ static void record_sync(struct record *r, const struct gs_cuda_api *api,
 		hex_arg(j, api->handle_name, handle);
 	else
 		gs_json__string(j, "scope", api->handle_name);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
-	gs_record_summary__sync(r->summary, (pid_t)e->hdr.pid,
-				gs_tracker__comm(r->tracker, (pid_t)e->hdr.pid),
-				e->hdr.ts_ns - e->entry_ts_ns);
 }
 
 static void record_copy(struct record *r, const struct gs_cuda_api *api,
@@ -485,13 +502,14 @@ static void record_copy(struct record *r, const struct gs_cuda_api *api,
 	gs_decode_copy(api, e, &c);
 	gs_json__u64(j, "bytes", c.bytes);
 	gs_json__string(j, "kind", gs_copy_kind_name(c.kind));
+	r->row.has_bytes = true;
+	r->row.bytes = c.bytes;
+	r->row.kind = gs_copy_kind_name(c.kind);
 	if (c.has_stream)
 		hex_arg(j, "stream", c.stream);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	gpu_slice_end(r, j, api, e);
-	if (!e->ret)
-		gs_record_summary__copy(r->summary, c.kind, c.bytes);
 }
 
 static void learn_name(struct record *r, const struct gs_cuda_api *api,
@@ -649,6 +667,14 @@ static void gpu_render_end(void *ctx)
 
 	render_end(r);
 	r->events++;
+}
+
+static void gpu_row(void *ctx, const struct gs_stats_row *row)
+{
+	struct record *r = ctx;
+
+	if (gs_trace_stats__add(r->stats, row))
+		fatal(r, -ENOMEM);
 }
 
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
@@ -1015,7 +1041,7 @@ static int open_parts(struct record *r)
 	r->stacks = gs_stack_table__new(gs_tracker__symcache(r->tracker));
 	r->names = gs_kernel_names__new(gs_tracker__symcache(r->tracker));
 	r->named = gs_addr_map__new();
-	r->summary = gs_record_summary__new();
+	r->stats = gs_trace_stats__new();
 	/* the document begins here; a failure before the end removes its temporary file */
 	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
 	if (r->writer && r->opts.max_bytes)
@@ -1024,11 +1050,12 @@ static int open_parts(struct record *r)
 		r->gpu = gs_record_gpu__new(&(struct gs_record_gpu_emit){ .ctx = r,
 									  .begin = gpu_render_begin,
 									  .end = gpu_render_end,
-									  .output = gpu_output });
+									  .output = gpu_output,
+									  .row = gpu_row });
 		if (r->gpu && r->opts.common.argv)
 			gs_record_gpu__default_rank(r->gpu);
 	}
-	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer ||
+	if (!r->stacks || !r->names || !r->named || !r->stats || !r->writer ||
 	    (r->opts.gpu && !r->gpu)) {
 		gs_err("out of memory");
 		return -ENOMEM;
@@ -1073,11 +1100,18 @@ static bool saw_cuda(const struct record *r)
 	return true;
 }
 
-/* Once the file is final: the summary. */
+/* Once the file is final: the summary (what `gpusnoop stats` prints of the file, too). */
 static int print_summary(const struct record *r)
 {
-	gs_record_summary__print(r->summary, stderr, r->events, gs_tracker__dropped(r->tracker),
-				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9);
+	uint64_t dropped = gs_tracker__dropped(r->tracker);
+
+	fprintf(stderr, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n",
+		r->events, (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9,
+		dropped);
+	gs_trace_stats__print_summary(r->stats, stderr);
+	if (dropped)
+		fprintf(stderr, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
+			dropped);
 	gs_record_gpu__summary(r->gpu, stderr);
 	return 0;
 }
@@ -1158,7 +1192,7 @@ out_free:
 		free(r.stack_json[i]);
 	free(r.stack_json);
 	gs_mem_model__release(&r.mem);
-	gs_record_summary__free(r.summary);
+	gs_trace_stats__free(r.stats);
 	gs_record_gpu__free(r.gpu);
 	gs_addr_map__free(r.named);
 	gs_kernel_names__free(r.names);

@@ -19,6 +19,8 @@
  */
 #define GS_RECORD_GPU_LINK_DELAY_NS 500000000ULL
 
+struct gs_stats_row;
+
 /* How record renders one event of a process into its time-ordered output. */
 struct gs_record_gpu_emit {
 	void *ctx;
@@ -26,6 +28,8 @@ struct gs_record_gpu_emit {
 	void (*end)(void *ctx);
 	/* the output pid's events go to, whose GPU tracks are named once; NULL: one output */
 	size_t (*output)(void *ctx, pid_t pid);
+	/* optional: each GPU row as rendered, for the summary (profilers/cmd/trace_stats.h) */
+	void (*row)(void *ctx, const struct gs_stats_row *row);
 };
 
 struct gs_record_gpu;

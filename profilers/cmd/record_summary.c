@@ -166,13 +166,29 @@ static void print_kernels(const struct gs_record_summary *s, FILE *f)
 	free(sorted);
 }
 
+void gs_record_summary__name(struct gs_record_summary *s, pid_t pid, const char *comm)
+{
+	size_t pos;
+
+	if (gs_pid_index__get(&s->sync_index, pid, &pos))
+		snprintf(s->syncs[pos].comm, sizeof(s->syncs[pos].comm), "%s", comm);
+}
+
 void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
 			      uint64_t dropped, double seconds)
 {
-	char bytes[32], comm[GS_TEXT_SAFE_LEN(16)];
-
 	fprintf(f, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n", events,
 		seconds, dropped);
+	gs_record_summary__print_tables(s, f);
+	if (dropped)
+		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
+			dropped);
+}
+
+void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f)
+{
+	char bytes[32], comm[GS_TEXT_SAFE_LEN(16)];
+
 	if (s->nr_kernels)
 		print_kernels(s, f);
 	for (size_t i = 0; i < s->nr_syncs; i++) {
@@ -193,7 +209,4 @@ void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64
 		fprintf(f, "  copies %-7s %12s in %" PRIu64 " calls\n", gs_copy_kind_name(k), bytes,
 			s->copy_calls[k]);
 	}
-	if (dropped)
-		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
-			dropped);
 }

@@ -19,7 +19,11 @@ void gs_record_summary__sync(struct gs_record_summary *s, pid_t pid, const char 
 			     uint64_t dur_ns);
 void gs_record_summary__copy(struct gs_record_summary *s, unsigned int kind, uint64_t bytes);
 
-/* Top kernels, sync time per process (total, p50, p99), bytes per copy kind, drops. */
+/* Names the process pid in the sync lines (its trace label), when it has some. */
+void gs_record_summary__name(struct gs_record_summary *s, pid_t pid, const char *comm);
+/* The tables alone: top kernels, sync time per process (total, p50, p99), bytes per kind. */
+void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f);
+/* A first line (events, seconds, drops), the tables, a warning when events were dropped. */
 void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
 			      uint64_t dropped, double seconds);
 

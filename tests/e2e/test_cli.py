@@ -24,7 +24,7 @@ def subcommands():
     status, out, err = run_gpusnoop("list")
     expect_eq(status, 0, f"list status ({err})")
     names = [line.split()[0] for line in out.splitlines()]
-    expect_eq(names, ["leaks", "record", "profile", "daemon", "ctl", "stitch", "check"],
+    expect_eq(names, ["leaks", "record", "profile", "daemon", "ctl", "stitch", "stats", "check"],
               "subcommands")
     return names
 
@@ -56,7 +56,7 @@ def help_with_h_and_help_command():
             expect_eq((status, err), (0, ""), " ".join(args))
             expect_eq(out, long_help, f"gpusnoop {' '.join(args)} vs {cmd} --help")
     status, out, err = run_gpusnoop("help", "nosuch")
-    expect_eq(status, 1, "help of an unknown command")
+    expect_eq(status, 64, "help of an unknown command: a usage error")
     assert "unknown command 'nosuch'" in err, err
 
 
