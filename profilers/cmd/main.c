@@ -31,6 +31,7 @@ static const struct subcommand subcommands[] = {
 	{ "ctl", "ask the daemon: status, leaks PID, snapshot PID, record PID SECONDS",
 	  gs_cmd_ctl },
 	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
+	{ "stats", "tables of a trace: API calls, kernels, copies, memory, NVTX", gs_cmd_stats },
 	{ "check", "this kernel's BPF features and what each command can do here", gs_cmd_check },
 };
 
