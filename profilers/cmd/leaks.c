@@ -2,6 +2,7 @@
 /* leaks.c: `gpusnoop leaks`, outstanding CUDA allocations per process grouped by stack. */
 #include <argp.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,10 @@
 #include "user/out_file.h"
 #include "user/losses.h"
 #include "user/stack_table.h"
+#include "user/status_line.h"
 
-#define POLL_MS 100
+#define POLL_MS		100
+#define STATUS_EVERY_NS 1000000000ULL
 
 enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH, OPT_MAX_STACKS };
 
@@ -50,6 +53,8 @@ struct leaks {
 	int error;			   /* first fatal error inside a callback */
 	struct gs_loss_window loss_window; /* since the previous report */
 	uint64_t seen_allocations, seen_bytes; /* successful CUDA allocations, all processes */
+	uint64_t events;		       /* memory records handled, for the status line */
+	uint64_t start_ns, last_status_ns;
 };
 
 static void fatal(struct leaks *l, int err)
@@ -70,6 +75,7 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__alloc(&l->mem, e, &fx);
 
+	l->events++;
 	if (!e->ret) {
 		l->seen_allocations++;
 		l->seen_bytes += e->size;
@@ -89,6 +95,7 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__free(&l->mem, e, &fx);
 
+	l->events++;
 	if (err)
 		fatal(l, err);
 }
@@ -115,6 +122,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__tensor(&l->mem, e, &fx);
 
+	l->events++;
 	if (err)
 		fatal(l, err);
 }
@@ -306,10 +314,29 @@ static const struct argp leaks_argp = {
 };
 
 /* The interval reports; a failed one stops the loop through l->error (gs_out__sync). */
+/* A live status line, only for a person watching a terminal (never into a pipe). */
+static void show_status(struct leaks *l, uint64_t now_ns)
+{
+	uint64_t held = 0;
+	char b[32];
+
+	if (now_ns - l->last_status_ns < STATUS_EVERY_NS)
+		return;
+	l->last_status_ns = now_ns;
+	for (size_t i = 0; i < l->mem.raw.nr_procs; i++)
+		held += gs_mem_model__cuda_bytes(&l->mem, l->mem.raw.procs[i]->pid);
+	gs_format_bytes(held, b, sizeof(b));
+	gs_status_line__show("tracing: %.0f s, %" PRIu64 " events, %s outstanding in %zu "
+			     "processes, %" PRIu64 " dropped",
+			     (double)(now_ns - l->start_ns) / 1e9, l->events, b, l->mem.raw.nr_procs,
+			     gs_tracker__dropped(l->tracker));
+}
+
 static int tick(void *ctx, uint64_t now_ns)
 {
 	struct leaks *l = ctx;
 
+	show_status(l, now_ns);
 	if (l->interval_ns && now_ns >= l->next_report_ns) {
 		write_report(l, "interval", NULL, NULL);
 		l->next_report_ns += l->interval_ns;
@@ -339,7 +366,9 @@ static int run(struct leaks *l)
 
 	l->interval_ns = (uint64_t)(l->opts.interval_s * 1e9);
 	l->next_report_ns = loop.start_ns + l->interval_ns;
+	l->start_ns = l->last_status_ns = loop.start_ns;
 	err = gs_run_loop(&loop, &end);
+	gs_status_line__clear();
 	if (err)
 		return err;
 	/* each target's exit report was its last word; a followed tree ends with the whole tree */
