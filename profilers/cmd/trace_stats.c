@@ -499,7 +499,8 @@ int gs_trace_stats__print(struct gs_trace_stats *s, FILE *f, enum gs_stats_forma
 	struct gs_json j;
 
 	for (int id = 0; id < T__NR; id++)
-		qsort(s->t[id].e, s->t[id].nr, sizeof(*s->t[id].e), cmp_total);
+		if (s->t[id].nr)
+			qsort(s->t[id].e, s->t[id].nr, sizeof(*s->t[id].e), cmp_total);
 	if (fmt == GS_STATS_JSON) {
 		gs_json__init(&j, f);
 		gs_json__begin_object(&j, NULL);
