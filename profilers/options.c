@@ -26,7 +26,9 @@ enum {
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0,
-	  "Trace these processes (PID[,PID...], repeatable); only the processes listed, unless --children", 0 },
+	  "Trace these processes (PID[,PID...], repeatable); only the processes listed, unless "
+	  "--children",
+	  0 },
 	{ "children", OPT_CHILDREN, NULL, 0,
 	  "With -p: also the processes' descendants, those running and those started later", 0 },
 	{ "no-children", OPT_NO_CHILDREN, NULL, 0,
@@ -88,7 +90,7 @@ static void parse_pids(struct argp_state *state, struct gs_common_opts *o, const
 		if (o->nr_pids == GS_MAX_PIDS)
 			argp_error(state, "at most %d pids", GS_MAX_PIDS);
 		o->pids[o->nr_pids++] = (pid_t)v;
-next:;
+	next:;
 	}
 	if (p == arg || !o->nr_pids)
 		argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
@@ -100,8 +102,7 @@ int gs_refuse_binary_tty(const char *output, const char *format)
 		return 0;
 	if (!isatty(STDOUT_FILENO))
 		return 0;
-	gs_err("%s is binary: not written to a terminal; give -o FILE or redirect stdout",
-	       format);
+	gs_err("%s is binary: not written to a terminal; give -o FILE or redirect stdout", format);
 	return -EINVAL;
 }
 
@@ -181,11 +182,14 @@ static error_t parse_stacks(int key, char *arg, struct argp_state *state)
 
 const struct argp gs_stacks_argp = { stacks_options, parse_stacks, NULL, NULL, NULL, NULL, NULL };
 
-#define COMM_OPTION                                                                          \
-	{ "comm", OPT_COMM, "REGEX", 0,                                                      \
-	  "Only processes whose name (comm) matches this extended regular expression, those " \
-	  "running and those started later (alone: implies -a)",                              \
-	  0 }
+#define COMM_OPTION                                                                       \
+	{                                                                                 \
+		"comm", OPT_COMM, "REGEX", 0,                                             \
+			"Only processes whose name (comm) matches this extended regular " \
+			"expression, those "                                              \
+			"running and those started later (alone: implies -a)",            \
+			0                                                                 \
+	}
 
 static const struct argp_option filter_options[] = {
 	COMM_OPTION,

@@ -23,8 +23,8 @@ struct gs_proc_filter {
 	bool has_comm;
 	regex_t comm;
 	bool has_cgroup;
-	char key[64];	     /* "" for cgroup v2, else a controller of the v1 hierarchy */
-	char rel[PATH_MAX];  /* the cgroup's path within its hierarchy: "/a/b" */
+	char key[64];		   /* "" for cgroup v2, else a controller of the v1 hierarchy */
+	char rel[PATH_MAX];	   /* the cgroup's path within its hierarchy: "/a/b" */
 	struct gs_pid_index cache; /* pid -> JUDGED_* */
 };
 

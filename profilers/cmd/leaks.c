@@ -50,8 +50,8 @@ struct leaks {
 	struct gs_out *out;
 	/* --interval's reports; interval_ns 0: none */
 	uint64_t interval_ns, next_report_ns;
-	int error;			   /* first fatal error inside a callback */
-	struct gs_loss_window loss_window; /* since the previous report */
+	int error;			       /* first fatal error inside a callback */
+	struct gs_loss_window loss_window;     /* since the previous report */
 	uint64_t seen_allocations, seen_bytes; /* successful CUDA allocations, all processes */
 	uint64_t events;		       /* memory records handled, for the status line */
 	uint64_t start_ns, last_status_ns;
@@ -328,8 +328,8 @@ static void show_status(struct leaks *l, uint64_t now_ns)
 	gs_format_bytes(held, b, sizeof(b));
 	gs_status_line__show("tracing: %.0f s, %" PRIu64 " events, %s outstanding in %zu "
 			     "processes, %" PRIu64 " dropped",
-			     (double)(now_ns - l->start_ns) / 1e9, l->events, b, l->mem.raw.nr_procs,
-			     gs_tracker__dropped(l->tracker));
+			     (double)(now_ns - l->start_ns) / 1e9, l->events, b,
+			     l->mem.raw.nr_procs, gs_tracker__dropped(l->tracker));
 }
 
 static int tick(void *ctx, uint64_t now_ns)

@@ -79,7 +79,7 @@ struct record {
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	/* record's summary, counted from the rows as written (gpusnoop stats: from the file) */
 	struct gs_trace_stats *stats;
-	struct gs_stats_row row; /* the slice being written; ph 0: none */
+	struct gs_stats_row row;   /* the slice being written; ph 0: none */
 	struct gs_record_gpu *gpu; /* -e gpu */
 	/* the output file: each event rendered alone, then written in timestamp order; with
 	 * -o DIR/ a sink for what comes after a failure, the events going to ranks' files */
@@ -728,7 +728,7 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	for (int i = 0; i < r->argc; i++)
 		gs_json__string(j, NULL,
 				i || strncmp(r->argv[0], "gpusnoop ", 9) ? r->argv[i]
-									  : r->argv[0] + 9);
+									 : r->argv[0] + 9);
 	gs_json__end_array(j);
 	gs_json__u64(j, "events", r->events);
 	gs_losses_write_json(j, stats);
@@ -1110,7 +1110,8 @@ static int print_summary(const struct record *r)
 		dropped);
 	gs_trace_stats__print_summary(r->stats, stderr);
 	if (dropped)
-		fprintf(stderr, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
+		fprintf(stderr,
+			"  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
 			dropped);
 	gs_record_gpu__summary(r->gpu, stderr);
 	return 0;

@@ -17,11 +17,11 @@
 #include "user/log.h"
 #include "user/out_file.h"
 
-#define MAX_INPUTS   256
+#define MAX_INPUTS    256
 #define MAX_DIR_FILES 4096
-#define READ_CHUNK   (1 << 17)
-#define EXIT_DATAERR 65 /* sysexits: a malformed trace */
-#define EXIT_NOINPUT 66 /* sysexits: an input that cannot be opened */
+#define READ_CHUNK    (1 << 17)
+#define EXIT_DATAERR  65 /* sysexits: a malformed trace */
+#define EXIT_NOINPUT  66 /* sysexits: an input that cannot be opened */
 
 struct stats_opts {
 	const char *inputs[MAX_INPUTS];

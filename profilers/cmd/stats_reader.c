@@ -56,7 +56,8 @@ static int slice_row(struct gs_stats_reader *rd, const struct gs_trace_event *ev
 {
 	static const char *name_p[] = { "name", NULL }, *cat_p[] = { "cat", NULL },
 			  *dur_p[] = { "dur", NULL }, *kernel_p[] = { "args", "kernel", NULL },
-			  *kind_p[] = { "args", "kind", NULL }, *bytes_p[] = { "args", "bytes", NULL },
+			  *kind_p[] = { "args", "kind", NULL },
+			  *bytes_p[] = { "args", "bytes", NULL },
 			  *error_p[] = { "args", "error", NULL },
 			  *ext_p[] = { "args", "External id", NULL },
 			  *cbid_p[] = { "args", "cbid", NULL };

@@ -313,8 +313,9 @@ static int add_api(struct gs_trace_stats *s, const struct gs_stats_row *row)
 static int add_gpu(struct gs_trace_stats *s, const struct gs_stats_row *row, bool kernel)
 {
 	struct gs_gpu_op op = {
-		.kind = kernel ? GS_GPU_KERNEL : !strcmp(row->cat, "gpu_memcpy") ? GS_GPU_MEMCPY
-										   : GS_GPU_MEMSET,
+		.kind = kernel				  ? GS_GPU_KERNEL
+			: !strcmp(row->cat, "gpu_memcpy") ? GS_GPU_MEMCPY
+							  : GS_GPU_MEMSET,
 		.start_ns = (uint64_t)row->ts_ns,
 		.end_ns = (uint64_t)row->ts_ns + row->dur_ns,
 		.device = (uint32_t)row->pid,
@@ -326,8 +327,9 @@ static int add_gpu(struct gs_trace_stats *s, const struct gs_stats_row *row, boo
 	if (op.kind == GS_GPU_MEMCPY)
 		op.copy_kind = gpu_copy_kind(row->name);
 	err = gs_gpu_summary__add(s->gpu, &op);
-	return err ?: count(s, kernel ? T_KERNEL : T_GPU_COPY, row->pid, row->name, row->dur_ns,
-			    false);
+	return err
+		       ?: count(s, kernel ? T_KERNEL : T_GPU_COPY, row->pid, row->name, row->dur_ns,
+				false);
 }
 
 int gs_trace_stats__add(struct gs_trace_stats *s, const struct gs_stats_row *row)
@@ -361,7 +363,8 @@ void gs_trace_stats__print_summary(struct gs_trace_stats *s, FILE *f)
 
 static int cmp_total(const void *a, const void *b)
 {
-	const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
+	const struct entry *x = *(const struct entry *const *)a,
+			   *y = *(const struct entry *const *)b;
 
 	if (x->h.sum != y->h.sum)
 		return x->h.sum > y->h.sum ? -1 : 1;
@@ -406,8 +409,8 @@ static void text_table(FILE *f, const struct gs_trace_stats *s, enum table_id id
 	const struct table *t = &s->t[id];
 	bool dur = descs[id].value == V_DURATION;
 
-	fprintf(f, "%s:\n  %-28s %9s %12s %11s %11s %11s %8s  %s\n", descs[id].title,
-		descs[id].who, "count", dur ? "total ms" : "total bytes", dur ? "mean us" : "mean B",
+	fprintf(f, "%s:\n  %-28s %9s %12s %11s %11s %11s %8s  %s\n", descs[id].title, descs[id].who,
+		"count", dur ? "total ms" : "total bytes", dur ? "mean us" : "mean B",
 		dur ? "p50 us" : "p50 B", dur ? "p99 us" : "p99 B", "failed", "name");
 	for (size_t i = 0; i < t->nr; i++) {
 		struct figures g = figures_of(t->e[i]);
@@ -418,8 +421,9 @@ static void text_table(FILE *f, const struct gs_trace_stats *s, enum table_id id
 				(double)g.total / 1e6, (double)g.mean / 1e3, (double)g.p50 / 1e3,
 				(double)g.p99 / 1e3);
 		else
-			fprintf(f, " %9" PRIu64 " %12" PRIu64 " %11" PRIu64 " %11" PRIu64
-				   " %11" PRIu64,
+			fprintf(f,
+				" %9" PRIu64 " %12" PRIu64 " %11" PRIu64 " %11" PRIu64
+				" %11" PRIu64,
 				g.count, g.total, g.mean, g.p50, g.p99);
 		fprintf(f, " %8" PRIu64 "  ", g.failed);
 		gs_text_write(f, t->e[i]->name);

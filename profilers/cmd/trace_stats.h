@@ -23,8 +23,8 @@ struct gs_stats_row {
 	const char *kernel; /* args.kernel of a launch */
 	const char *kind;   /* args.kind of a copy ("HtoD") */
 	bool has_bytes;
-	uint64_t bytes; /* args.bytes */
-	bool error;	/* args.error: the call failed */
+	uint64_t bytes;	   /* args.bytes */
+	bool error;	   /* args.error: the call failed */
 	const char *label; /* 'M' process_name: args.name */
 };
 

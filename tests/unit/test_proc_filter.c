@@ -17,8 +17,8 @@ GS_TEST(cgroup_located_in_its_hierarchy)
 {
 	char key[64], rel[256];
 
-	GS_EXPECT_EQ(gs_cgroup_locate(MOUNTINFO, "/sys/fs/cgroup/memory/a/b", key, sizeof(key),
-				      rel, sizeof(rel)),
+	GS_EXPECT_EQ(gs_cgroup_locate(MOUNTINFO, "/sys/fs/cgroup/memory/a/b", key, sizeof(key), rel,
+				      sizeof(rel)),
 		     0);
 	GS_EXPECT_STR_EQ(key, "memory");
 	GS_EXPECT_STR_EQ(rel, "/a/b");
@@ -32,12 +32,12 @@ GS_TEST(cgroup_located_in_its_hierarchy)
 		     0);
 	GS_EXPECT_STR_EQ(key, "name=systemd");
 	/* a mount of a subtree: the path within the hierarchy starts at its root */
-	GS_EXPECT_EQ(gs_cgroup_locate(MOUNTINFO, "/mnt/pods/p1", key, sizeof(key), rel, sizeof(rel)),
-		     0);
+	GS_EXPECT_EQ(
+		gs_cgroup_locate(MOUNTINFO, "/mnt/pods/p1", key, sizeof(key), rel, sizeof(rel)), 0);
 	GS_EXPECT_STR_EQ(rel, "/kubepods/p1");
-	GS_EXPECT_EQ(gs_cgroup_locate(MOUNTINFO, "/sys/fs/cgroupx", key, sizeof(key), rel,
-				      sizeof(rel)),
-		     -ENOENT);
+	GS_EXPECT_EQ(
+		gs_cgroup_locate(MOUNTINFO, "/sys/fs/cgroupx", key, sizeof(key), rel, sizeof(rel)),
+		-ENOENT);
 	GS_EXPECT_EQ(gs_cgroup_locate(MOUNTINFO, "/tmp", key, sizeof(key), rel, sizeof(rel)),
 		     -ENOENT);
 }

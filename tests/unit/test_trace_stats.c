@@ -80,9 +80,11 @@ GS_TEST(rows_from_a_trace_make_every_table)
 	GS_EXPECT_EQ(gs_trace_stats__rows(s), 8);
 	csv = printed(s, GS_STATS_CSV);
 	if (GS_EXPECT(csv)) {
-		GS_EXPECT(strstr(csv, "cuda_api,process,42,train,cudaLaunchKernel,ns,2,6000,3000,"));
-		GS_EXPECT(strstr(csv, "cuda_api,process,42,train,cudaMalloc,ns,1,3000,3000,3000,3000,"
-				      "3000,1\n"));
+		GS_EXPECT(
+			strstr(csv, "cuda_api,process,42,train,cudaLaunchKernel,ns,2,6000,3000,"));
+		GS_EXPECT(strstr(csv,
+				 "cuda_api,process,42,train,cudaMalloc,ns,1,3000,3000,3000,3000,"
+				 "3000,1\n"));
 		GS_EXPECT(strstr(csv, "gpu_kernels,device,0,,gemm,ns,1,50000,50000,"));
 		GS_EXPECT(strstr(csv, "copies,process,42,train,HtoD,bytes,1,1048576,1048576,"));
 		GS_EXPECT(strstr(csv, "memory,process,42,train,cudaMalloc,bytes,1,4096,4096,"));
@@ -148,8 +150,9 @@ GS_TEST(keys_past_the_cap_are_other)
 		return;
 	for (int i = 0; i < 5000; i++) {
 		snprintf(name, sizeof(name), "range%d", i);
-		gs_trace_stats__add(s, &(struct gs_stats_row){
-					       .ph = 'X', .name = name, .cat = "nvtx", .dur_ns = 1 });
+		gs_trace_stats__add(s,
+				    &(struct gs_stats_row){
+					    .ph = 'X', .name = name, .cat = "nvtx", .dur_ns = 1 });
 	}
 	json = printed(s, GS_STATS_JSON);
 	if (GS_EXPECT(json))
