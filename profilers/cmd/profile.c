@@ -424,6 +424,17 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
 	return gs_out__close(out); /* complete and in place, or the old file left as it was */
 }
 
+/*
+ * After the targets were checked (a bad -p leaves an existing file as it was), before the
+ * work: a bad -o fails now, not after the run. pprof is gzip whatever the name (its writer
+ * compresses); folded only for a .gz name. Returns 0 or -errno (logged).
+ */
+static int open_output(struct profile *p)
+{
+	return gs_out__open(&p->out, p->opts.common.output,
+			    p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
+}
+
 int gs_cmd_profile(int argc, char **argv)
 {
 	struct profile p = { .hz = GS_CPU_DEFAULT_HZ };
@@ -451,13 +462,7 @@ int gs_cmd_profile(int argc, char **argv)
 	topts = gs_common_opts__tracker(&p.opts.common, 0); /* no CUDA probes */
 	if (gs_tracker__open(&p.tracker, &topts, &ops))
 		return 1;
-	/*
-	 * after the targets were checked (a bad -p leaves an existing file as it was), before
-	 * the work: a bad -o fails now, not after the run. pprof is gzip whatever the name (its
-	 * writer compresses); folded only for a .gz name
-	 */
-	if (gs_out__open(&p.out, p.opts.common.output,
-			 p.opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0))
+	if (open_output(&p))
 		goto out_free;
 	sopts = (struct gs_cpu_sampler_opts){
 		.freq_hz = p.hz,

@@ -1173,9 +1173,8 @@ int gs_cmd_record(int argc, char **argv)
 		err = run_loop(&r);
 	}
 	write_metadata(&r);
-	if (err) /* a failed start or recording replaces no file: out_free removes its temporary */
-		goto out_free;
-	if (!saw_cuda(&r)) /* a failure too: no trace is left */
+	/* a failed start or recording, or no CUDA user, leaves no file: out_free removes it */
+	if (err || !saw_cuda(&r))
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
