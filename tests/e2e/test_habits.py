@@ -393,6 +393,14 @@ def stats_prints_the_numbers_of_records_summary():
     status, text, err = run_gpusnoop("stats", "--summary", out)
     expect_eq(status, 0, f"stats status ({err})")
     expect_eq(text.splitlines(), summary, "stats --summary vs record's summary")
+    # stitched with a PyTorch profiler trace (its own CUDA rows): the gpusnoop part counts
+    stitched = out + ".stitched.json"
+    status, _, err = run_gpusnoop("stitch", out, os.path.join(ROOT, "tests", "fixtures", "kineto",
+                                                              "train_step.pt.trace.json"),
+                                  "-o", stitched)
+    expect_eq(status, 0, f"stitch ({err})")
+    status, text, err = run_gpusnoop("stats", "--summary", stitched)
+    expect_eq(text.splitlines(), summary, "stats --summary of the stitched trace")
     # syncs, by process, named as in the trace
     out, summary = record_with_summary("cuda-launch,cuda-sync,cuda-memcpy", "gs_kernels")
     assert any(l.startswith("  sync: pid ") for l in summary), summary
