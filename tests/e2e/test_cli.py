@@ -118,7 +118,7 @@ def duration_zero_is_documented_as_no_limit():
 @test
 def profile_without_target_names_cgroup():
     status, out, err = run_gpusnoop("profile", "-F", "99")
-    expect_eq((status, out), (1, ""), "profile without a target")
+    expect_eq((status, out), (64, ""), "profile without a target: a usage error")
     expect_eq(err, "gpusnoop: error: give exactly one of -p PID, -a, --cgroup PATH or "
               "-- CMD ARGS\n", "profile's error")
     status, _, err = run_gpusnoop("leaks")
@@ -216,7 +216,7 @@ def complete(*words):
 def bash_completion_of_commands_options_and_events():
     expect_eq(complete("gpusnoop", ""), sorted(subcommands() + ["help"]), "commands")
     expect_eq(complete("gpusnoop", "re"), ["record"], "re<TAB>")
-    expect_eq(complete("gpusnoop", "help", "st"), ["stitch"], "help st<TAB>")
+    expect_eq(complete("gpusnoop", "help", "st"), ["stats", "stitch"], "help st<TAB>")
     expect_eq(complete("gpusnoop", "leaks", "--on"), ["--on-oom"], "leaks --on<TAB>")
     expect_eq(complete("gpusnoop", "record", "-e", "cuda-m"), ["cuda-mem", "cuda-memcpy"],
               "-e cuda-m<TAB>")
