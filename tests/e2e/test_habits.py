@@ -371,6 +371,25 @@ def comm_and_cgroup_filters_pick_their_processes():
                 time.sleep(0.1)
 
 
+@test
+def profile_comm_keeps_the_matching_processes_only():
+    from test_profile import parse_folded
+    w = Workload("gs_burn", env={"GS_BURN_ROUNDS": "1000000"})
+    out = os.path.join(tempfile.mkdtemp(), "p.folded")
+    g = Gpusnoop("profile", "--comm", "^gs_bur", "-o", out)
+    try:
+        g.wait_stderr("profiling every process")
+        w.release()
+        time.sleep(2)  # a few hundred samples of a machine that runs other things too
+        expect_eq(g.stop(signal.SIGINT), 0, f"status ({g.stderr_text()})")
+        with open(out) as f:
+            stacks = parse_folded(f.read())
+        expect_eq({frames[0] for frames, _ in stacks}, {"gs_burn"}, "comms sampled")
+    finally:
+        g.kill()
+        w.kill()
+
+
 def record_with_summary(events, workload, env=None):
     out = os.path.join(tempfile.mkdtemp(), "t.json.gz")
     status, _, err = run_gpusnoop("record", "-e", events, "-o", out, "--",
