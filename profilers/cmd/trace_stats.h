@@ -49,7 +49,8 @@ void gs_trace_stats__print_summary(struct gs_trace_stats *s, FILE *f);
 /*
  * `gpusnoop stats`: CUDA API calls (count, total, mean, p50, p99), kernels by GPU time, copies
  * by kind and size, memory operations, NVTX ranges by time, each per process (or device),
- * as aligned text, CSV (one header per table, a "table" column first) or one JSON object.
+ * as aligned text, CSV (one header, then a row per entry, its table's id first) or one JSON
+ * object (tables by id, each with its unit and rows).
  * Names from the trace are escaped for the format. Returns 0 or -errno of the stream.
  */
 int gs_trace_stats__print(struct gs_trace_stats *s, FILE *f, enum gs_stats_format fmt);
