@@ -18,7 +18,7 @@ struct kernel_count {
 
 struct proc_sync {
 	pid_t pid;
-	char comm[16];
+	char comm[64]; /* the trace's process name: "comm (rank R)" */
 	struct gs_histogram durations;
 };
 
@@ -187,7 +187,7 @@ void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64
 
 void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f)
 {
-	char bytes[32], comm[GS_TEXT_SAFE_LEN(16)];
+	char bytes[32], comm[GS_TEXT_SAFE_LEN(64)];
 
 	if (s->nr_kernels)
 		print_kernels(s, f);
