@@ -51,7 +51,16 @@ static bool tree_u64(yajl_val v, const char **path, uint64_t *out)
 	return true;
 }
 
-/* The row of an X event, from its fields (rest) parsed as an object. */
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The row of an X slice or a b/e async range, from its fields (rest) parsed as an object. */
 static int slice_row(struct gs_stats_reader *rd, const struct gs_trace_event *ev)
 {
 	static const char *name_p[] = { "name", NULL }, *cat_p[] = { "cat", NULL },
@@ -61,7 +70,9 @@ static int slice_row(struct gs_stats_reader *rd, const struct gs_trace_event *ev
 			  *error_p[] = { "args", "error", NULL },
 			  *ext_p[] = { "args", "External id", NULL },
 			  *cbid_p[] = { "args", "cbid", NULL };
-	struct gs_stats_row row = { .ph = 'X', .pid = ev->pid, .ts_ns = ev->ts_ns };
+	static const char *id_p[] = { "id", NULL }, *id2_p[] = { "id2", "local", NULL };
+	struct gs_stats_row row = { .ph = ev->ph[0], .pid = ev->pid, .ts_ns = ev->ts_ns };
+	const char *sid;
 	size_t need = ev->rest_len + 3;
 	yajl_val v;
 	int err;
@@ -88,9 +99,15 @@ static int slice_row(struct gs_stats_reader *rd, const struct gs_trace_event *ev
 	row.has_bytes = tree_u64(v, bytes_p, &row.bytes);
 	row.error = yajl_tree_get(v, error_p, yajl_t_any) != NULL;
 	err = 0;
-	if (row.name && row.cat && tree_us(v, dur_p, &row.dur_ns) &&
-	    !yajl_tree_get(v, ext_p, yajl_t_any) && !yajl_tree_get(v, cbid_p, yajl_t_any))
+	if (row.ph != 'X') { /* an async range: its id, an integer or a string ("0x1") */
+		sid = tree_string(v, id_p) ?: tree_string(v, id2_p);
+		row.id = ev->has_id ? (uint64_t)ev->id : sid ? str_hash(sid) : 0;
+		if (row.cat && (ev->has_id || sid))
+			err = gs_trace_stats__add(rd->stats, &row);
+	} else if (row.name && row.cat && tree_us(v, dur_p, &row.dur_ns) &&
+		   !yajl_tree_get(v, ext_p, yajl_t_any) && !yajl_tree_get(v, cbid_p, yajl_t_any)) {
 		err = gs_trace_stats__add(rd->stats, &row);
+	}
 	yajl_tree_free(v);
 	return err;
 }
@@ -107,7 +124,8 @@ int gs_stats_reader_event(void *ctx, const struct gs_trace_event *ev)
 								   .name = "process_name",
 								   .pid = ev->pid,
 								   .label = ev->args_name });
-	if (ev->ph[0] != 'X' || !ev->has_ts || !counted_category(ev->rest, ev->rest_len))
+	if ((ev->ph[0] != 'X' && ev->ph[0] != 'b' && ev->ph[0] != 'e') || !ev->has_ts ||
+	    !counted_category(ev->rest, ev->rest_len))
 		return 0;
 	return slice_row(rd, ev);
 }

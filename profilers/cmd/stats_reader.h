@@ -17,7 +17,8 @@ struct gs_stats_reader {
 
 /*
  * A gs_trace_parse_ops.event callback, ctx a struct gs_stats_reader: counts the event's row
- * when it is a process_name or an X slice of the counted categories (rows carrying Kineto's
+ * when it is a process_name, an X slice of the counted categories or the begin or end (b/e,
+ * by integer or string id) of an async NVTX range (rows carrying Kineto's
  * "External id" or "cbid" are PyTorch's own, in a stitched trace: skipped). Returns 0 or
  * -ENOMEM.
  */

@@ -19,6 +19,7 @@
 #define MAX_KEYS     4096
 #define MAX_LABELS   4096
 #define MAX_NAME_LEN 4096 /* longer names are cut: a hostile trace's 1 GB name costs 4 KiB */
+#define MAX_OPEN     4096 /* async ranges begun and not yet ended */
 #define OTHER	     "[other]"
 
 enum table_id { T_API, T_KERNEL, T_GPU_COPY, T_COPY, T_MEM, T_NVTX, T__NR };
@@ -59,8 +60,19 @@ struct label {
 	char *name;
 };
 
+/* an async NVTX range begun ('b'), waiting for its end ('e') */
+struct open_range {
+	int64_t pid;
+	uint64_t id;
+	int64_t ts_ns;
+	char *name;
+};
+
 struct gs_trace_stats {
 	struct table t[T__NR];
+	struct open_range open[MAX_OPEN]; /* name NULL: a free slot */
+	size_t nr_open;
+	uint64_t unended; /* begun, never ended, or begun past MAX_OPEN */
 	struct label *labels;
 	size_t nr_labels, cap_labels;
 	struct gs_record_summary *cpu; /* record's summary, fed from the same rows */
@@ -107,6 +119,8 @@ void gs_trace_stats__free(struct gs_trace_stats *s)
 	for (size_t i = 0; i < s->nr_labels; i++)
 		free(s->labels[i].name);
 	free(s->labels);
+	for (size_t i = 0; i < MAX_OPEN; i++)
+		free(s->open[i].name);
 	gs_record_summary__free(s->cpu);
 	gs_gpu_summary__free(s->gpu);
 	free(s);
@@ -115,6 +129,11 @@ void gs_trace_stats__free(struct gs_trace_stats *s)
 uint64_t gs_trace_stats__rows(const struct gs_trace_stats *s)
 {
 	return s->rows;
+}
+
+uint64_t gs_trace_stats__unended(const struct gs_trace_stats *s)
+{
+	return s->unended + s->nr_open;
 }
 
 static uint64_t name_hash(const char *name)
@@ -332,12 +351,61 @@ static int add_gpu(struct gs_trace_stats *s, const struct gs_stats_row *row, boo
 				false);
 }
 
+static struct open_range *find_open(struct gs_trace_stats *s, int64_t pid, uint64_t id)
+{
+	for (size_t i = 0, seen = 0; i < MAX_OPEN && seen < s->nr_open; i++) {
+		if (!s->open[i].name)
+			continue;
+		seen++;
+		if (s->open[i].pid == pid && s->open[i].id == id)
+			return &s->open[i];
+	}
+	return NULL;
+}
+
+/* An async range: 'b' waits (bounded), 'e' counts it under its begin's name. */
+static int add_async(struct gs_trace_stats *s, const struct gs_stats_row *row)
+{
+	struct open_range *r = find_open(s, row->pid, row->id);
+	int err;
+
+	if (row->ph == 'e') {
+		if (!r)
+			return 0; /* an end without its begin: nothing to measure */
+		s->rows++;
+		err = count(s, T_NVTX, r->pid, r->name,
+			    row->ts_ns > r->ts_ns ? (uint64_t)(row->ts_ns - r->ts_ns) : 0, false);
+		free(r->name);
+		r->name = NULL;
+		s->nr_open--;
+		return err;
+	}
+	if (r || !row->name) { /* the same id begun again: the first one never ended */
+		s->unended += r != NULL;
+		return 0;
+	}
+	for (size_t i = 0; i < MAX_OPEN; i++) {
+		if (s->open[i].name)
+			continue;
+		s->open[i] =
+			(struct open_range){ row->pid, row->id, row->ts_ns, cut_name(row->name) };
+		if (!s->open[i].name)
+			return -ENOMEM;
+		s->nr_open++;
+		return 0;
+	}
+	s->unended++;
+	return 0;
+}
+
 int gs_trace_stats__add(struct gs_trace_stats *s, const struct gs_stats_row *row)
 {
 	if (row->ph == 'M')
 		return row->label && row->name && !strcmp(row->name, "process_name")
 			       ? add_label(s, row->pid, row->label)
 			       : 0;
+	if ((row->ph == 'b' || row->ph == 'e') && row->cat && !strcmp(row->cat, "nvtx"))
+		return add_async(s, row);
 	if (row->ph != 'X' || !row->cat || !row->name)
 		return 0;
 	s->rows++;
@@ -509,6 +577,7 @@ int gs_trace_stats__print(struct gs_trace_stats *s, FILE *f, enum gs_stats_forma
 		gs_json__init(&j, f);
 		gs_json__begin_object(&j, NULL);
 		gs_json__u64(&j, "rows", s->rows);
+		gs_json__u64(&j, "nvtx_unended", gs_trace_stats__unended(s));
 		gs_json__begin_object(&j, "tables");
 		for (int id = 0; id < T__NR; id++)
 			json_table(&j, s, (enum table_id)id);
@@ -525,6 +594,9 @@ int gs_trace_stats__print(struct gs_trace_stats *s, FILE *f, enum gs_stats_forma
 				text_table(f, s, (enum table_id)id);
 		if (!s->rows)
 			fprintf(f, "no CUDA, GPU or NVTX rows in the trace\n");
+		if (gs_trace_stats__unended(s))
+			fprintf(f, "%" PRIu64 " NVTX ranges begun and never ended: not counted\n",
+				gs_trace_stats__unended(s));
 	}
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }

@@ -14,7 +14,8 @@
  * call. Rows of other categories (torch, cpu samples, flows, counters) are ignored.
  */
 struct gs_stats_row {
-	char ph;	  /* 'X' a slice, 'M' metadata (process_name) */
+	/* 'X' a slice, 'M' metadata (process_name), 'b'/'e' an async range's begin/end (nvtx) */
+	char ph;
 	const char *name; /* the API ("cudaMalloc"), kernel, "Memcpy HtoD", NVTX range */
 	const char *cat;  /* cuda_runtime, cuda_driver, kernel, gpu_memcpy, gpu_memset, nvtx */
 	int64_t pid;	  /* the process; the device for GPU rows (Kineto's convention) */
@@ -26,6 +27,7 @@ struct gs_stats_row {
 	uint64_t bytes;	   /* args.bytes */
 	bool error;	   /* args.error: the call failed */
 	const char *label; /* 'M' process_name: args.name */
+	uint64_t id;	   /* 'b'/'e': the range's id (a string id: its hash) */
 };
 
 enum gs_stats_format { GS_STATS_TEXT, GS_STATS_CSV, GS_STATS_JSON };
@@ -37,6 +39,8 @@ struct gs_trace_stats *gs_trace_stats__new(void);
 void gs_trace_stats__free(struct gs_trace_stats *s);
 /* Counts one row. Returns 0 or -ENOMEM (the row is then not counted). */
 int gs_trace_stats__add(struct gs_trace_stats *s, const struct gs_stats_row *row);
+/* Async ranges begun and never ended (or past the cap of open ones), not in the tables. */
+uint64_t gs_trace_stats__unended(const struct gs_trace_stats *s);
 /* Rows counted, and rows dropped from the tables past their caps (counted as "[other]"). */
 uint64_t gs_trace_stats__rows(const struct gs_trace_stats *s);
 

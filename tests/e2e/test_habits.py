@@ -450,6 +450,10 @@ def stats_of_rows_csv_json_text_and_rank_directories():
         rows.append({"ph": "X", "name": "cudaMemcpyAsync", "cat": "cuda_runtime", "pid": 7,
                      "tid": 7, "ts": 100 * i + 1, "dur": 2,
                      "args": {"bytes": 4096 * (i + 1), "kind": "HtoD"}})
+    # a start/end range (async, ended on another thread), and one never ended
+    rows += [{"ph": "b", "name": "epoch", "cat": "nvtx", "pid": 7, "tid": 7, "ts": 0, "id": 1},
+             {"ph": "e", "cat": "nvtx", "pid": 7, "tid": 8, "ts": 2500, "id": 1},
+             {"ph": "b", "name": "open", "cat": "nvtx", "pid": 7, "tid": 7, "ts": 5, "id": 2}]
     trace = {"traceEvents": rows, "metadata": {"tool": "gpusnoop"}}
     with open(os.path.join(d, "rank-0.json"), "w") as f:
         json.dump(trace, f)
@@ -462,6 +466,9 @@ def stats_of_rows_csv_json_text_and_rank_directories():
               (5, (11 + 13 + 15 + 17 + 19) * 1000, "train (rank 1)"), "forward ranges")
     expect_eq((nvtx["backward"]["count"], nvtx["backward"]["total"]),
               (5, (10 + 12 + 14 + 16 + 18) * 1000), "backward ranges")
+    expect_eq((nvtx["epoch"]["count"], nvtx["epoch"]["total"], "open" in nvtx),
+              (1, 2500 * 1000, False), "the async range")
+    expect_eq(json.loads(text)["nvtx_unended"], 1, "ranges never ended")
     status, text, err = run_gpusnoop("stats", "-f", "csv", d)
     expect_eq(status, 0, f"status of the directory ({err})")
     lines = text.splitlines()

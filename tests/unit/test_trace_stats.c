@@ -161,5 +161,37 @@ GS_TEST(keys_past_the_cap_are_other)
 	gs_trace_stats__free(s);
 }
 
+GS_TEST(async_nvtx_ranges_pair_by_process_and_id)
+{
+	static const char trace[] =
+		"{\"traceEvents\":["
+		"{\"ph\":\"b\",\"name\":\"epoch\",\"cat\":\"nvtx\",\"pid\":5,\"tid\":5,"
+		"\"ts\":1,\"id\":7},"
+		"{\"ph\":\"b\",\"name\":\"load\",\"cat\":\"nvtx\",\"pid\":5,\"tid\":6,"
+		"\"ts\":2,\"id\":\"0x8\"},"
+		"{\"ph\":\"b\",\"name\":\"epoch\",\"cat\":\"nvtx\",\"pid\":6,\"tid\":6,"
+		"\"ts\":3,\"id\":7},"
+		"{\"ph\":\"e\",\"cat\":\"nvtx\",\"pid\":5,\"tid\":9,\"ts\":11,\"id\":7},"
+		"{\"ph\":\"e\",\"cat\":\"nvtx\",\"pid\":5,\"tid\":6,\"ts\":4.5,"
+		"\"id\":\"0x8\"},"
+		"{\"ph\":\"e\",\"cat\":\"nvtx\",\"pid\":5,\"tid\":6,\"ts\":50,\"id\":99}"
+		"]}";
+	struct gs_trace_stats *s = read_trace(trace, 5);
+	char *csv;
+
+	if (!GS_EXPECT(s))
+		return;
+	csv = printed(s, GS_STATS_CSV);
+	if (GS_EXPECT(csv)) {
+		GS_EXPECT(strstr(csv, "nvtx,process,5,,epoch,ns,1,10000,"));
+		GS_EXPECT(strstr(csv, "nvtx,process,5,,load,ns,1,2500,"));
+		GS_EXPECT(!strstr(csv, "nvtx,process,6,"));
+	}
+	GS_EXPECT_EQ(gs_trace_stats__unended(s), 1); /* pid 6's epoch */
+	free(csv);
+	gs_trace_stats__free(s);
+}
+
 GS_TEST_MAIN(rows_from_a_trace_make_every_table, summary_is_records_from_rows,
-	     hostile_names_are_escaped_and_cut, keys_past_the_cap_are_other)
+	     async_nvtx_ranges_pair_by_process_and_id, hostile_names_are_escaped_and_cut,
+	     keys_past_the_cap_are_other)
