@@ -372,6 +372,33 @@ def comm_and_cgroup_filters_pick_their_processes():
 
 
 @test
+def record_comm_keeps_the_matching_processes_only():
+    leaky = Workload("gs_leaky", env=NO_DRIVER)
+    threads = Workload("gs_threads", env=NO_DRIVER)
+    out = os.path.join(tempfile.mkdtemp(), "t.json")
+    g = Gpusnoop("record", "-e", "cuda-mem", "--comm", "^gs_threads$", "-o", out)
+    try:
+        g.wait_stderr("recording every process", timeout=LOAD_TIMEOUT)
+        for w in (leaky, threads):
+            w.release()
+        for w in (leaky, threads):
+            w.wait_line("done")
+        expect_eq(g.stop(), 0, f"status ({g.stderr_text()})")
+        with open(out) as f:
+            trace = json.load(f)
+        pids = {e["pid"] for e in trace["traceEvents"]
+                if e["ph"] == "X" and e.get("cat") == "cuda_runtime"}
+        assert threads.pid in pids and leaky.pid not in pids, (pids, threads.pid, leaky.pid)
+        names = {e["args"]["name"] for e in trace["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] in pids}
+        expect_eq(names, {"gs_threads"}, "processes in the trace")
+    finally:
+        g.kill()
+        for w in (leaky, threads):
+            w.finish()
+
+
+@test
 def profile_comm_keeps_the_matching_processes_only():
     from test_profile import parse_folded
     w = Workload("gs_burn", env={"GS_BURN_ROUNDS": "1000000"})
