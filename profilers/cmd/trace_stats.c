@@ -45,6 +45,8 @@ struct entry {
 	int64_t pid;
 	char *name;
 	uint64_t failed;
+	const struct gs_cuda_api *api; /* T_API: the API of that name, looked up once */
+	bool api_known;
 	struct gs_histogram h;
 };
 
@@ -221,16 +223,23 @@ static struct entry *entry_of(struct table *t, int64_t pid, const char *name)
 	return e;
 }
 
-static int count(struct gs_trace_stats *s, enum table_id id, int64_t pid, const char *name,
-		 uint64_t value, bool failed)
+/* Counts value under (pid, name); the entry, or NULL on allocation failure. */
+static struct entry *count_entry(struct gs_trace_stats *s, enum table_id id, int64_t pid,
+				 const char *name, uint64_t value, bool failed)
 {
 	struct entry *e = entry_of(&s->t[id], pid, name);
 
 	if (!e)
-		return -ENOMEM;
+		return NULL;
 	gs_histogram__add(&e->h, value);
 	e->failed += failed;
-	return 0;
+	return e;
+}
+
+static int count(struct gs_trace_stats *s, enum table_id id, int64_t pid, const char *name,
+		 uint64_t value, bool failed)
+{
+	return count_entry(s, id, pid, name, value, failed) ? 0 : -ENOMEM;
 }
 
 static const struct gs_cuda_api *api_by_name(const char *name)
@@ -304,12 +313,12 @@ static const char *label_of(const struct gs_trace_stats *s, int64_t pid)
 /* A CUDA API slice: the API table, and copies, memory operations, launches and syncs. */
 static int add_api(struct gs_trace_stats *s, const struct gs_stats_row *row)
 {
+	struct entry *e = count_entry(s, T_API, row->pid, row->name, row->dur_ns, row->error);
 	const struct gs_cuda_api *api;
 	unsigned int kind;
-	int err = count(s, T_API, row->pid, row->name, row->dur_ns, row->error);
 
-	if (err)
-		return err;
+	if (!e)
+		return -ENOMEM;
 	if (row->kernel)
 		gs_record_summary__launch(s->cpu, row->kernel);
 	if (row->kind) {
@@ -318,7 +327,11 @@ static int add_api(struct gs_trace_stats *s, const struct gs_stats_row *row)
 			gs_record_summary__copy(s->cpu, kind, row->bytes);
 		return count(s, T_COPY, row->pid, row->kind, row->bytes, row->error);
 	}
-	api = api_by_name(row->name);
+	if (!e->api_known) { /* a row's API by its name: once per (process, name) */
+		e->api = api_by_name(row->name);
+		e->api_known = e->pid >= 0; /* OTHER holds many names: each row looks its up */
+	}
+	api = e->api;
 	if (!api)
 		return 0;
 	if (api->shape == GS_SHAPE_SYNC)
