@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,11 @@ static int read_trace(struct gs_stats_reader *rd, const char *path)
 	}
 	while (!err && (n = gzread(gz, buf, READ_CHUNK)) > 0 && !gs_stop_requested)
 		err = gs_trace_parser__feed(p, buf, (size_t)n);
+	if (gs_stop_requested) {
+		gs_err("%s: interrupted", path);
+		status = 1;
+		goto out;
+	}
 	if (n < 0) {
 		const char *msg = gzerror(gz, &errnum);
 
@@ -215,9 +221,15 @@ static int read_input(struct gs_stats_reader *rd, const char *path)
 	return read_trace(rd, path);
 }
 
+static void on_stop_signal(int sig)
+{
+	gs_stop_requested = sig;
+}
+
 int gs_cmd_stats(int argc, char **argv)
 {
 	struct stats_opts o = { .format = GS_STATS_TEXT };
+	struct sigaction sa = { .sa_handler = on_stop_signal };
 	struct gs_stats_reader rd = { 0 };
 	struct gs_out *out = NULL;
 	int status = 1, err;
@@ -226,6 +238,9 @@ int gs_cmd_stats(int argc, char **argv)
 		return GS_EXIT_USAGE;
 	gs_log_set_level(o.verbosity ? GS_LOG_DEBUG : GS_LOG_INFO);
 	signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error, reported */
+	/* Ctrl-C stops the reading: the unfinished output is removed, not left behind */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	rd.stats = gs_trace_stats__new();
 	if (!rd.stats) {
 		gs_err("out of memory");
