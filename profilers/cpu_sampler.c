@@ -228,7 +228,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			 const struct gs_cpu_sampler_opts *opts)
 {
 	struct gs_cpu_sampler *s = calloc(1, sizeof(*s));
-	bool cookies; /* cpu.bpf.c takes none */
+	bool old, cookies; /* cpu.bpf.c takes no cookies */
 	__u32 zero = 0;
 	int err;
 
@@ -245,7 +245,10 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	err = gs_kernel__require_cpu();
 	if (err)
 		goto out_free;
-	s->skel = open_cpu(gs_kernel_old_objects(&cookies));
+	old = gs_kernel_old_objects(&cookies);
+	if (old)
+		gs_dbg("cpu: the Linux 5.10 build (no task storage, BTF tasks or bpf_cookie)");
+	s->skel = open_cpu(old);
 	if (!s->skel) {
 		err = -errno;
 		gs_err("opening BPF object cpu: %s", strerror(-err));
