@@ -317,8 +317,7 @@ static uint32_t read_stack(struct gs_cpu_sampler *s, __s32 id, __u64 *frames)
  * here or makes a new entry. Before Linux 5.14 a hash map has no lookup-and-delete: a lookup
  * then a delete, and a sample landing between the two (microseconds) is not counted.
  */
-static int take_count(struct gs_cpu_sampler *s, int fd, const struct gs_cpu_key *key,
-		      __u64 *count)
+static int take_count(struct gs_cpu_sampler *s, int fd, const struct gs_cpu_key *key, __u64 *count)
 {
 	int err;
 

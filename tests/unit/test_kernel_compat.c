@@ -62,8 +62,8 @@ GS_TEST(kernel_5_10_runs_every_command_on_the_old_builds)
 	GS_EXPECT_EQ(gs_kcompat_cpu_needs() & ~K5_10, 0);
 	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_PROFILE), gs_kcompat_cpu_needs());
 	GS_EXPECT_EQ(gs_kcompat_old_reason(K5_10), GS_KF_BIT(GS_KF_TASK_BTF) |
-							  GS_KF_BIT(GS_KF_TASK_STORAGE) |
-							  GS_KF_BIT(GS_KF_COOKIE));
+							   GS_KF_BIT(GS_KF_TASK_STORAGE) |
+							   GS_KF_BIT(GS_KF_COOKIE));
 	/* the one line names bpf_loop(), the feature the Python walk itself needs */
 	GS_EXPECT(!gs_kcompat_python_frames(K5_10));
 	GS_EXPECT_EQ(gs_kcompat_python_missing(K5_10), GS_KF_BIT(GS_KF_LOOP));
