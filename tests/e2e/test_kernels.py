@@ -9,9 +9,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BIN, ROOT, MiB, expect_eq, main, run_gpusnoop, test
+from harness import (BIN, LIB, ROOT, Gpusnoop, MiB, Workload, expect_eq, main, run_gpusnoop,
+                     test)
 from test_leaks import apis_expectations, leaky_expectations, oom_expectations
 from test_profile import burn_counts, expect_ordered, parse_folded
 from test_record import expect_kernels_workload, expect_valid_trace, slices
@@ -368,6 +370,48 @@ def without_task_storage_and_cookies_leaks_runs_on_the_5_10_builds():
                for x in p["stacks"]],
               [(256 * MiB, 4, ["leak_weights", "main"]),
                (24 * MiB, 3, ["leak_activations", "main"])], "stacks")
+
+
+def file_key(path):
+    """"DEV:INO" of path as BPF reads it (kernel dev_t: major << 20 | minor)."""
+    st = os.stat(path)
+    return f"{os.major(st.st_dev) << 20 | os.minor(st.st_dev)}:{st.st_ino}"
+
+
+@test
+def the_5_10_builds_drop_the_cookies_of_a_file_once_no_process_is_probed_in_it():
+    # probe_cookies is bounded (GS_OLD_PROBES): the entries of files whose processes are gone
+    # go with them, not while another process is still probed in the same files
+    env = {OFF_ENV: "task_storage,task_btf,cookie"}
+    cudart = file_key(os.path.join(LIB, "libcudart.so.13"))
+    a, b = Workload("gs_leaky"), Workload("gs_leaky")
+    g = Gpusnoop("leaks", "-v", "-p", str(a.pid), "-p", str(b.pid), "--format", "json", env=env)
+
+    def dropped(lines):
+        return [l.split(" file ")[1].split()[0] for l in lines if "no longer probed" in l]
+    try:
+        g.wait_tracing()
+        a.release()
+        a.wait_line("done")
+        expect_eq(a.finish(), 0, "first workload")
+        time.sleep(1)
+        # libcuda, which the held second one has not loaded yet, may go; not libcudart
+        first = dropped(g.err.drain())
+        assert cudart not in first, (cudart, g.stderr_text())
+        b.release()
+        b.wait_line("done")
+        expect_eq(b.finish(), 0, "second workload")
+        g.wait_stderr(", 0 held")
+        g.stop()
+    finally:
+        g.kill()
+        a.kill()
+        b.kill()
+    last = dropped(g.err.lines)[len(first):]
+    # the loader, libcudart and libcuda, each once
+    expect_eq(len(last), 3, f"files dropped at the end: {g.stderr_text()}")
+    expect_eq(len(set(last)), 3, "each file once")
+    assert cudart in last, (cudart, last)
 
 
 @test
