@@ -100,6 +100,9 @@ result record record -- "$BIN/gs_kernels"
 result record_cpu record -e cpu -F 499 -- env GS_BURN_ROUNDS=30 "$BIN/gs_burn"
 result profile bash -c "GS_BURN_ROUNDS=30 $GS profile -F 499 -o /tmp/p.folded -- $BIN/gs_burn \
 	>/dev/null && cat /tmp/p.folded"
+# the stack-slice copy's bounded loops (--stacks dwarf) pass this kernel's verifier too
+result profile_dwarf bash -c "GS_BURN_ROUNDS=30 $GS profile --stacks dwarf -F 499 -o /tmp/p.folded \
+	-- $BIN/gs_burn >/dev/null && cat /tmp/p.folded"
 printf 'echo shell $$\n%s\n%s &\nwait\n' "$BIN/gs_leaky" "$BIN/gs_leaky" >/tmp/steps.sh
 result tree "$GS" leaks --format json -- bash /tmp/steps.sh
 result daemon_oom daemon_oom
