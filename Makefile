@@ -29,7 +29,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # the same objects built for Linux 5.10 (-DGS_OLD_KERNEL; profilers/bpf_old.c)
-OLD_BPF := proc mem cuda
+OLD_BPF := proc mem cuda cpu
 SKELS += $(patsubst %,$(OUTPUT)/%.old.skel.h,$(OLD_BPF))
 LIB_SRCS := $(wildcard user/*.c) $(wildcard stitch/*.c)
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
