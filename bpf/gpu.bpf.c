@@ -150,8 +150,7 @@ int BPF_USDT(gpu_nvtx, const struct gs_nvtx_usdt *call)
 	e->color = u.color;
 	e->has_color = u.has_color;
 	e->flags = 0;
-	copy_str(e->message, sizeof(e->message), u.message, &e->flags,
-		 GS_NVTX_F_MESSAGE_TRUNCATED);
+	copy_str(e->message, sizeof(e->message), u.message, &e->flags, GS_NVTX_F_MESSAGE_TRUNCATED);
 	copy_str(e->domain_name, sizeof(e->domain_name), u.domain_name, &e->flags,
 		 GS_NVTX_F_NAME_TRUNCATED);
 	copy_str(e->category_name, sizeof(e->category_name), u.category_name, &e->flags,

@@ -31,14 +31,14 @@
 
 /* What the probe's one argument points to, in the traced process: 72 bytes. */
 struct gs_nvtx_usdt {
-	__u32 kind;	     /* GS_NVTX_* */
-	__u32 category;	     /* NVTX category id, 0: none */
-	__u64 domain;	     /* the library's domain number, 0: NVTX's default domain */
-	__u64 range_id;	     /* START/END: the range's id; NAME_THREAD: the thread id */
-	__u64 payload;	     /* raw bits, as payload_type says */
-	__u32 payload_type;  /* GS_NVTX_PAYLOAD_*, 0: none */
-	__u32 color;	     /* ARGB, when has_color */
-	__u32 has_color;     /* NVTX_COLOR_ARGB was given */
+	__u32 kind;	    /* GS_NVTX_* */
+	__u32 category;	    /* NVTX category id, 0: none */
+	__u64 domain;	    /* the library's domain number, 0: NVTX's default domain */
+	__u64 range_id;	    /* START/END: the range's id; NAME_THREAD: the thread id */
+	__u64 payload;	    /* raw bits, as payload_type says */
+	__u32 payload_type; /* GS_NVTX_PAYLOAD_*, 0: none */
+	__u32 color;	    /* ARGB, when has_color */
+	__u32 has_color;    /* NVTX_COLOR_ARGB was given */
 	__u32 pad;
 	__u64 message;	     /* const char *, UTF-8, or 0 */
 	__u64 domain_name;   /* const char *: the domain's name, or 0 */

@@ -80,7 +80,7 @@ struct record {
 	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
-	struct gs_record_gpu *gpu; /* -e gpu */
+	struct gs_record_gpu *gpu;   /* -e gpu */
 	struct gs_record_nvtx *nvtx; /* -e nvtx */
 	/* the output file: each event rendered alone, then written in timestamp order; with
 	 * -o DIR/ a sink for what comes after a failure, the events going to ranks' files */
@@ -1061,12 +1061,12 @@ static int open_parts(struct record *r)
 			gs_record_gpu__default_rank(r->gpu);
 	}
 	if (r->opts.nvtx)
-		r->nvtx = gs_record_nvtx__new(&(struct gs_record_nvtx_emit){
-			.ctx = r,
-			.begin = gpu_render_begin,
-			.end = gpu_render_end,
-			.track = nvtx_track,
-			.name_thread = nvtx_name_thread });
+		r->nvtx = gs_record_nvtx__new(
+			&(struct gs_record_nvtx_emit){ .ctx = r,
+						       .begin = gpu_render_begin,
+						       .end = gpu_render_end,
+						       .track = nvtx_track,
+						       .name_thread = nvtx_name_thread });
 	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer ||
 	    (r->opts.gpu && !r->gpu) || (r->opts.nvtx && !r->nvtx)) {
 		gs_err("out of memory");
@@ -1149,7 +1149,7 @@ int gs_cmd_record(int argc, char **argv)
 		r.opts.families |
 			(r.opts.families & GS_FAM_BIT(GS_FAM_TORCH) ? GS_FAM_BIT(GS_FAM_MEM) : 0));
 	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
-	topts.free_returns = true; /* every free is a slice with its duration */
+	topts.free_returns = true;	       /* every free is a slice with its duration */
 	topts.gpu = r.opts.gpu || r.opts.nvtx; /* both come through the injection library */
 	/* a rank's file is chosen by its environment, read at its exec: held there, always */
 	topts.stop_every_exec = gs_record_ranks_wanted(r.opts.common.output);

@@ -12,12 +12,12 @@
 #include "user/addr_map.h"
 #include "user/log.h"
 
-#define CAT	     "nvtx"
-#define UNNAMED	     "[unnamed range]"
-#define MAX_OPEN     4096 /* push ranges open at once, over all threads */
-#define MAX_ASYNC    4096 /* start/end ranges open at once */
-#define ASYNC_PROCS  (1u << 21) /* processes numbered in async ids: ids stay below 2^53 */
-#define ASYNC_KEY    0
+#define CAT	    "nvtx"
+#define UNNAMED	    "[unnamed range]"
+#define MAX_OPEN    4096       /* push ranges open at once, over all threads */
+#define MAX_ASYNC   4096       /* start/end ranges open at once */
+#define ASYNC_PROCS (1u << 21) /* processes numbered in async ids: ids stay below 2^53 */
+#define ASYNC_KEY   0
 
 /* an open range: the call that opened it, copied */
 struct open {
@@ -143,8 +143,8 @@ static void render_range(struct gs_record_nvtx *n, const struct gs_nvtx_event *p
 {
 	pid_t pid = (pid_t)push->hdr.pid;
 	struct gs_chrome_trace *t = n->emit.begin(n->emit.ctx, pid, push->hdr.ts_ns);
-	struct gs_json *j = gs_chrome_trace__event(t, "X", name_of(push), CAT, pid,
-						   push->hdr.tid, push->hdr.ts_ns);
+	struct gs_json *j = gs_chrome_trace__event(t, "X", name_of(push), CAT, pid, push->hdr.tid,
+						   push->hdr.ts_ns);
 	char dur[32];
 
 	gs_chrome_trace_format_us(end_ns > push->hdr.ts_ns ? end_ns - push->hdr.ts_ns : 0, dur,
@@ -180,8 +180,8 @@ static void render_async(struct gs_record_nvtx *n, const char *ph, const struct 
 static void render_mark(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
 {
 	struct gs_chrome_trace *t = n->emit.begin(n->emit.ctx, (pid_t)e->hdr.pid, e->hdr.ts_ns);
-	struct gs_json *j =
-		gs_chrome_trace__event(t, "i", name_of(e), CAT, e->hdr.pid, e->hdr.tid, e->hdr.ts_ns);
+	struct gs_json *j = gs_chrome_trace__event(t, "i", name_of(e), CAT, e->hdr.pid, e->hdr.tid,
+						   e->hdr.ts_ns);
 
 	gs_json__string(j, "s", "t");
 	args(j, e, false);

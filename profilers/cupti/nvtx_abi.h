@@ -53,21 +53,21 @@ struct gs_nvtx_attrs {
 #define GS_NVTX_CB_MODULE_CORE2 5
 
 /* NvtxCallbackIdCore */
-#define GS_NVTX_CBID_CORE_MarkEx	 1
-#define GS_NVTX_CBID_CORE_MarkA		 2
-#define GS_NVTX_CBID_CORE_MarkW		 3
-#define GS_NVTX_CBID_CORE_RangeStartEx	 4
-#define GS_NVTX_CBID_CORE_RangeStartA	 5
-#define GS_NVTX_CBID_CORE_RangeStartW	 6
-#define GS_NVTX_CBID_CORE_RangeEnd	 7
-#define GS_NVTX_CBID_CORE_RangePushEx	 8
-#define GS_NVTX_CBID_CORE_RangePushA	 9
-#define GS_NVTX_CBID_CORE_RangePushW	 10
-#define GS_NVTX_CBID_CORE_RangePop	 11
-#define GS_NVTX_CBID_CORE_NameCategoryA	 12
-#define GS_NVTX_CBID_CORE_NameCategoryW	 13
-#define GS_NVTX_CBID_CORE_NameOsThreadA	 14
-#define GS_NVTX_CBID_CORE_NameOsThreadW	 15
+#define GS_NVTX_CBID_CORE_MarkEx	1
+#define GS_NVTX_CBID_CORE_MarkA		2
+#define GS_NVTX_CBID_CORE_MarkW		3
+#define GS_NVTX_CBID_CORE_RangeStartEx	4
+#define GS_NVTX_CBID_CORE_RangeStartA	5
+#define GS_NVTX_CBID_CORE_RangeStartW	6
+#define GS_NVTX_CBID_CORE_RangeEnd	7
+#define GS_NVTX_CBID_CORE_RangePushEx	8
+#define GS_NVTX_CBID_CORE_RangePushA	9
+#define GS_NVTX_CBID_CORE_RangePushW	10
+#define GS_NVTX_CBID_CORE_RangePop	11
+#define GS_NVTX_CBID_CORE_NameCategoryA 12
+#define GS_NVTX_CBID_CORE_NameCategoryW 13
+#define GS_NVTX_CBID_CORE_NameOsThreadA 14
+#define GS_NVTX_CBID_CORE_NameOsThreadW 15
 
 /* NvtxCallbackIdCore2 */
 #define GS_NVTX_CBID_CORE2_DomainMarkEx		 1

@@ -29,9 +29,9 @@ _Static_assert(sizeof(struct gs_nvtx_attrs) == 48, "nvtxEventAttributes_v2");
 _Static_assert(offsetof(struct gs_nvtx_attrs, message) == 40, "nvtxEventAttributes_v2.message");
 
 #define EXPORT	       __attribute__((visibility("default")))
-#define MAX_DOMAINS    256   /* domain numbers 1..255; 0 is NVTX's default domain */
-#define MAX_CATEGORIES 256   /* named categories per domain */
-#define MAX_STRINGS    65536 /* registered strings, over all domains */
+#define MAX_DOMAINS    256		     /* domain numbers 1..255; 0 is NVTX's default domain */
+#define MAX_CATEGORIES 256		     /* named categories per domain */
+#define MAX_STRINGS    65536		     /* registered strings, over all domains */
 #define NAME_BYTES     GS_NVTX_MESSAGE_BYTES /* a copy kept of a name or string */
 
 __extension__ unsigned short gpusnoop_nvtx_semaphore __attribute__((unused))
@@ -436,7 +436,10 @@ struct slot {
 	gs_nvtx_fn fn;
 };
 
-#define SLOT(module, name) { GS_NVTX_CBID_##module##_##name, (gs_nvtx_fn)name }
+#define SLOT(module, name)                                       \
+	{                                                        \
+		GS_NVTX_CBID_##module##_##name, (gs_nvtx_fn)name \
+	}
 
 static const struct slot core_slots[] = {
 	SLOT(CORE, MarkEx),	   SLOT(CORE, MarkA),	      SLOT(CORE, MarkW),
@@ -477,9 +480,11 @@ EXPORT int InitializeInjectionNvtx2(gs_nvtx_get_export_table get)
 
 	if (!cb || cb->struct_size < sizeof(*cb) || !cb->GetModuleFunctionTable)
 		return 0;
-	if (!answer(cb, GS_NVTX_CB_MODULE_CORE, core_slots, sizeof(core_slots) / sizeof(*core_slots)))
+	if (!answer(cb, GS_NVTX_CB_MODULE_CORE, core_slots,
+		    sizeof(core_slots) / sizeof(*core_slots)))
 		return 0;
 	/* an NVTX before domains (v1) has no CORE2: its core calls are still answered */
-	answer(cb, GS_NVTX_CB_MODULE_CORE2, core2_slots, sizeof(core2_slots) / sizeof(*core2_slots));
+	answer(cb, GS_NVTX_CB_MODULE_CORE2, core2_slots,
+	       sizeof(core2_slots) / sizeof(*core2_slots));
 	return 1;
 }
