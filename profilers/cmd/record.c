@@ -1022,6 +1022,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		gs_err("--inject: it needs -e gpu and -p PID");
 		return -EINVAL;
 	}
+	/* NVTX reads its variable once, at the first NVTX call: nothing to load later */
+	if (o->inject && o->nvtx)
+		gs_info("--inject adds GPU activity only: NVTX ranges come from processes started "
+			"with NVTX_INJECTION64_PATH");
 	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH; -e nvtx: NVTX's too */
 	if (o->gpu && o->common.argv && gs_record_gpu_setenv())
 		return -EINVAL;
