@@ -63,6 +63,7 @@ struct record_opts {
 	bool cpu;	  /* -e cpu: CPU samples */
 	bool gpu;	  /* -e gpu: GPU activity from the CUPTI injection library */
 	bool nvtx;	  /* -e nvtx (and -e gpu): NVTX ranges from the same library */
+	bool nvtx_named;  /* -e nvtx itself, not only through -e gpu */
 	bool inject;	  /* --inject: load that library into the -p processes */
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
@@ -891,14 +892,14 @@ static int parse_events(const char *arg, struct record_opts *o)
 
 	if (!list)
 		return -ENOMEM;
-	o->cpu = o->gpu = o->nvtx = false;
+	o->cpu = o->gpu = o->nvtx = o->nvtx_named = false;
 	for (tok = strtok_r(list, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "cpu"))
 			o->cpu = true;
 		else if (!strcmp(tok, "gpu"))
 			o->gpu = o->nvtx = true;
 		else if (!strcmp(tok, "nvtx"))
-			o->nvtx = true;
+			o->nvtx = o->nvtx_named = true;
 		else if (len + strlen(tok) + 2 < sizeof(cuda))
 			len += (size_t)snprintf(cuda + len, sizeof(cuda) - len, "%s%s",
 						len ? "," : "", tok);
@@ -1023,13 +1024,13 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		return -EINVAL;
 	}
 	/* NVTX reads its variable once, at the first NVTX call: nothing to load later */
-	if (o->inject && o->nvtx)
-		gs_info("--inject adds GPU activity only: NVTX ranges come from processes started "
-			"with NVTX_INJECTION64_PATH");
+	if (o->inject && o->nvtx_named)
+		gs_info("NVTX ranges come only from processes started with NVTX_INJECTION64_PATH: "
+			"injecting adds GPU activity only");
 	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH; -e nvtx: NVTX's too */
 	if (o->gpu && o->common.argv && gs_record_gpu_setenv())
 		return -EINVAL;
-	return o->nvtx && o->common.argv ? gs_record_nvtx_setenv() : 0;
+	return o->nvtx && o->common.argv ? gs_record_nvtx_setenv(o->nvtx_named) : 0;
 }
 
 /* The output file and its parts, and the CPU sampler with -e cpu. 0 or -errno (logged). */

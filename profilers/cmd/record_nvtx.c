@@ -366,7 +366,7 @@ void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f)
 		n->n.ranges, n->n.async_ranges, n->n.marks);
 }
 
-int gs_record_nvtx_setenv(void)
+int gs_record_nvtx_setenv(bool required)
 {
 	const char *set = getenv("NVTX_INJECTION64_PATH");
 	char lib[PATH_MAX], same[PATH_MAX];
@@ -375,6 +375,12 @@ int gs_record_nvtx_setenv(void)
 	if (err)
 		return err;
 	if (set && *set && !(realpath(set, same) && !strcmp(same, lib))) {
+		if (!required) { /* -e gpu: its GPU rows still come */
+			gs_warn("NVTX_INJECTION64_PATH names %s: no NVTX ranges (unset it to "
+				"record them)",
+				set);
+			return 0;
+		}
 		gs_err("-e nvtx: NVTX_INJECTION64_PATH already names %s; unset it to use %s", set,
 		       lib);
 		return -EEXIST;

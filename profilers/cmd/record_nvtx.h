@@ -40,9 +40,10 @@ struct gs_record_nvtx;
 /*
  * For `record -e nvtx -- CMD`: NVTX_INJECTION64_PATH names the injection library, which the
  * command inherits (NVTX reads it at its first call, so only a command started so gets it).
- * 0, or -EEXIST when it names another library, -ENOENT when none is installed (logged).
+ * 0, or -EEXIST when it names another library and required (else a warning and 0), -ENOENT
+ * when none is installed (logged).
  */
-int gs_record_nvtx_setenv(void);
+int gs_record_nvtx_setenv(bool required);
 
 /* NULL with errno set. */
 struct gs_record_nvtx *gs_record_nvtx__new(const struct gs_record_nvtx_emit *emit);

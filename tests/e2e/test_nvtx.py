@@ -256,6 +256,28 @@ def nvtx_torch_cuda_nvtx_ranges_and_launches():
 
 
 @test
+def nvtx_variable_naming_another_library():
+    """-e nvtx refuses a command whose NVTX_INJECTION64_PATH names another tool's library (as
+    -e gpu does for CUDA's); -e gpu, which asked for NVTX only implicitly, says so in one
+    line and records its GPU rows."""
+    need_fixture()
+    other = {"NVTX_INJECTION64_PATH": "/opt/other/libToolsInjection64.so"}
+    out = os.path.join(tempfile.mkdtemp(), "nvtx.json")
+    status, _, err = run_gpusnoop("record", "-e", "nvtx", "-o", out, "--", NVTX_BIN,
+                                  env=dict(other, LD_LIBRARY_PATH=LIB), timeout=LOAD_TIMEOUT)
+    expect_eq((status, os.path.exists(out)), (1, False), f"-e nvtx status; stderr:\n{err}")
+    assert "NVTX_INJECTION64_PATH already names /opt/other/libToolsInjection64.so" in err, err
+    status, _, err = run_gpusnoop("record", "-e", "gpu", "-o", out, "--", NVTX_BIN,
+                                  env=gpu_env(**other), timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"-e gpu status; stderr:\n{err}")
+    assert "NVTX_INJECTION64_PATH names /opt/other/libToolsInjection64.so: no NVTX ranges" \
+        in err, err
+    trace = load(out)
+    expect_eq((trace["metadata"]["gpu"]["linked"], trace["metadata"]["nvtx"]["events"]), (8, 0),
+              "GPU rows, no NVTX")
+
+
+@test
 def nvtx_stitch_keeps_ranges_and_async_pairs():
     path, _ = c_recording()
     out = os.path.join(tempfile.mkdtemp(), "stitched.json")
