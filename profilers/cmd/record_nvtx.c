@@ -14,10 +14,13 @@
 
 #define CAT	    "nvtx"
 #define UNNAMED	    "[unnamed range]"
-#define MAX_OPEN    4096       /* push ranges open at once, over all threads */
-#define MAX_ASYNC   4096       /* start/end ranges open at once */
+#define MAX_OPEN    16384      /* push ranges open at once, over all threads */
+#define MAX_ASYNC   16384      /* start/end ranges open at once */
+#define MAX_HELD    1024       /* of each kind, per process: one cannot fill the others' room */
 #define ASYNC_PROCS (1u << 21) /* processes numbered in async ids: ids stay below 2^53 */
 #define ASYNC_KEY   0
+#define PUSHES_HELD 1 /* procs key: its open push ranges */
+#define STARTS_HELD 2 /* ... its open start/end ranges */
 
 /* an open range: the call that opened it, copied */
 struct open {
@@ -35,7 +38,8 @@ struct gs_record_nvtx {
 	size_t nr_open;
 	struct open *async; /* start/end ranges, unordered */
 	size_t nr_async;
-	struct gs_addr_map *procs; /* (pid, ASYNC_KEY) -> its number in async ids */
+	/* (pid, ASYNC_KEY) -> its number in async ids; (pid, *_HELD) -> its open ranges */
+	struct gs_addr_map *procs;
 	uint64_t procs_seen;
 	struct counts n;
 };
@@ -79,6 +83,19 @@ static uint64_t async_id(struct gs_record_nvtx *n, pid_t pid, uint64_t range_id)
 			return 0;
 	}
 	return nr << 32 | (range_id & 0xffffffffu);
+}
+
+static uint64_t held(const struct gs_record_nvtx *n, __u32 pid, uint64_t key)
+{
+	uint64_t nr = 0;
+
+	gs_addr_map__get(n->procs, (pid_t)pid, key, &nr);
+	return nr;
+}
+
+static void add_held(struct gs_record_nvtx *n, __u32 pid, uint64_t key, int delta)
+{
+	gs_addr_map__set(n->procs, (pid_t)pid, key, held(n, pid, key) + (uint64_t)(int64_t)delta);
 }
 
 static void args(struct gs_json *j, const struct gs_nvtx_event *e, bool unfinished)
@@ -201,6 +218,7 @@ static void pop(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
 		render_range(n, o, e->hdr.ts_ns, false);
 		memmove(&n->open[i], &n->open[i + 1], (n->nr_open - i - 1) * sizeof(*n->open));
 		n->nr_open--;
+		add_held(n, e->hdr.pid, PUSHES_HELD, -1);
 		return;
 	}
 	n->n.unmatched_pops++; /* pushed before the recording began, or past MAX_OPEN */
@@ -216,19 +234,22 @@ static void end(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
 		render_async(n, "e", &o->ev, (pid_t)e->hdr.tid, e->hdr.ts_ns, false);
 		n->n.async_ranges++;
 		*o = n->async[--n->nr_async];
+		add_held(n, e->hdr.pid, STARTS_HELD, -1);
 		return;
 	}
 	n->n.unmatched_ends++;
 }
 
-static void keep(struct gs_record_nvtx *n, struct open *slots, size_t *nr, size_t cap,
+/* Keeps an open range while the recording and its process have room (key: its kind). */
+static void keep(struct gs_record_nvtx *n, struct open *slots, size_t *nr, size_t cap, uint64_t key,
 		 const struct gs_nvtx_event *e)
 {
-	if (*nr == cap) {
+	if (*nr == cap || held(n, e->hdr.pid, key) >= MAX_HELD) {
 		n->n.beyond_cap++;
 		return;
 	}
 	slots[(*nr)++].ev = *e;
+	add_held(n, e->hdr.pid, key, 1);
 }
 
 /* Whether tid is a thread of pid now (a name the target gives goes to its own rows only). */
@@ -260,14 +281,14 @@ void gs_record_nvtx__event(struct gs_record_nvtx *n, const struct gs_event_hdr *
 		n->emit.track(n->emit.ctx, (pid_t)e.hdr.pid, (pid_t)e.hdr.tid, e.hdr.ts_ns);
 	switch (e.kind) {
 	case GS_NVTX_PUSH:
-		keep(n, n->open, &n->nr_open, MAX_OPEN, &e);
+		keep(n, n->open, &n->nr_open, MAX_OPEN, PUSHES_HELD, &e);
 		break;
 	case GS_NVTX_POP:
 		pop(n, &e);
 		break;
 	case GS_NVTX_START:
 		render_async(n, "b", &e, (pid_t)e.hdr.tid, e.hdr.ts_ns, false);
-		keep(n, n->async, &n->nr_async, MAX_ASYNC, &e);
+		keep(n, n->async, &n->nr_async, MAX_ASYNC, STARTS_HELD, &e);
 		break;
 	case GS_NVTX_END:
 		end(n, &e);

@@ -69,6 +69,8 @@ static int count(const char *text, const char *what)
 	return n;
 }
 
+static uint32_t cur_pid = 10; /* the process call() speaks for */
+
 static void call(struct gs_record_nvtx *n, uint32_t kind, uint32_t tid, uint64_t domain,
 		 uint64_t id, uint64_t ts, const char *msg)
 {
@@ -76,7 +78,7 @@ static void call(struct gs_record_nvtx *n, uint32_t kind, uint32_t tid, uint64_t
 
 	memset(&e, 0, sizeof(e));
 	e.hdr = (struct gs_event_hdr){
-		.type = GS_EV_NVTX, .size = sizeof(e), .ts_ns = ts, .pid = 10, .tid = tid
+		.type = GS_EV_NVTX, .size = sizeof(e), .ts_ns = ts, .pid = cur_pid, .tid = tid
 	};
 	e.kind = kind;
 	e.domain = domain;
@@ -185,22 +187,26 @@ GS_TEST(marks_names_and_short_records)
 	close_sink(n, &s);
 }
 
-GS_TEST(pushes_past_the_cap_are_counted)
+GS_TEST(pushes_past_a_process_cap_are_counted_others_kept)
 {
 	struct sink s = { 0 };
 	struct gs_record_nvtx *n = open_sink(&s);
 	char *md;
 
-	for (int i = 0; i < 4097; i++)
+	for (int i = 0; i < 1025; i++)
 		call(n, GS_NVTX_PUSH, 11, 0, 0, 1000 + (uint64_t)i, "deep");
+	cur_pid = 20;
+	call(n, GS_NVTX_PUSH, 21, 0, 0, 5000, "another process");
+	cur_pid = 10;
 	md = metadata(n);
 	GS_EXPECT(strstr(md, "\"beyond_open_cap\":1") != NULL);
 	free(md);
 	gs_record_nvtx__finish(n, 10000);
-	GS_EXPECT_EQ(s.events, 4096);
+	GS_EXPECT_EQ(s.events, 1025);
+	GS_EXPECT_EQ(count(s.text, "\"name\":\"another process\""), 1);
 	close_sink(n, &s);
 }
 
 GS_TEST_MAIN(pop_closes_the_newest_push_of_its_domain_on_its_thread,
 	     start_and_end_pair_across_threads_by_id, marks_names_and_short_records,
-	     pushes_past_the_cap_are_counted)
+	     pushes_past_a_process_cap_are_counted_others_kept)
