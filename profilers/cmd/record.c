@@ -987,8 +987,8 @@ static const char record_doc[] =
 	"  gpusnoop record -p 1234 -d 10 -o trace.json.gz   # 10 s of pid 1234\n"
 	"  gpusnoop record -e cuda-launch,cuda-sync -o t.json -- ./train\n"
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
-	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies, NVTX\n"
-	"  gpusnoop record -e nvtx,cuda-launch -o t.json -- ./train # NVTX ranges, launches\n"
+	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU work, NVTX\n"
+	"  gpusnoop record -e nvtx,cuda-launch -o t.json -- ./train  # NVTX ranges\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 

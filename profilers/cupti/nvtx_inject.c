@@ -391,15 +391,25 @@ static gs_nvtxStringHandle_t DomainRegisterStringW(gs_nvtxDomainHandle_t d, cons
 	return register_string(keep_wide(s));
 }
 
-/* A domain's handle: its number, from 1; NULL (the default domain) when the table is full. */
+/*
+ * A domain's handle: its number, from 1, the same for the same name (a library that creates
+ * its domain at every call keeps one); NULL (the default domain) when the table is full.
+ */
 static gs_nvtxDomainHandle_t create_domain(const char *name)
 {
-	uint32_t n;
+	uint32_t n, i;
 
 	if (!name)
 		return NULL;
 	pthread_mutex_lock(&lock);
 	n = atomic_load_explicit(&nr_domains, memory_order_relaxed);
+	for (i = 1; i < n && strcmp(domains[i].name, name); i++)
+		;
+	if (i < n) {
+		pthread_mutex_unlock(&lock);
+		free((void *)name);
+		return (gs_nvtxDomainHandle_t)(uintptr_t)i;
+	}
 	if (n < MAX_DOMAINS) {
 		domains[n].name = name;
 		atomic_store_explicit(&nr_domains, n + 1, memory_order_release);
