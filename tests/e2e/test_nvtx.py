@@ -5,6 +5,7 @@ nvtx and torch.cuda.nvtx, around the launches they made on the stand-in GPU."""
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,7 +13,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, LIB, ROOT, Gpusnoop, Skip, Workload, expect_eq, main, run_gpusnoop,
                      test)
-from test_gpu import GEMM, INJECTION, LOAD_TIMEOUT, RELU, gpu_env
+from test_gpu import GEMM, INJECTION, LOAD_TIMEOUT, RELU, gpu_env, hta_check
 
 NVTX_BIN = os.path.join(BIN, "gs_nvtx")
 PY_WORKLOAD = os.path.join(ROOT, "tests", "fixtures", "workloads", "gs_nvtx_py.py")
@@ -275,6 +276,17 @@ def nvtx_variable_naming_another_library():
     trace = load(out)
     expect_eq((trace["metadata"]["gpu"]["linked"], trace["metadata"]["nvtx"]["events"]), (8, 0),
               "GPU rows, no NVTX")
+
+
+@test
+def nvtx_rows_leave_holistic_trace_analysis_reading_the_gpu_work():
+    path, _ = c_recording()
+    trace_dir = tempfile.mkdtemp()
+    shutil.copy(path, os.path.join(trace_dir, "rank0.json"))
+    kernels = hta_check(trace_dir)["kernels"]
+    # 5 gemm, 3 relu: HTA's sums over its means (HTA's durations are its own)
+    expect_eq(sorted((k["name"], round(k["sum_us"] / k["mean_us"])) for k in kernels),
+              [(GEMM, 5), (RELU, 3)], "HTA's kernels and their counts")
 
 
 @test
