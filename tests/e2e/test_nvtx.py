@@ -281,6 +281,7 @@ def nvtx_variable_naming_another_library():
 @test
 def nvtx_rows_leave_holistic_trace_analysis_reading_the_gpu_work():
     path, _ = c_recording()
+    expect_eq(len(nvtx_rows(load(path), "X")), 7, "the NVTX ranges HTA is given")
     trace_dir = tempfile.mkdtemp()
     shutil.copy(path, os.path.join(trace_dir, "rank0.json"))
     kernels = hta_check(trace_dir)["kernels"]
