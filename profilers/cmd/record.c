@@ -1111,7 +1111,7 @@ static int print_summary(const struct record *r)
 	gs_record_summary__print(r->summary, stderr, r->events, gs_tracker__dropped(r->tracker),
 				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9);
 	gs_record_gpu__summary(r->gpu, stderr);
-	gs_record_nvtx__summary(r->nvtx, stderr);
+	gs_record_nvtx__summary(r->nvtx, stderr, r->opts.nvtx_named);
 	if (r->opts.families && !gs_tracker__saw_cuda(r->tracker) && !r->opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
 		return 1;

@@ -372,9 +372,9 @@ void gs_record_nvtx__metadata(const struct gs_record_nvtx *n, struct gs_json *j)
 	gs_json__end_object(j);
 }
 
-void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f)
+void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f, bool named)
 {
-	if (!n)
+	if (!n || (!n->n.events && !named))
 		return;
 	if (!n->n.events) {
 		fprintf(f, "  NVTX: none: no traced process made an NVTX call with the injection "

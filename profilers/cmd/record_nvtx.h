@@ -56,7 +56,7 @@ void gs_record_nvtx__proc_gone(struct gs_record_nvtx *n, pid_t pid, uint64_t now
 void gs_record_nvtx__finish(struct gs_record_nvtx *n, uint64_t now_ns);
 /* An "nvtx" object in the trace's metadata: counts and losses. */
 void gs_record_nvtx__metadata(const struct gs_record_nvtx *n, struct gs_json *j);
-/* One line of record's summary; nothing for n NULL. */
-void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f);
+/* One line of record's summary; nothing for n NULL, or without NVTX calls unless named (-e nvtx). */
+void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f, bool named);
 
 #endif /* GS_RECORD_NVTX_H */
