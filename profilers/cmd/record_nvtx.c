@@ -21,6 +21,7 @@
 #define ASYNC_KEY   0
 #define PUSHES_HELD 1 /* procs key: its open push ranges */
 #define STARTS_HELD 2 /* ... its open start/end ranges */
+#define NAMES_GIVEN 3 /* ... the thread names it gave, at most MAX_HELD */
 
 /* an open range: the call that opened it, copied */
 struct open {
@@ -301,10 +302,14 @@ void gs_record_nvtx__event(struct gs_record_nvtx *n, const struct gs_event_hdr *
 		break;
 	case GS_NVTX_NAME_THREAD:
 		/* the caller itself or a thread of its process: the id comes from the target */
-		if (e.message[0] && e.range_id && e.range_id <= INT_MAX &&
-		    (e.range_id == e.hdr.tid || has_thread((pid_t)e.hdr.pid, (pid_t)e.range_id))) {
+		if (held(n, e.hdr.pid, NAMES_GIVEN) >= MAX_HELD) {
+			n->n.beyond_cap++;
+		} else if (e.message[0] && e.range_id && e.range_id <= INT_MAX &&
+			   (e.range_id == e.hdr.tid ||
+			    has_thread((pid_t)e.hdr.pid, (pid_t)e.range_id))) {
 			n->emit.name_thread(n->emit.ctx, (pid_t)e.hdr.pid, (pid_t)e.range_id,
 					    e.message, e.hdr.ts_ns);
+			add_held(n, e.hdr.pid, NAMES_GIVEN, 1);
 			n->n.thread_names++;
 		}
 		break;
