@@ -178,11 +178,16 @@ GS_TEST(marks_names_and_short_records)
 	/* a thread naming itself is passed on */
 	call(n, GS_NVTX_NAME_THREAD, 11, 0, 11, 3000, "worker");
 	GS_EXPECT_EQ(s.names, 1);
+	/* a process renaming in a loop: 1024 names, the rest counted */
+	for (int i = 0; i < 1100; i++)
+		call(n, GS_NVTX_NAME_THREAD, 11, 0, 11, 3000, "again");
+	GS_EXPECT_EQ(s.names, 1024);
 	/* shorter than the struct: counted, nothing read */
 	e.hdr = (struct gs_event_hdr){ .type = GS_EV_NVTX, .size = 40, .pid = 10, .tid = 11 };
 	gs_record_nvtx__event(n, &e.hdr, 40);
 	md = metadata(n);
-	GS_EXPECT(strstr(md, "\"malformed\":1") && strstr(md, "\"marks\":1"));
+	GS_EXPECT(strstr(md, "\"malformed\":1") && strstr(md, "\"marks\":1") &&
+		  strstr(md, "\"beyond_open_cap\":77"));
 	free(md);
 	close_sink(n, &s);
 }
