@@ -178,8 +178,10 @@ GPU_TEST_NEEDS := $(CUPTI_SO)
 # pip's nvidia-cuda-cupti has no cuda.h: its sibling nvidia-cuda-runtime has
 CUPTI_PIP_CUDA_INC := $(addprefix -isystem ,$(wildcard $(CUPTI_INC)/../../cuda_runtime/include))
 CUPTI_BUILT_SONAME := $(notdir $(firstword $(wildcard $(CUPTI_LIBDIR)/libcupti.so.[0-9]*)))
+# It answers NVTX's injection hook too (nvtx_inject.c: no CUDA header needed).
 $(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_bind.c profilers/cupti/cupti_bind.h \
-	     profilers/cupti/cupti_abi.h
+	     profilers/cupti/cupti_abi.h profilers/cupti/nvtx_inject.c profilers/cupti/nvtx_abi.h \
+	     bpf/gs_nvtx.h
 	$(call msg,LIB,$@)
 	$(Q)$(CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
 		-fvisibility=hidden -I. -isystem $(CUPTI_INC) $(CUPTI_PIP_CUDA_INC) \

@@ -49,9 +49,10 @@ esac
 # download, 5 GB installed): the CPU-only wheels are on download.pytorch.org's own index, which
 # CI cannot reach, and the CUDA build runs as well without a GPU (torch.cuda.is_available() is
 # False), and the tests use only its CPU profiler and allocator. py-spy: the oracle the Python
-# frames of 3.14 and 3.15 are compared with (test_python314.py).
+# frames of 3.14 and 3.15 are compared with (test_python314.py). nvtx: NVIDIA's NVTX for Python,
+# whose ranges `record -e nvtx` reads as it reads torch.cuda.nvtx's (test_nvtx.py).
 TEST_CACHE=/var/cache/gpusnoop-tests
-VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3)
+VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3 nvtx==0.2.17)
 venv_ready() {
 	"$TEST_CACHE/venv/bin/python" - "${VENV_PACKAGES[@]}" 2>/dev/null <<-'EOF'
 		import re, sys

@@ -85,7 +85,9 @@ $(BUNDLE_OUT)/gs_bench_floor: $(BUNDLE_FLOOR_OBJS) $(BUNDLE_OBJ)/scripts/bundle/
 ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
 BUNDLE_CUPTI := $(BUNDLE_OUT)/$(CUPTI_SO)
 $(BUNDLE_CUPTI): profilers/cupti/inject.c profilers/cupti/cupti_bind.c \
-		 profilers/cupti/cupti_bind.h profilers/cupti/cupti_abi.h $(BUNDLE_SYSROOT_FILE) $(BUNDLE_INC)/.ok
+		 profilers/cupti/cupti_bind.h profilers/cupti/cupti_abi.h \
+		 profilers/cupti/nvtx_inject.c profilers/cupti/nvtx_abi.h bpf/gs_nvtx.h \
+		 $(BUNDLE_SYSROOT_FILE) $(BUNDLE_INC)/.ok
 	$(call msg,LIB,$@)
 	$(Q)$(BUNDLE_CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
 		-fvisibility=hidden -I. -isystem $(BUNDLE_INC) -isystem $(CUPTI_INC) \
