@@ -44,7 +44,7 @@ struct gs_top_proc {
 	struct gs_top_counts total; /* since first seen */
 	struct gs_top_counts prev;  /* total at the previous sample */
 	/* the memory figures, set by the command before each sample */
-	uint64_t mem_bytes;		     /* CUDA memory held: raw allocations and segments */
+	uint64_t mem_bytes; /* CUDA memory held: raw allocations and segments */
 	uint64_t torch_allocated, torch_reserved; /* PyTorch's, summed over devices */
 	uint64_t tensors;
 	bool torch; /* PyTorch state seen */

@@ -240,8 +240,8 @@ static void batch_row(struct gs_top_screen *s, const struct gs_top_proc *p)
 		snprintf(tensors, sizeof(tensors), "%" PRIu64, p->tensors);
 	}
 	gs_top_screen__line(s, false,
-			    "%7d %4s %-15s %12" PRIu64 " %12s %12s %8s %9" PRIu64 " %9.1f %8.3f %7" PRIu64
-			    " %7.1f %4" PRIu64 " %s",
+			    "%7d %4s %-15s %12" PRIu64 " %12s %12s %8s %9" PRIu64
+			    " %9.1f %8.3f %7" PRIu64 " %7.1f %4" PRIu64 " %s",
 			    (int)p->pid, rank, comm, p->mem_bytes, alloc, reserved, tensors,
 			    p->total.launches, p->launch_rate, p->sync_rate, p->total.copies,
 			    p->copy_rate, p->total.ooms, kernel);

@@ -51,8 +51,8 @@ struct top {
 	struct gs_top_view view;
 	struct gs_top_screen screen;
 	struct gs_top_out out;
-	bool full;   /* the full-screen view (else --batch lines) */
-	bool keys;   /* stdin is the terminal, read for keys */
+	bool full;	 /* the full-screen view (else --batch lines) */
+	bool keys;	 /* stdin is the terminal, read for keys */
 	bool keys_ready; /* the wait saw them readable (a read of 0 then is the end) */
 	bool redraw;	 /* a key changed the view: draw it now */
 	uint64_t interval_ns, next_refresh_ns;
@@ -193,8 +193,8 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 		return;
 	gs_top_counts__add_call(&p->total, api, e);
 	if (api->family == GS_FAM_LAUNCH && gs_decode_launch(api, e, &l))
-		gs_top_proc__launch(p, l.graph ? NULL
-					       : gs_kernel_names__resolve(t->names, p->pid, l.func));
+		gs_top_proc__launch(
+			p, l.graph ? NULL : gs_kernel_names__resolve(t->names, p->pid, l.func));
 }
 
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
@@ -320,9 +320,9 @@ static const struct {
 	int key;
 	enum gs_top_sort sort;
 } sort_keys[] = {
-	{ 'p', GS_TOP_SORT_PID },	{ 'r', GS_TOP_SORT_RANK },    { 'm', GS_TOP_SORT_MEM },
-	{ 'a', GS_TOP_SORT_TORCH },	{ 't', GS_TOP_SORT_TENSORS }, { 'l', GS_TOP_SORT_LAUNCHES },
-	{ 's', GS_TOP_SORT_SYNC },	{ 'c', GS_TOP_SORT_COPIES },  { 'o', GS_TOP_SORT_OOMS },
+	{ 'p', GS_TOP_SORT_PID },   { 'r', GS_TOP_SORT_RANK },	  { 'm', GS_TOP_SORT_MEM },
+	{ 'a', GS_TOP_SORT_TORCH }, { 't', GS_TOP_SORT_TENSORS }, { 'l', GS_TOP_SORT_LAUNCHES },
+	{ 's', GS_TOP_SORT_SYNC },  { 'c', GS_TOP_SORT_COPIES },  { 'o', GS_TOP_SORT_OOMS },
 };
 
 static bool sort_key(struct gs_top_view *v, int key)
@@ -350,7 +350,8 @@ static void handle_key(struct top *t, int key)
 	if (key == 'q') {
 		gs_stop_requested = SIGTERM; /* the loop ends as on SIGTERM: a clean exit, 0 */
 	} else if (v->detail) {
-		if (key == GS_KEY_ESC || key == GS_KEY_ENTER || key == GS_KEY_BACKSPACE || key == 'b')
+		if (key == GS_KEY_ESC || key == GS_KEY_ENTER || key == GS_KEY_BACKSPACE ||
+		    key == 'b')
 			v->detail = 0;
 	} else if (sort_key(v, key)) {
 		v->selected = 0;
@@ -552,8 +553,8 @@ static const char top_doc[] =
 	"  gpusnoop top -- python train.py     # run train.py, watch it";
 
 static const struct argp top_argp = {
-	top_options, top_parse, "[-p PID ... | -a | -- CMD ARGS]", top_doc, top_children, NULL,
-	NULL,
+	top_options, top_parse, "[-p PID ... | -a | -- CMD ARGS]", top_doc, top_children,
+	NULL,	     NULL,
 };
 
 static int run(struct top *t)
