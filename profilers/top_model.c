@@ -214,12 +214,31 @@ struct sort_ctx {
 	bool reverse;
 };
 
+/* a rate's tie (idle processes: 0/s each) is broken by the total: the busiest ever first */
+static double tie_value(const struct gs_top_proc *p, enum gs_top_sort key)
+{
+	switch (key) {
+	case GS_TOP_SORT_LAUNCHES:
+		return (double)p->total.launches;
+	case GS_TOP_SORT_SYNC:
+		return (double)p->total.sync_ns;
+	case GS_TOP_SORT_COPIES:
+		return (double)p->total.copies;
+	default:
+		return 0;
+	}
+}
+
 /* insertion sort: a few hundred rows at most on a screen's refresh, and qsort has no context */
 static bool before(const struct gs_top_proc *a, const struct gs_top_proc *b,
 		   const struct sort_ctx *c)
 {
 	double x = sort_value(a, c->key), y = sort_value(b, c->key);
 
+	if (x == y) {
+		x = tie_value(a, c->key);
+		y = tie_value(b, c->key);
+	}
 	if (x != y)
 		return c->reverse ? x < y : x > y;
 	return a->pid < b->pid;

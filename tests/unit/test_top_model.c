@@ -114,6 +114,13 @@ GS_TEST(rows_sort_by_key_and_reverse_ties_by_pid)
 	GS_EXPECT_EQ(gs_top_model__rows(&m, GS_TOP_SORT_LAUNCHES, false, rows, 4), 3);
 	GS_EXPECT_EQ(rows[0]->pid, 20); /* 30 launches/s */
 	GS_EXPECT_EQ(rows[1]->pid, 10);
+	/* idle now: equal rates, the totals decide */
+	gs_top_model__proc(&m, 10, false)->total.launches += 1000;
+	gs_top_model__sample(&m, 2 * SEC);
+	gs_top_model__sample(&m, 3 * SEC);
+	GS_EXPECT_EQ(gs_top_model__rows(&m, GS_TOP_SORT_LAUNCHES, false, rows, 4), 3);
+	GS_EXPECT_EQ(rows[0]->pid, 10);
+	GS_EXPECT_EQ(rows[1]->pid, 20);
 	/* the first two only */
 	GS_EXPECT_EQ(gs_top_model__rows(&m, GS_TOP_SORT_PID, true, rows, 2), 2);
 	GS_EXPECT_EQ(rows[0]->pid, 10);
