@@ -11,7 +11,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import GPUSNOOP, TIMEOUT, Gpusnoop, Skip, Workload, expect_eq, main, test
+from harness import (FIXTURES, GPUSNOOP, TIMEOUT, Gpusnoop, LineReader, Skip, Workload, expect_eq,
+                     main, test)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 MiB = 1 << 20
@@ -204,8 +205,27 @@ def signal_ends_cleanly(sig, want_status):
 
 
 @test
-def top_sigterm_restores_the_terminal():
+def top_sigterm_and_sigint_restore_the_terminal():
     signal_ends_cleanly(signal.SIGTERM, 0)
+    signal_ends_cleanly(signal.SIGINT, 0)
+
+
+@test
+def top_target_exit_restores_the_terminal():
+    w = Workload("gs_kernels", env=NO_DRIVER)
+    t = None
+    try:
+        t = TmuxTop("-d", "0.5", "-p", str(w.pid))
+        t.wait_ready()
+        w.release()
+        w.wait_line("done")
+        t.wait_screen(lambda l: GEMM in (row_of(l, w.pid)[1] or ""), "the row")
+        expect_eq(w.finish(), 0, "workload status")
+        expect_eq(t.ended(), 0, "status after the target's exit")
+    finally:
+        if t:
+            t.close()
+        w.kill()
 
 
 @test
@@ -241,6 +261,29 @@ def top_batch_prints_exact_lines_when_piped():
                             f"            -        -      4010       0.0    0.000      14"
                             f"     0.0    0 {GEMM}", "second block's row: nothing new")
         expect_eq(lines[7:], ["", ""], "end")
+    finally:
+        g.kill()
+        w.finish()
+
+
+@test
+def top_batch_shows_pytorch_memory_tensors_and_oom():
+    """gs_torch at its end: 6 MiB + 3 activations allocated, 22 MiB reserved, 5 CUDA tensors
+    (its CPU tensors are not GPU memory), one PyTorch OOM; its segments are the memory held."""
+    w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
+    g = Gpusnoop("top", "-b", "-d", "0.5", "-p", str(w.pid))
+    out = LineReader(g.proc.stdout)
+    try:
+        g.wait_stderr("q or Ctrl-C to stop")
+        w.release()
+        w.wait_line("oom CUDA out of memory")
+        w.release()
+        w.wait_line("done")
+        allocated = 6 * MiB + 3 * 100352
+        want = [str(w.pid), "-", "gs_torch", str(22 * MiB), str(allocated), str(22 * MiB), "5",
+                "0", "0.0", "0.000", "0", "0.0", "1", "-"]
+        out.wait_for(lambda l: l.split() == want, f"the final row {want}")
+        expect_eq(g.stop(), 0, "gpusnoop top status")
     finally:
         g.kill()
         w.finish()
