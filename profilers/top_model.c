@@ -229,7 +229,6 @@ static double tie_value(const struct gs_top_proc *p, enum gs_top_sort key)
 	}
 }
 
-/* insertion sort: a few hundred rows at most on a screen's refresh, and qsort has no context */
 static bool before(const struct gs_top_proc *a, const struct gs_top_proc *b,
 		   const struct sort_ctx *c)
 {
@@ -244,26 +243,31 @@ static bool before(const struct gs_top_proc *a, const struct gs_top_proc *b,
 	return a->pid < b->pid;
 }
 
+static int row_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct gs_top_proc *x = *(struct gs_top_proc *const *)a;
+	const struct gs_top_proc *y = *(struct gs_top_proc *const *)b;
+
+	return before(x, y, ctx) ? -1 : before(y, x, ctx) ? 1 : 0;
+}
+
 size_t gs_top_model__rows(const struct gs_top_model *m, enum gs_top_sort key, bool reverse,
 			  struct gs_top_proc **out, size_t max)
 {
 	struct sort_ctx c = { .key = key, .reverse = reverse };
-	size_t nr = 0;
+	struct gs_top_proc **all;
+	size_t nr = m->nr_procs < max ? m->nr_procs : max;
 
-	for (size_t i = 0; i < m->nr_procs; i++) {
-		struct gs_top_proc *p = m->procs[i];
-		size_t j = nr < max ? nr : max - 1;
-
-		if (!max || (nr == max && !before(p, out[max - 1], &c)))
-			continue;
-		while (j > 0 && before(p, out[j - 1], &c)) {
-			out[j] = out[j - 1];
-			j--;
-		}
-		out[j] = p;
-		if (nr < max)
-			nr++;
-	}
+	if (!nr)
+		return 0;
+	/* all of them sorted, then the first max: n log n for -a's thousands of processes */
+	all = malloc(m->nr_procs * sizeof(*all));
+	if (!all)
+		return 0;
+	memcpy(all, m->procs, m->nr_procs * sizeof(*all));
+	qsort_r(all, m->nr_procs, sizeof(*all), row_cmp, &c);
+	memcpy(out, all, nr * sizeof(*out));
+	free(all);
 	return nr;
 }
 

@@ -99,7 +99,7 @@ size_t gs_top_proc__kernels(const struct gs_top_proc *p, struct gs_top_kernel *o
 void gs_top_model__sample(struct gs_top_model *m, uint64_t now_ns);
 /*
  * The rows ordered by key, largest first (smallest with reverse), ties by pid: at most max
- * borrowed pointers into out. Returns how many.
+ * borrowed pointers into out. Returns how many (0 also when out of memory).
  */
 size_t gs_top_model__rows(const struct gs_top_model *m, enum gs_top_sort key, bool reverse,
 			  struct gs_top_proc **out, size_t max);

@@ -184,7 +184,7 @@ void gs_top_view__table(struct gs_top_screen *s, const struct gs_top_model *m,
 			struct gs_top_view *v)
 {
 	struct gs_top_proc **rows;
-	size_t nr = sorted_rows(m, v, &rows);
+	size_t nr = sorted_rows(m, v, &rows), visible, first;
 
 	if (v->selected >= nr)
 		v->selected = nr ? nr - 1 : 0;
@@ -200,7 +200,10 @@ void gs_top_view__table(struct gs_top_screen *s, const struct gs_top_model *m,
 	gs_top_screen__line(s, true,
 			    "    PID RANK COMM                MEM   ALLOC RESERVD TENSORS LAUNCH/s "
 			    "SYNC/s COPY/s OOMS TOP KERNEL");
-	for (size_t i = 0; i < nr; i++)
+	/* the selected row stays on screen: the table scrolls under the four header lines */
+	visible = s->rows > 5 ? (size_t)s->rows - 4 : 1;
+	first = v->selected >= visible ? v->selected - visible + 1 : 0;
+	for (size_t i = first; i < nr; i++)
 		table_row(s, rows[i], i == v->selected);
 	if (!nr)
 		gs_top_screen__line(s, false, "(no CUDA activity seen yet)");

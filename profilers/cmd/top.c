@@ -27,6 +27,7 @@
 #define POLL_MS		   100
 #define DEFAULT_INTERVAL_S 2.0
 #define MIN_INTERVAL_S	   0.1
+#define PAGE_ROWS	   10 /* PgUp/PgDn move the selection so many rows */
 /* what may wait for a slow reader: a few frames, or many batch iterations */
 #define OUT_QUEUE (1 << 20)
 
@@ -359,6 +360,10 @@ static void handle_key(struct top *t, int key)
 		v->selected -= v->selected > 0;
 	} else if (key == GS_KEY_DOWN || key == 'j') {
 		v->selected++; /* clamped when drawn */
+	} else if (key == GS_KEY_PGUP) {
+		v->selected = v->selected > PAGE_ROWS ? v->selected - PAGE_ROWS : 0;
+	} else if (key == GS_KEY_PGDN) {
+		v->selected += PAGE_ROWS;
 	} else if (key == GS_KEY_ENTER) {
 		v->detail = row_pid(t, v->selected);
 	} else if (key >= '1' && key <= '9') {

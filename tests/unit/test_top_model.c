@@ -256,7 +256,28 @@ GS_TEST(full_screen_lines_are_cut_to_the_width)
 	gs_top_screen__release(&s);
 }
 
-GS_TEST_MAIN(calls_count_launches_syncs_and_successful_copies,
+GS_TEST(table_scrolls_to_the_selected_row)
+{
+	struct gs_top_model m;
+	struct gs_top_screen s = { 0 };
+	struct gs_top_view v = { .sort = GS_TOP_SORT_PID, .reverse = true, .selected = 9 };
+
+	gs_top_model__init(&m, 0);
+	for (pid_t pid = 101; pid <= 104; pid++)
+		strcpy(gs_top_model__proc(&m, pid, true)->comm, "w");
+	gs_top_screen__begin(&s, 6, 200, true); /* four header lines, two rows */
+	gs_top_view__table(&s, &m, &v);
+	gs_top_screen__end(&s);
+	GS_EXPECT_EQ(v.selected, 3); /* clamped to the last row */
+	GS_EXPECT(!strstr(s.buf, "    102 "));
+	GS_EXPECT(strstr(s.buf, "    103 "));
+	GS_EXPECT(strstr(s.buf, "\033[7m    104 ")); /* selected: reverse video */
+	GS_EXPECT_EQ(s.line, 6);
+	gs_top_screen__release(&s);
+	gs_top_model__release(&m);
+}
+
+GS_TEST_MAIN(table_scrolls_to_the_selected_row, calls_count_launches_syncs_and_successful_copies,
 	     rates_cover_the_interval_since_the_last_sample,
 	     rows_sort_by_key_and_reverse_ties_by_pid, kernels_counted_by_name_capped_with_other,
 	     sort_names_round_trip, keys_parse_arrows_enter_and_escape, bytes_fit_a_narrow_column,
