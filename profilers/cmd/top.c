@@ -57,6 +57,7 @@ struct top {
 	bool keys_ready; /* the wait saw them readable (a read of 0 then is the end) */
 	bool redraw;	 /* a key changed the view: draw it now */
 	uint64_t interval_ns, next_refresh_ns;
+	int rows, cols; /* the size of the last frame */
 	int error;
 };
 
@@ -280,6 +281,8 @@ static void draw(struct top *t, uint64_t now_ns)
 		if (gs_top_out__pending(&t->out))
 			return; /* the view lags rather than the ring buffer's drain */
 		gs_top_term__size(&rows, &cols);
+		t->rows = rows;
+		t->cols = cols;
 		gs_top_term__last_message(msg, sizeof(msg));
 	}
 	t->view.message = msg;
@@ -422,11 +425,24 @@ static int wait_events(void *ctx, int timeout_ms)
 	return 0;
 }
 
+/* A resized terminal is drawn again at once (checked at each wait's end: no SIGWINCH flag). */
+static void check_size(struct top *t)
+{
+	int rows, cols;
+
+	if (!t->full)
+		return;
+	gs_top_term__size(&rows, &cols);
+	if (rows != t->rows || cols != t->cols)
+		t->redraw = true;
+}
+
 static int tick(void *ctx, uint64_t now_ns)
 {
 	struct top *t = ctx;
 
 	read_keys(t);
+	check_size(t);
 	if (now_ns >= t->next_refresh_ns) {
 		update_rows(t);
 		gs_top_model__sample(&t->model, now_ns);

@@ -176,6 +176,10 @@ def top_shows_workload_numbers_sorts_and_details():
             assert re.search(rf"^\s+{count}  {re.escape(name)}$", text, re.M), (name, text)
         t.keys("Escape")
         t.wait_screen(lambda l: any(x.startswith(TABLE) for x in l), "back to the table")
+        # a narrower terminal: drawn again at once, every line cut to its width
+        t.tmux("resize-window", "-x", "60")
+        t.wait_screen(lambda l: TABLE[:60] in l and GEMM not in "".join(l), "a 60-column table",
+                      timeout=5)
         t.keys("q")
         expect_eq(t.ended(), 0, "status after q")
     finally:
