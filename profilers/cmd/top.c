@@ -150,28 +150,6 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 		p->total.ooms++;
 }
 
-/* what a kernel-naming call teaches (registrations, handles, driver lookups) */
-static void learn_name(struct top *t, const struct gs_cuda_api *api, const struct gs_cuda_call *e)
-{
-	pid_t pid = (pid_t)e->hdr.pid;
-
-	switch (api->shape) {
-	case GS_SHAPE_REGISTER_FUNCTION: /* (handle, hostFun, deviceFun, deviceName, ...) */
-		gs_kernel_names__add_registration(t->names, pid, e->args[1], e->args[3]);
-		break;
-	case GS_SHAPE_GET_KERNEL: /* (cudaKernel_t *out, hostFun) */
-		if (!e->ret)
-			gs_kernel_names__add_handle(t->names, pid, e->out, e->args[1]);
-		break;
-	case GS_SHAPE_GET_FUNCTION: /* (CUfunction *out, module, name) */
-		if (!e->ret)
-			gs_kernel_names__add_function(t->names, pid, e->out, e->str);
-		break;
-	default:
-		break;
-	}
-}
-
 static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 {
 	struct top *t = ctx;
@@ -183,7 +161,7 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	if (!api)
 		return;
 	if (api->family == GS_FAM_NAMES) {
-		learn_name(t, api, e);
+		gs_kernel_names__learn_call(t->names, api, e);
 		return;
 	}
 	if (api->family == GS_FAM_MEM) { /* cuMemMap/cuMemUnmap of PyTorch's segments */
