@@ -572,6 +572,11 @@ static int run(struct top *t)
 	t->interval_ns = (uint64_t)(t->opts.interval_s * 1e9);
 	t->next_refresh_ns = loop.start_ns + t->interval_ns;
 	gs_top_model__init(&t->model, loop.start_ns);
+	/* the named targets have their rows from the start, idle or not */
+	for (size_t i = 0; i < t->opts.common.nr_pids; i++)
+		row(t, t->opts.common.pids[i]);
+	if (gs_tracker__child(t->tracker))
+		row(t, gs_tracker__child(t->tracker));
 	if (t->full) {
 		int err = gs_top_term__enter(STDIN_FILENO, STDOUT_FILENO);
 

@@ -243,7 +243,7 @@ def top_sighup_and_crash_restore_the_terminal():
 def top_batch_prints_exact_lines_when_piped():
     """-b -n 2: two blocks, the workload's totals exact, the idle second interval at 0/s."""
     w = Workload("gs_kernels", env=dict(NO_DRIVER, RANK="3", LOCAL_RANK="1"))
-    g = Gpusnoop("top", "-d", "3", "-n", "2", "-p", str(w.pid))  # stdout is a pipe: batch
+    g = Gpusnoop("top", "-d", "4", "-n", "2", "-p", str(w.pid))  # stdout is a pipe: batch
     try:
         g.wait_stderr("q or Ctrl-C to stop")
         w.release()
