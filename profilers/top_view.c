@@ -325,19 +325,23 @@ static void detail_kernels(struct gs_top_screen *s, const struct gs_top_proc *p)
 static void detail_figures(struct gs_top_screen *s, const struct gs_top_proc *p,
 			   const struct gs_mem_proc *raw)
 {
-	char mem[16], alloc[16] = "-", reserved[16] = "-", copied[16];
+	char mem[16], raw_bytes[16], alloc[16], reserved[16], copied[16];
+	size_t nr_raw = raw ? gs_alloc_table__count(raw->allocs) : 0;
 
 	gs_top_format_bytes(p->mem_bytes, mem, sizeof(mem));
 	gs_top_format_bytes(p->total.copy_bytes, copied, sizeof(copied));
-	if (p->torch) {
+	if (!p->torch) {
+		gs_top_screen__line(s, false, "CUDA memory %s in %zu allocations", mem, nr_raw);
+	} else {
+		gs_top_format_bytes(p->mem_bytes - p->torch_reserved, raw_bytes, sizeof(raw_bytes));
 		gs_top_format_bytes(p->torch_allocated, alloc, sizeof(alloc));
 		gs_top_format_bytes(p->torch_reserved, reserved, sizeof(reserved));
+		gs_top_screen__line(
+			s, false,
+			"CUDA memory %s: %s in %zu allocations, %s reserved by PyTorch; "
+			"PyTorch allocated %s in %" PRIu64 " tensors",
+			mem, raw_bytes, nr_raw, reserved, alloc, p->tensors);
 	}
-	gs_top_screen__line(s, false,
-			    "CUDA memory %s in %zu allocations; PyTorch allocated %s, reserved %s, "
-			    "%" PRIu64 " tensors",
-			    mem, raw ? gs_alloc_table__count(raw->allocs) : 0, alloc, reserved,
-			    p->tensors);
 	gs_top_screen__line(s, false,
 			    "launches %" PRIu64 " (%.1f/s), syncs %" PRIu64 " (%.3f s, %.2f s/s), "
 			    "copies %" PRIu64 " (%s, %.1f/s), OOMs %" PRIu64,
@@ -367,7 +371,10 @@ void gs_top_view__detail(struct gs_top_screen *s, const struct gs_top_model *m,
 			    (int)p->pid, gs_text_safe(p->comm, comm, sizeof(comm)), rank);
 	detail_figures(s, p, raw);
 	gs_top_screen__line(s, false, "%s", v->message ? v->message : "");
-	detail_stacks(s, "CUDA allocations", raw ? raw->allocs : NULL, false, stacks, now_ns);
+	/* a PyTorch process's memory is mostly its tensors: raw allocations only if it has any */
+	if (!tp || (raw && gs_alloc_table__count(raw->allocs)))
+		detail_stacks(s, "CUDA allocations", raw ? raw->allocs : NULL, false, stacks,
+			      now_ns);
 	if (tp)
 		detail_stacks(s, "PyTorch tensors", tp->blocks, true, stacks, now_ns);
 	detail_kernels(s, p);

@@ -293,5 +293,34 @@ def top_batch_shows_pytorch_memory_tensors_and_oom():
         w.finish()
 
 
+@test
+def top_detail_of_a_pytorch_process_names_its_tensor_stacks():
+    w = Workload("gs_torch", env={"LD_LIBRARY_PATH": os.path.join(FIXTURES, "torch", "lib")})
+    t = None
+    try:
+        t = TmuxTop("-d", "0.5", "-p", str(w.pid))
+        t.wait_ready()
+        w.release()
+        w.wait_line("oom CUDA out of memory")
+        w.release()
+        w.wait_line("done")
+        lines = t.wait_screen(lambda l: re.search(r"\s22\.0M\s+6\.3M\s+22\.0M\s+5\s.*\s1 -$",
+                                                  row_of(l, w.pid)[1] or ""), "the final row")
+        t.keys("Enter")  # the selected (first) row
+        lines = t.wait_screen(lambda l: any("Kernels:" in x for x in l), "detail pane")
+        text = "\n".join(lines)
+        assert ("CUDA memory 22.0M: 0B in 0 allocations, 22.0M reserved by PyTorch; "
+                "PyTorch allocated 6.3M in 5 tensors") in text, text
+        assert "OOMs 1" in text and "CUDA allocations" not in text, text
+        assert re.search(r"^\s+6\.0M\s+2\s+cuda:0$", text, re.M), text
+        assert re.search(r"^\s+keep_weights\(\)\+0x[0-9a-f]+ \(.*/gs_torch\)$", text, re.M), text
+        t.keys("q")
+        expect_eq(t.ended(), 0, "status after q")
+    finally:
+        if t:
+            t.close()
+        w.finish()
+
+
 if __name__ == "__main__":
     sys.exit(main())
