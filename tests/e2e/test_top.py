@@ -271,6 +271,25 @@ def top_batch_prints_exact_lines_when_piped():
 
 
 @test
+def top_batch_ends_quietly_when_its_reader_goes():
+    """gpusnoop top -b | head -1: the closed pipe ends it with status 0, its target untouched."""
+    w = Workload("gs_kernels", env=NO_DRIVER)
+    try:
+        p = subprocess.Popen(f"{GPUSNOOP} top -b -d 0.2 -p {w.pid} | head -1", shell=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = p.communicate(timeout=TIMEOUT)
+        expect_eq(out.decode(), "gpusnoop top: iteration 1, 1 process, 0 events lost\n", "head")
+        # the shell's status is head's; gpusnoop's own is checked through PIPESTATUS below
+        p = subprocess.run(["bash", "-c", f"{GPUSNOOP} top -b -d 0.2 -p {w.pid} | head -1 "
+                            "> /dev/null; echo ${PIPESTATUS[0]}"], capture_output=True,
+                           timeout=TIMEOUT)
+        expect_eq(p.stdout.decode(), "0\n", f"gpusnoop's status ({p.stderr.decode()!r})")
+        assert "error" not in p.stderr.decode(), p.stderr.decode()
+    finally:
+        w.kill()
+
+
+@test
 def top_batch_shows_pytorch_memory_tensors_and_oom():
     """gs_torch at its end: 6 MiB + 3 activations allocated, 22 MiB reserved, 5 CUDA tensors
     (its CPU tensors are not GPU memory), one PyTorch OOM; its segments are the memory held."""
