@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_top_model.c: `gpusnoop top`'s rows, rates, sort orders, keys and batch lines. */
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 #include "profilers/cuda/api.h"
 #include "profilers/cuda/call.h"
 #include "profilers/top_model.h"
@@ -277,7 +279,54 @@ GS_TEST(table_scrolls_to_the_selected_row)
 	gs_top_model__release(&m);
 }
 
-GS_TEST_MAIN(table_scrolls_to_the_selected_row, calls_count_launches_syncs_and_successful_copies,
+/* A reader that does not read: the writer never blocks, the queue is bounded, drops counted. */
+GS_TEST(output_never_blocks_on_a_full_pipe)
+{
+	static char chunk[64 << 10], sink[64 << 10];
+	struct gs_top_out o;
+	int fds[2];
+	size_t got = 0;
+
+	if (!GS_EXPECT(!pipe(fds)))
+		return;
+	memset(chunk, 'x', sizeof(chunk));
+	if (!GS_EXPECT(!gs_top_out__open(&o, fds[1], 3 * sizeof(chunk))))
+		return;
+	GS_EXPECT(o.own_fd); /* its own non-blocking description */
+	for (int i = 0; i < 3; i++) {
+		GS_EXPECT_EQ(gs_top_out__put(&o, chunk, sizeof(chunk)), 0);
+		GS_EXPECT_EQ(gs_top_out__flush(&o), 0); /* returns with the pipe full */
+	}
+	GS_EXPECT(gs_top_out__pending(&o) > 0);
+	/* past the bound: dropped whole, counted */
+	while (gs_top_out__put(&o, chunk, sizeof(chunk)) == 0)
+		;
+	GS_EXPECT_EQ(o.dropped, sizeof(chunk));
+	GS_EXPECT(!(fcntl(fds[1], F_GETFL) & O_NONBLOCK)); /* the caller's stays blocking */
+	while (gs_top_out__pending(&o)) {
+		ssize_t n = read(fds[0], sink, sizeof(sink));
+
+		if (!GS_EXPECT(n > 0))
+			break;
+		got += (size_t)n;
+		GS_EXPECT_EQ(gs_top_out__flush(&o), 0);
+	}
+	/* nothing waits any more: all of it is in the pipe, read without blocking */
+	while (got < 4 * sizeof(chunk)) {
+		ssize_t n = read(fds[0], sink, sizeof(sink));
+
+		if (!GS_EXPECT(n > 0))
+			break;
+		got += (size_t)n;
+	}
+	GS_EXPECT_EQ(got, 4 * sizeof(chunk)); /* the first went to the pipe, three waited */
+	gs_top_out__close(&o);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+GS_TEST_MAIN(output_never_blocks_on_a_full_pipe, table_scrolls_to_the_selected_row,
+	     calls_count_launches_syncs_and_successful_copies,
 	     rates_cover_the_interval_since_the_last_sample,
 	     rows_sort_by_key_and_reverse_ties_by_pid, kernels_counted_by_name_capped_with_other,
 	     sort_names_round_trip, keys_parse_arrows_enter_and_escape, bytes_fit_a_narrow_column,
