@@ -179,6 +179,8 @@ int gs_top_term__enter(int in_fd, int out_fd)
 		sigaction(crash_signals[i], &sa, &saved_actions[i]);
 	/* kept after the screen is given back: a hang-up stops the session as SIGTERM does */
 	sigaction(SIGHUP, &hup, NULL);
+	/* as Ctrl-Z (off above): a stopped gpusnoop would hold the screen and its probes */
+	signal(SIGTSTP, SIG_IGN);
 	capture_stderr();
 	entered = 1;
 	write_all(term_out, ENTER_SEQ, sizeof(ENTER_SEQ) - 1);

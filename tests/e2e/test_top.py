@@ -196,7 +196,14 @@ def signal_ends_cleanly(sig, want_status):
         t = TmuxTop("-d", "0.5", "-p", str(w.pid))
         t.wait_ready()
         t.wait_screen(lambda l: any(x.startswith(TABLE) for x in l), "the table")
-        os.kill(t.gpusnoop_pid(), sig)
+        pid = t.gpusnoop_pid()
+        # Ctrl-Z and SIGTSTP stop nothing: a stopped gpusnoop would hold the screen
+        t.keys("C-z")
+        os.kill(pid, signal.SIGTSTP)
+        time.sleep(0.2)
+        with open(f"/proc/{pid}/stat") as f:
+            expect_eq(f.read().rsplit(")", 1)[1].split()[0] in "SR", True, "gpusnoop running")
+        os.kill(pid, sig)
         expect_eq(t.ended(), want_status, f"status after {sig.name}")
         # the held workload was never stopped by gpusnoop, and is alive
         with open(f"/proc/{w.pid}/stat") as f:
