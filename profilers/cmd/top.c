@@ -571,7 +571,7 @@ static int run(struct top *t)
 
 	t->interval_ns = (uint64_t)(t->opts.interval_s * 1e9);
 	t->next_refresh_ns = loop.start_ns + t->interval_ns;
-	gs_top_model__init(&t->model, loop.start_ns);
+	t->model.last_sample_ns = loop.start_ns; /* the first interval starts with the loop */
 	/* the named targets have their rows from the start, idle or not */
 	for (size_t i = 0; i < t->opts.common.nr_pids; i++)
 		row(t, t->opts.common.pids[i]);
@@ -643,6 +643,8 @@ int gs_cmd_top(int argc, char **argv)
 		goto out_free;
 	if (gs_common_opts__finish(&t.opts.common) || check_opts(&t))
 		goto out_free;
+	/* before the session starts: its start may hand over records already */
+	gs_top_model__init(&t.model, gs_clock_ns(CLOCK_MONOTONIC));
 	t.view.sort = t.opts.sort;
 	t.view.interval_s = t.opts.interval_s;
 	if (open_parts(&t) || gs_tracker__start(t.tracker))
