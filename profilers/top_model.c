@@ -105,6 +105,13 @@ void gs_top_model__remove(struct gs_top_model *m, pid_t pid)
 	}
 }
 
+void gs_top_model__remove_gone(struct gs_top_model *m)
+{
+	for (size_t i = m->nr_procs; i-- > 0;)
+		if (m->procs[i]->gone)
+			gs_top_model__remove(m, m->procs[i]->pid);
+}
+
 void gs_top_proc__launch(struct gs_top_proc *p, const char *kernel)
 {
 	const char *name = kernel ? kernel : GS_TOP_GRAPH_KERNEL;

@@ -54,6 +54,7 @@ struct gs_top_proc {
 	size_t nr_kernels;
 	uint64_t other_kernel_launches; /* launches of names past the cap */
 	bool sampled;			/* its rates cover a whole interval */
+	bool gone; /* exited: shown once more with its last figures, then removed */
 };
 
 /* sort keys: the column a view sorts by (largest first unless reversed) */
@@ -87,6 +88,8 @@ void gs_top_model__release(struct gs_top_model *m);
  */
 struct gs_top_proc *gs_top_model__proc(struct gs_top_model *m, pid_t pid, bool create);
 void gs_top_model__remove(struct gs_top_model *m, pid_t pid);
+/* Removes the rows marked gone (after the refresh that showed them one last time). */
+void gs_top_model__remove_gone(struct gs_top_model *m);
 
 /* A launch of kernel (NULL: a graph) in p. */
 void gs_top_proc__launch(struct gs_top_proc *p, const char *kernel);

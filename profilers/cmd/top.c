@@ -75,8 +75,10 @@ static struct gs_top_proc *row(struct top *t, pid_t pid)
 	struct gs_top_proc *p = gs_top_model__proc(&t->model, pid, false);
 	const struct gs_proc_tree_entry *e;
 
-	if (p)
+	if (p && !p->gone)
 		return p;
+	if (p) /* the pid of an exited process, reused: a new row */
+		gs_top_model__remove(&t->model, pid);
 	p = gs_top_model__proc(&t->model, pid, true);
 	if (!p)
 		return NULL; /* past the cap (counted) or out of memory: its events still count */
@@ -180,12 +182,17 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct top *t = ctx;
+	struct gs_top_proc *p;
 
 	gs_mem_model__proc_gone(&t->mem, pid, exec);
 	gs_kernel_names__forget(t->names, pid);
 	if (exec)
 		return; /* the same process, its counters go on */
-	gs_top_model__remove(&t->model, pid);
+	p = gs_top_model__proc(&t->model, pid, false);
+	if (p)
+		p->gone = true; /* its totals shown at the next refresh, then it goes */
+	if (t->view.detail == pid)
+		t->view.detail = 0;		/* its stacks go now */
 	gs_stack_table__forget(t->stacks, pid); /* after exit nothing refers to them */
 }
 
@@ -403,6 +410,16 @@ static int wait_events(void *ctx, int timeout_ms)
 	return 0;
 }
 
+/* One iteration: the rows' figures, their rates since the last one, drawn; the exited go. */
+static void refresh(struct top *t, uint64_t now_ns)
+{
+	update_rows(t);
+	gs_top_model__sample(&t->model, now_ns);
+	t->view.iteration++;
+	draw(t, now_ns);
+	gs_top_model__remove_gone(&t->model);
+}
+
 /* A resized terminal is drawn again at once (checked at each wait's end: no SIGWINCH flag). */
 static void check_size(struct top *t)
 {
@@ -422,10 +439,7 @@ static int tick(void *ctx, uint64_t now_ns)
 	read_keys(t);
 	check_size(t);
 	if (now_ns >= t->next_refresh_ns) {
-		update_rows(t);
-		gs_top_model__sample(&t->model, now_ns);
-		t->view.iteration++;
-		draw(t, now_ns);
+		refresh(t, now_ns);
 		t->next_refresh_ns += t->interval_ns;
 		if (t->next_refresh_ns <= now_ns) /* a late tick: the next a whole interval on */
 			t->next_refresh_ns = now_ns + t->interval_ns;
@@ -558,6 +572,8 @@ static const struct argp top_argp = {
 
 static int run(struct top *t)
 {
+	enum gs_run_end end;
+	int err;
 	struct gs_run_loop loop = {
 		.tracker = t->tracker,
 		.start_ns = gs_clock_ns(CLOCK_MONOTONIC),
@@ -578,13 +594,17 @@ static int run(struct top *t)
 	if (gs_tracker__child(t->tracker))
 		row(t, gs_tracker__child(t->tracker));
 	if (t->full) {
-		int err = gs_top_term__enter(STDIN_FILENO, STDOUT_FILENO);
-
+		err = gs_top_term__enter(STDIN_FILENO, STDOUT_FILENO);
 		if (err)
 			return err;
 		t->redraw = true; /* the table at once, its rates after the first interval */
 	}
-	return gs_run_loop(&loop, NULL);
+	err = gs_run_loop(&loop, &end);
+	/* --batch: the last figures of targets that ended between two refreshes */
+	if (!err && !t->full && end == GS_RUN_TARGETS_GONE && t->model.nr_procs &&
+	    (!t->opts.iterations || t->view.iteration < t->opts.iterations))
+		refresh(t, gs_clock_ns(CLOCK_MONOTONIC));
+	return err;
 }
 
 static int check_opts(struct top *t)

@@ -11,8 +11,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (FIXTURES, GPUSNOOP, TIMEOUT, Gpusnoop, LineReader, Skip, Workload, expect_eq,
-                     main, test)
+from harness import (BIN, FIXTURES, GPUSNOOP, TIMEOUT, Gpusnoop, LineReader, Skip, Workload,
+                     expect_eq, main, run_gpusnoop, test)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 MiB = 1 << 20
@@ -276,6 +276,22 @@ def top_batch_prints_exact_lines_when_piped():
     finally:
         g.kill()
         w.finish()
+
+
+@test
+def top_batch_of_a_command_ends_with_its_last_figures():
+    """-- CMD that ends before the first refresh: one last block with its totals (its memory
+    went with it), then status 0."""
+    status, out, err = run_gpusnoop("top", "-b", "-d", "20", "--", os.path.join(BIN, "gs_kernels"),
+                                    env=NO_DRIVER)
+    expect_eq(status, 0, f"status ({err})")
+    lines = [l for l in out.split("\n") if not l.startswith(("ready ", "done"))]
+    expect_eq(lines[0], "gpusnoop top: iteration 1, 1 process, 0 events lost", "header")
+    expect_eq(lines[1], BATCH_COLUMNS, "columns")
+    row = lines[2].split(None, 13)
+    expect_eq((row[2], row[3], row[7], row[10], row[12], row[13]),
+              ("gs_kernels", "0", "4010", "14", "0", GEMM), f"the row {lines[2]!r}")
+    expect_eq(lines[3:], ["", ""], "one block")
 
 
 @test

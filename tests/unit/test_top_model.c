@@ -127,7 +127,9 @@ GS_TEST(rows_sort_by_key_and_reverse_ties_by_pid)
 	GS_EXPECT_EQ(gs_top_model__rows(&m, GS_TOP_SORT_PID, true, rows, 2), 2);
 	GS_EXPECT_EQ(rows[0]->pid, 10);
 	GS_EXPECT_EQ(rows[1]->pid, 20);
-	gs_top_model__remove(&m, 10);
+	gs_top_model__proc(&m, 10, false)->gone = true;
+	GS_EXPECT_EQ(gs_top_model__rows(&m, GS_TOP_SORT_PID, false, rows, 4), 3); /* shown once */
+	gs_top_model__remove_gone(&m);
 	GS_EXPECT(!gs_top_model__proc(&m, 10, false));
 	GS_EXPECT_EQ(gs_top_model__proc(&m, 20, false)->mem_bytes, 100);
 	GS_EXPECT_EQ(gs_top_model__rows(&m, GS_TOP_SORT_PID, false, rows, 4), 2);
