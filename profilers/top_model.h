@@ -17,7 +17,7 @@ struct gs_cuda_call;
 #define GS_TOP_KERNEL_NAME   96
 #define GS_TOP_OTHER_KERNELS "[other kernels]"
 #define GS_TOP_GRAPH_KERNEL  "[graph]"
-/* processes with a row at once; later ones are counted in gs_top_model.refused */
+/* processes with a row at once; the events of later ones count in gs_top_model.refused */
 #define GS_TOP_MAX_PROCS 4096
 
 /* What a process's CUDA calls did since it was first seen: the rates' numerators. */
@@ -76,7 +76,7 @@ struct gs_top_model {
 	size_t nr_procs, cap_procs;
 	struct gs_pid_index index;
 	uint64_t last_sample_ns; /* CLOCK_MONOTONIC of the previous sample (or the start) */
-	uint64_t refused;	 /* processes given no row: GS_TOP_MAX_PROCS were shown */
+	uint64_t refused;	 /* rows asked for past GS_TOP_MAX_PROCS (once per event) */
 };
 
 /* Empty, its first interval starting at start_ns. */

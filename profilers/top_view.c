@@ -151,6 +151,15 @@ static const char *top_kernel_name(const struct gs_top_proc *p)
 	return k ? k->name : "-";
 }
 
+/* " (more not shown: ...)" once processes went past the model's cap on rows, else "" */
+static const char *refused_text(const struct gs_top_model *m, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (m->refused)
+		snprintf(buf, len, " (more not shown: at most %d rows)", GS_TOP_MAX_PROCS);
+	return buf;
+}
+
 static size_t sorted_rows(const struct gs_top_model *m, const struct gs_top_view *v,
 			  struct gs_top_proc ***rows)
 {
@@ -185,14 +194,15 @@ void gs_top_view__table(struct gs_top_screen *s, const struct gs_top_model *m,
 {
 	struct gs_top_proc **rows;
 	size_t nr = sorted_rows(m, v, &rows), visible, first;
+	char refused[48];
 
 	if (v->selected >= nr)
 		v->selected = nr ? nr - 1 : 0;
-	gs_top_screen__line(s, false,
-			    "gpusnoop top: %zu process%s, sort %s%s, every %.1f s, %" PRIu64
-			    " events lost",
-			    nr, nr == 1 ? "" : "es", gs_top_sort_name(v->sort),
-			    v->reverse ? " (reversed)" : "", v->interval_s, v->lost);
+	gs_top_screen__line(
+		s, false,
+		"gpusnoop top: %zu process%s%s, sort %s%s, every %.1f s, %" PRIu64 " events lost",
+		nr, nr == 1 ? "" : "es", refused_text(m, refused, sizeof(refused)),
+		gs_top_sort_name(v->sort), v->reverse ? " (reversed)" : "", v->interval_s, v->lost);
 	gs_top_screen__line(s, false,
 			    "keys: m l s c t o p r sort, < > column, R reverse, Enter/1-9 detail, "
 			    "q quit");
@@ -255,11 +265,13 @@ void gs_top_view__batch(struct gs_top_screen *s, const struct gs_top_model *m,
 {
 	struct gs_top_proc **rows;
 	size_t nr = sorted_rows(m, v, &rows);
+	char refused[48];
 
 	gs_top_screen__line(s, false,
-			    "gpusnoop top: iteration %" PRIu64 ", %zu process%s, %" PRIu64
+			    "gpusnoop top: iteration %" PRIu64 ", %zu process%s%s, %" PRIu64
 			    " events lost",
-			    v->iteration, nr, nr == 1 ? "" : "es", v->lost);
+			    v->iteration, nr, nr == 1 ? "" : "es",
+			    refused_text(m, refused, sizeof(refused)), v->lost);
 	gs_top_screen__line(s, false,
 			    "    PID RANK COMM               MEM_BYTES  TORCH_ALLOC TORCH_RESERV  "
 			    "TENSORS  LAUNCHES  LAUNCH/S SYNC_S/S  COPIES  COPY/S OOMS TOP_KERNEL");

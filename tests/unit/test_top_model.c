@@ -327,8 +327,30 @@ GS_TEST(output_never_blocks_on_a_full_pipe)
 	close(fds[1]);
 }
 
-GS_TEST_MAIN(output_never_blocks_on_a_full_pipe, table_scrolls_to_the_selected_row,
-	     calls_count_launches_syncs_and_successful_copies,
+GS_TEST(rows_capped_and_said_so)
+{
+	struct gs_top_model m;
+	struct gs_top_screen s = { 0 };
+	struct gs_top_view v = { .sort = GS_TOP_SORT_PID, .iteration = 1 };
+
+	gs_top_model__init(&m, 0);
+	for (pid_t pid = 1; pid <= GS_TOP_MAX_PROCS; pid++)
+		GS_EXPECT(gs_top_model__proc(&m, pid, true));
+	GS_EXPECT(!gs_top_model__proc(&m, GS_TOP_MAX_PROCS + 1, true));
+	GS_EXPECT_EQ(m.refused, 1);
+	gs_top_screen__begin(&s, 0, 0, false);
+	gs_top_view__batch(&s, &m, &v);
+	GS_EXPECT(
+		!strncmp(s.buf,
+			 "gpusnoop top: iteration 1, 4096 processes (more not shown: at most 4096 "
+			 "rows), 0 events lost\n",
+			 86));
+	gs_top_screen__release(&s);
+	gs_top_model__release(&m);
+}
+
+GS_TEST_MAIN(rows_capped_and_said_so, output_never_blocks_on_a_full_pipe,
+	     table_scrolls_to_the_selected_row, calls_count_launches_syncs_and_successful_copies,
 	     rates_cover_the_interval_since_the_last_sample,
 	     rows_sort_by_key_and_reverse_ties_by_pid, kernels_counted_by_name_capped_with_other,
 	     sort_names_round_trip, keys_parse_arrows_enter_and_escape, bytes_fit_a_narrow_column,
