@@ -332,6 +332,8 @@ GS_TEST(rows_capped_and_said_so)
 	struct gs_top_model m;
 	struct gs_top_screen s = { 0 };
 	struct gs_top_view v = { .sort = GS_TOP_SORT_PID, .iteration = 1 };
+	const char *want = "gpusnoop top: iteration 1, 4096 processes (more not shown: at most "
+			   "4096 rows), 0 events lost\n";
 
 	gs_top_model__init(&m, 0);
 	for (pid_t pid = 1; pid <= GS_TOP_MAX_PROCS; pid++)
@@ -340,11 +342,7 @@ GS_TEST(rows_capped_and_said_so)
 	GS_EXPECT_EQ(m.refused, 1);
 	gs_top_screen__begin(&s, 0, 0, false);
 	gs_top_view__batch(&s, &m, &v);
-	GS_EXPECT(
-		!strncmp(s.buf,
-			 "gpusnoop top: iteration 1, 4096 processes (more not shown: at most 4096 "
-			 "rows), 0 events lost\n",
-			 86));
+	GS_EXPECT(!strncmp(s.buf, want, strlen(want)));
 	gs_top_screen__release(&s);
 	gs_top_model__release(&m);
 }
