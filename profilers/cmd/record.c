@@ -501,23 +501,7 @@ static void record_copy(struct record *r, const struct gs_cuda_api *api,
 static void learn_name(struct record *r, const struct gs_cuda_api *api,
 		       const struct gs_cuda_call *e)
 {
-	pid_t pid = (pid_t)e->hdr.pid;
-
-	switch (api->shape) {
-	case GS_SHAPE_REGISTER_FUNCTION: /* (handle, hostFun, deviceFun, deviceName, ...) */
-		gs_kernel_names__add_registration(r->names, pid, e->args[1], e->args[3]);
-		break;
-	case GS_SHAPE_GET_KERNEL: /* (cudaKernel_t *out, hostFun) */
-		if (!e->ret)
-			gs_kernel_names__add_handle(r->names, pid, e->out, e->args[1]);
-		break;
-	case GS_SHAPE_GET_FUNCTION: /* (CUfunction *out, module, name) */
-		if (!e->ret)
-			gs_kernel_names__add_function(r->names, pid, e->out, e->str);
-		break;
-	default:
-		break;
-	}
+	gs_kernel_names__learn_call(r->names, api, e);
 }
 
 static void record_segment_call(struct record *r, const struct gs_cuda_call *e)

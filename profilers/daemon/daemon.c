@@ -300,12 +300,7 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	if (!api || !st)
 		return;
 	gs_mem_model__cuda_call(&d->mem, e, &fx);
-	if (api->family == GS_FAM_LAUNCH) {
-		st->launches++;
-	} else if (api->family == GS_FAM_SYNC) {
-		st->syncs++;
-		st->sync_ns += e->hdr.ts_ns - e->entry_ts_ns;
-	}
+	gs_top_counts__add_call(&st->calls, api, e); /* counted as `gpusnoop top` counts them */
 }
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)

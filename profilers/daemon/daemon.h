@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "profilers/daemon/config.h"
 #include "profilers/mem_model.h"
+#include "profilers/top_model.h"
 #include "user/losses.h"
 #include "user/pid_index.h"
 
@@ -40,7 +41,7 @@ struct gs_daemon_opts {
 /* What the daemon counts per process beyond what the memory model holds. */
 struct gs_daemon_proc {
 	pid_t pid;
-	uint64_t launches, syncs, sync_ns; /* with cuda-call-metrics */
+	struct gs_top_counts calls; /* launches, syncs, copies: with cuda-call-metrics */
 	uint64_t last_trigger_ns;
 };
 

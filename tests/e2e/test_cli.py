@@ -24,7 +24,7 @@ def subcommands():
     status, out, err = run_gpusnoop("list")
     expect_eq(status, 0, f"list status ({err})")
     names = [line.split()[0] for line in out.splitlines()]
-    expect_eq(names, ["leaks", "record", "profile", "daemon", "ctl", "stitch", "check"],
+    expect_eq(names, ["leaks", "record", "profile", "top", "daemon", "ctl", "stitch", "check"],
               "subcommands")
     return names
 
@@ -224,6 +224,7 @@ def bash_completion_of_commands_options_and_events():
               "--events=cpu,torch<TAB>")
     expect_eq(complete("gpusnoop", "profile", "--format", "p"), ["pprof"], "--format p<TAB>")
     expect_eq(complete("gpusnoop", "ctl", "r"), ["record"], "ctl r<TAB>")
+    expect_eq(complete("gpusnoop", "top", "--sort", "l"), ["launches"], "top --sort l<TAB>")
     opts = complete("gpusnoop", "daemon", "--")
     for want in ("--config", "--metrics-addr", "--output-dir", "--socket", "--help"):
         assert want in opts, opts
