@@ -30,8 +30,13 @@ struct gs_daemon_override {
 	const char *value;
 };
 
+/* read when no --config is given; a missing one means the defaults (one log line) */
+#define GS_DAEMON_CONFIG_PATH "/etc/gpusnoop.conf"
+
 struct gs_daemon_opts {
-	const char *config_path;
+	const char *config_path; /* --config: must exist */
+	const char *check_path;	 /* --check-config: check it and exit */
+	int print;		 /* --print-config-doc, --print-default-config: print and exit */
 	struct gs_daemon_override overrides[MAX_FLAG_OVERRIDES];
 	size_t nr_overrides;
 	int verbosity;
