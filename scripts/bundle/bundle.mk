@@ -97,7 +97,7 @@ endif
 
 $(BUNDLE_TAR): $(BUNDLE_OUT)/gpusnoop $(BUNDLE_OUT)/gs_bench_floor $(BUNDLE_CUPTI) \
 	       $(MAN_OUT)/gpusnoop.8 $(BUNDLE_GPU_TEST) scripts/completion/gpusnoop.bash \
-	       scripts/gpusnoop.service scripts/bundle/bundle-readme.txt
+	       scripts/deploy/gpusnoop.service scripts/bundle/bundle-readme.txt
 	$(call msg,BUNDLE,$@)
 	$(Q)rm -rf $(BUNDLE_DIR) && mkdir -p $(BUNDLE_DIR)/bin $(BUNDLE_DIR)/lib/gpusnoop \
 		$(BUNDLE_DIR)/share/man/man8 $(BUNDLE_DIR)/share/bash-completion/completions \
@@ -107,7 +107,7 @@ $(BUNDLE_TAR): $(BUNDLE_OUT)/gpusnoop $(BUNDLE_OUT)/gs_bench_floor $(BUNDLE_CUPT
 	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(BUNDLE_DIR)/share/man/man8/
 	$(Q)install -m 0644 scripts/completion/gpusnoop.bash \
 		$(BUNDLE_DIR)/share/bash-completion/completions/gpusnoop
-	$(Q)install -m 0644 scripts/gpusnoop.service $(BUNDLE_DIR)/lib/systemd/system/
+	$(Q)install -m 0644 scripts/deploy/gpusnoop.service $(BUNDLE_DIR)/lib/systemd/system/
 	$(Q)install -m 0644 scripts/bundle/bundle-readme.txt $(BUNDLE_DIR)/README
 	$(Q)install -m 0644 $(filter %.py,$(BUNDLE_GPU_TEST)) $(BUNDLE_DIR)/gpu-test/
 	$(Q)install -m 0755 tests/gpu/run tests/gpu/gpu_test.py $(BUNDLE_DIR)/gpu-test/
