@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_daemon_config.py: the daemon's settings (every row of its table), --check-config, the
 installed default config and systemd unit, the unit's sandbox, and requests refused up front."""
+import json
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, GPUSNOOP, LIB, ROOT, TIMEOUT, AS_NOBODY, Gpusnoop, LineReader,
+from harness import (BIN, GPUSNOOP, LIB, NOBODY, ROOT, TIMEOUT, AS_NOBODY, Gpusnoop, LineReader,
                      Workload, expect_eq, run_gpusnoop, test)
 from test_daemon import OOM_ENV, Daemon, oom_workload
 
@@ -258,21 +259,26 @@ exec setpriv --no-new-privs --bounding-set="$caps" --inh-caps=-all -- "$@"
 '''
 
 
-@test
-def daemon_config_unit_sandbox_and_capabilities_still_work():
-    for line in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/run",
-                 "ProtectHome=read-only", "PrivateTmp=yes", "ProtectKernelTunables=yes",
-                 "ProtectControlGroups=yes"):
-        with open(os.path.join(ROOT, "scripts/deploy/gpusnoop.service")) as f:
-            assert f"\n{line}\n" in f.read(), f"{line} in the unit"
-    with open(os.path.join(ROOT, "scripts/deploy/gpusnoop.service")) as f:
-        caps = unit_caps(f.read())
+CONTAINER = r'''set -e
+mount -t tmpfs -o mode=0700,uid=65534,gid=65534 none "$1"
+mkdir "$1/bin"
+cp "$2" "$1/bin/gs_oom"
+ln -s "$3" "$1/lib"
+exec "$1/bin/gs_oom" --hold
+'''
+
+
+def sandboxed_daemon(caps):
+    """The unit's sandbox with caps (setpriv's form) around the daemon: a container's OOM is
+    reported with its stack named, shown in the metrics, and recorded through ctl; raises
+    AssertionError on the first that is not so."""
     # outside /tmp, which the sandbox replaces
     top = tempfile.mkdtemp(prefix="gs-sandbox-", dir=os.path.join(ROOT, ".output"))
     os.chmod(top, 0o755)
-    state, run = os.path.join(top, "state"), os.path.join(top, "run")
+    state, run, ns = (os.path.join(top, d) for d in ("state", "run", "container"))
     os.mkdir(state, 0o700)
     os.mkdir(run, 0o755)
+    os.mkdir(ns)
     sock = os.path.join(run, "gpusnoop.sock")
     g = subprocess.Popen(["unshare", "-m", "sh", "-c", SANDBOX, "sh", state, run, caps,
                           GPUSNOOP, "daemon", "--output-dir", f"{state}/out", "--socket", sock,
@@ -285,8 +291,13 @@ def daemon_config_unit_sandbox_and_capabilities_still_work():
         err.wait_for(lambda l: "following every CUDA process" in l, "start", 60)
         status = open(f"/proc/{g.pid}/status").read()  # the shell exec'd into setpriv, gpusnoop
         expect_eq(re.search(r"^NoNewPrivs:\s+(\d)", status, re.M).group(1), "1", "no new privs")
-        # another user's CUDA process: its OOM is reported, and a trace of it recorded
-        w = subprocess.Popen(AS_NOBODY + [os.path.join(BIN, "gs_oom"), "--hold"],
+        # a container's process, with every capability (as training jobs often are), its
+        # program in its own mount namespace (the host's path is an empty directory) in a
+        # directory only another user may enter: the daemon reads it through /proc/PID/root
+        # with CAP_SYS_PTRACE (its capabilities are no superset of the process's) and
+        # CAP_DAC_READ_SEARCH; without either, the stack has no names
+        w = subprocess.Popen(["unshare", "-m", "sh", "-c", CONTAINER, "sh", ns,
+                              os.path.join(BIN, "gs_oom"), LIB],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=dict(os.environ, **OOM_ENV))
         out = LineReader(w.stdout)
@@ -295,7 +306,12 @@ def daemon_config_unit_sandbox_and_capabilities_still_work():
                      "probes", 60)
         os.kill(w.pid, signal.SIGUSR1)
         out.wait_for(lambda l: l.startswith("oom 2"), "the OOM")
-        err.wait_for(lambda l: f"pid {w.pid} (gs_oom): cuda-oom: report" in l, "report", 30)
+        report = err.wait_for(lambda l: f"pid {w.pid} (gs_oom): cuda-oom: report" in l,
+                              "report", 30).split(": report ")[1]
+        with open(report) as f:
+            frames = json.load(f)["trigger"]["frames"]
+        expect_eq([f["symbol"] for f in frames[:2]], ["oom_request", "main"],
+                  "the failing call's stack, named")
         url = re.search(r"(http://\S+/metrics)", line).group(1)
         deadline = time.monotonic() + 5  # refreshed every second
         while f'pid="{w.pid}"' not in scrape(url) and time.monotonic() < deadline:
@@ -315,6 +331,25 @@ def daemon_config_unit_sandbox_and_capabilities_still_work():
                 p.kill()
                 p.wait()
         shutil.rmtree(top, ignore_errors=True)
+
+
+@test
+def daemon_config_unit_sandbox_and_capabilities_still_work():
+    with open(os.path.join(ROOT, "scripts/deploy/gpusnoop.service")) as f:
+        unit = f.read()
+    for line in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/run",
+                 "ProtectHome=read-only", "PrivateTmp=yes", "ProtectKernelTunables=yes",
+                 "ProtectControlGroups=yes"):
+        assert f"\n{line}\n" in unit, f"{line} in the unit"
+    caps = unit_caps(unit)
+    sandboxed_daemon(caps)
+    # and each capability is needed: without it, something above fails
+    for cap in caps.split(",")[1:]:
+        try:
+            sandboxed_daemon(caps.replace("," + cap, ""))
+        except AssertionError:
+            continue
+        raise AssertionError(f"the daemon works without {cap[1:]}: drop it from the unit")
 
 
 @test
