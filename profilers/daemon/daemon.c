@@ -880,6 +880,11 @@ int gs_cmd_daemon(int argc, char **argv)
 	if (load_config(&d.opts, &d.cfg))
 		return 1;
 	sigaction(SIGHUP, &hup, NULL);
+	/*
+	 * A file size limit (the unit's, an admin's) fails a write (EFBIG, logged) instead of
+	 * killing the daemon; its recordings inherit that, and fail with their own message.
+	 */
+	signal(SIGXFSZ, SIG_IGN);
 	topts = gs_common_opts__tracker(
 		&common,
 		GS_FAM_BIT(GS_FAM_MEM) |

@@ -134,27 +134,26 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 }
 
 /*
- * One line of the child's stderr: passed on to ours, as before it had its own pipe, and kept
- * when it is a diagnostic (not argp's "Try ... --help" hint), printable, without the prefix.
+ * One line of the child's stderr: passed on to ours, as before it had its own pipe, and kept,
+ * printable and without its prefix, when it says what went wrong: gpusnoop's "error: " lines
+ * and argp's "gpusnoop record: " ones.
  */
 static void child_line(struct gs_daemon_recording *r, const char *line, size_t len)
 {
-	static const char *const prefixes[] = { "gpusnoop: ", "gpusnoop record: ", "error: " };
-	size_t n = 0;
+	static const char *const prefixes[] = { "gpusnoop: error: ", "gpusnoop record: " };
+	size_t n = 0, plen = 0;
 
 	fprintf(stderr, "%.*s\n", (int)len, line);
-	if (!len || !strncmp(line, "Try `", 5))
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]) && !plen; i++)
+		if (len >= strlen(prefixes[i]) && !strncmp(line, prefixes[i], strlen(prefixes[i])))
+			plen = strlen(prefixes[i]);
+	if (!plen)
 		return;
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t plen = strlen(prefixes[i]);
+	for (; n < len - plen && n + 1 < sizeof(r->err_line); n++) {
+		char c = line[plen + n];
 
-		if (len >= plen && !strncmp(line, prefixes[i], plen)) {
-			line += plen;
-			len -= plen;
-		}
+		r->err_line[n] = c >= 0x20 && c < 0x7f ? c : '?';
 	}
-	for (; n < len && n + 1 < sizeof(r->err_line); n++)
-		r->err_line[n] = line[n] >= 0x20 && line[n] < 0x7f ? line[n] : '?';
 	r->err_line[n] = '\0';
 }
 

@@ -364,6 +364,17 @@ def daemon_config_bad_events_refused_up_front_and_failures_say_why():
                   "ctl record with an unknown event")
         status, out, err = d.ctl("record", str(w.pid), "1", "cuda-mem,,cpu")
         expect_eq((status, out), (1, ""), f"ctl record with an empty event name ({err})")
+
+        # a recording that fails says why in the daemon's log: here its trace cannot grow
+        # past the 100 bytes the daemon's file size limit leaves (the daemon writes no file)
+        subprocess.run(["prlimit", "--pid", str(d.g.proc.pid), "--fsize=100:unlimited"],
+                       check=True, timeout=TIMEOUT)
+        status, out, err = d.ctl("record", str(w.pid), "1")
+        expect_eq(status, 0, f"ctl record ({err})")
+        line = d.g.wait_stderr(f"recording {out.strip()} failed: ", timeout=60)
+        expect_eq(line.split(" failed: ")[1], "writing the output descriptor: File too large",
+                  f"why ({d.g.stderr_text()})")
+        assert not os.path.exists(out.strip()), "no trace left"
         d.stop()
     finally:
         d.g.kill()
