@@ -380,3 +380,100 @@ def daemon_config_bad_events_refused_up_front_and_failures_say_why():
         d.g.kill()
         if w:
             w.kill()
+
+
+VENV = "/var/cache/gpusnoop-tests/venv/bin"  # scripts/setup.sh test makes it
+DEPLOY = os.path.join(ROOT, "scripts", "deploy")
+
+
+def yaml_documents(path):
+    """The documents of a YAML file, parsed by PyYAML (in the tests' venv)."""
+    p = subprocess.run([os.path.join(VENV, "python"), "-c",
+                        "import json, sys, yaml; "
+                        "print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))", path],
+                       capture_output=True, timeout=TIMEOUT)
+    expect_eq(p.returncode, 0, f"PyYAML on {path} ({p.stderr.decode()})")
+    return json.loads(p.stdout)
+
+
+@test
+def daemon_config_kubernetes_manifests_validate_offline():
+    files = [os.path.join(DEPLOY, f) for f in ("gpusnoop-daemonset.yaml", "gpusnoop-cuda-pod.yaml")]
+    # the Kubernetes object schema, unknown fields refused, offline (schemas in the package)
+    p = subprocess.run([os.path.join(VENV, "kubernetes-validate"), "--strict"] + files,
+                       capture_output=True, timeout=120)
+    out = p.stdout.decode() + p.stderr.decode()
+    expect_eq(p.returncode, 0, f"kubernetes-validate ({out})")
+    expect_eq(len(re.findall(r"^INFO .* passed for resource", out, re.M)), 3, out)
+    assert "WARN" not in out and "ERROR" not in out, out
+
+    config_map, ds = yaml_documents(files[0])
+    pod_spec = ds["spec"]["template"]["spec"]
+    expect_eq(pod_spec["hostPID"], True, "hostPID")
+    c = pod_spec["containers"][0]
+    sc = c["securityContext"]
+    with open(os.path.join(DEPLOY, "gpusnoop.service")) as f:
+        unit_set = unit_caps(f.read()).split(",")[1:]
+    expect_eq(sorted(sc["capabilities"]["add"]), sorted(x[1:].upper() for x in unit_set),
+              "the unit's capabilities")
+    expect_eq((sc["capabilities"]["drop"], sc.get("privileged", False),
+               sc["allowPrivilegeEscalation"]), (["ALL"], False, False), "nothing more")
+    volumes = {v["name"]: v for v in pod_spec["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in c["volumeMounts"]}
+    for path in ("/sys/kernel/btf", "/sys/kernel/debug", "/sys/kernel/tracing"):
+        expect_eq(mounts[path]["hostPath"]["path"], path, f"{path} from the host")
+
+    # the config it mounts passes --check-config
+    expect_eq(c["args"], ["daemon", "--config", "/etc/gpusnoop/gpusnoop.conf"], "args")
+    expect_eq(mounts["/etc/gpusnoop"]["configMap"]["name"], config_map["metadata"]["name"],
+              "config mount")
+    tmp = tempfile.mkdtemp(prefix="gs-k8s-")
+    conf = os.path.join(tmp, "gpusnoop.conf")
+    write(conf, config_map["data"]["gpusnoop.conf"])
+    status, _, err = run_gpusnoop("daemon", "--check-config", conf)
+    expect_eq(status, 0, f"the ConfigMap's settings ({err})")
+
+    # the injection library: copied to the node by the init container, named by pods
+    init = pod_spec["initContainers"][0]
+    host_dir = volumes[init["volumeMounts"][0]["name"]]["hostPath"]["path"]
+    expect_eq(init["command"][-2:], ["/usr/local/lib/gpusnoop/libgpusnoop-cupti.so", "/host/"],
+              "init container")
+    (pod,) = yaml_documents(files[1])
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    lib = env["CUDA_INJECTION64_PATH"]
+    expect_eq(os.path.dirname(lib), host_dir, "the pod's library directory")
+    expect_eq(pod["spec"]["volumes"][0]["hostPath"]["path"], host_dir, "the pod's volume")
+
+
+@test
+def daemon_config_slurm_prolog_epilog_hand_the_job_its_files():
+    tmp = tempfile.mkdtemp(prefix="gs-slurm-job-")
+    os.chmod(tmp, 0o755)  # for the job's user
+    out, jobs, state = (os.path.join(tmp, d) for d in ("out", "jobs", "state"))
+    os.mkdir(out)
+    write(os.path.join(out, "gpusnoop-cuda-oom-1-before.json"), "{}")
+    env = dict(os.environ, SLURM_JOB_ID="4242", SLURM_JOB_UID=str(NOBODY),
+               SLURM_JOB_GID=str(NOBODY), GPUSNOOP_OUTPUT_DIR=out, GPUSNOOP_JOBS_DIR=jobs,
+               GPUSNOOP_SLURM_STATE=state, GPUSNOOP_START="true",
+               GPUSNOOP_SLURM_EXCLUSIVE="1")
+    script = os.path.join(DEPLOY, "gpusnoop-slurm-job.sh")
+    for context in ("prolog_slurmd", "epilog_slurmd"):
+        if context.startswith("epilog"):
+            write(os.path.join(out, "gpusnoop-cuda-oom-7-during.json"), "{}")
+            write(os.path.join(out, "other-file"), "")
+        p = subprocess.run([script], env=dict(env, SLURM_SCRIPT_CONTEXT=context),
+                           capture_output=True, timeout=TIMEOUT)
+        expect_eq((p.returncode, p.stderr.decode()), (0, ""), context)
+    dest = os.path.join(jobs, "4242")
+    expect_eq(sorted(os.listdir(dest)), ["gpusnoop-cuda-oom-7-during.json"], "the job's files")
+    st = os.stat(os.path.join(dest, "gpusnoop-cuda-oom-7-during.json"))
+    expect_eq((st.st_uid, os.stat(dest).st_uid), (NOBODY, NOBODY), "the job user's")
+    p = subprocess.run(AS_NOBODY + ["cat", os.path.join(dest, "gpusnoop-cuda-oom-7-during.json")],
+                       capture_output=True, timeout=TIMEOUT)
+    expect_eq((p.returncode, p.stdout), (0, b"{}"), "the job's user reads it")
+    expect_eq(os.listdir(state), [], "start marks left")
+    # an epilog without a prolog (gpusnoop installed meanwhile) does nothing, and succeeds
+    p = subprocess.run([script], env=dict(env, SLURM_SCRIPT_CONTEXT="epilog_slurmd",
+                                          SLURM_JOB_ID="4243"), capture_output=True,
+                       timeout=TIMEOUT)
+    expect_eq((p.returncode, os.path.exists(os.path.join(jobs, "4243"))), (0, False), "no prolog")
