@@ -475,8 +475,7 @@ static const struct gs_daemon_setting settings[] = {
 	  "How many recordings one non-root user's ctl requests may run at once (root is not "
 	  "limited).",
 	  NULL },
-	{ "user-max-bytes", parse_cap, FIELD(user_max_bytes), false, "SIZE", "64M", SIZES,
-	  AT_ONCE,
+	{ "user-max-bytes", parse_cap, FIELD(user_max_bytes), false, "SIZE", "64M", SIZES, AT_ONCE,
 	  "What one non-root user's requested files may occupy; the oldest go first, the newest "
 	  "stays. A user's recording stops, its trace complete, at this size (at least 1M).",
 	  NULL },
@@ -485,8 +484,7 @@ static const struct gs_daemon_setting settings[] = {
 	  "The cap on the files in output-dir: beyond it the oldest go. What users asked for "
 	  "takes at most half of it.",
 	  NULL },
-	{ "oom-reports", parse_switch, FIELD(oom_reports), false, "on | off", "on", SWITCH,
-	  AT_ONCE,
+	{ "oom-reports", parse_switch, FIELD(oom_reports), false, "on | off", "on", SWITCH, AT_ONCE,
 	  "Write a report when a process runs out of CUDA memory, PyTorch reports an OOM, or the "
 	  "kernel's OOM killer picks a CUDA process.",
 	  NULL },
@@ -517,7 +515,8 @@ static const struct gs_daemon_setting settings[] = {
 	  "runs is skipped.",
 	  "every 15m record 30s events=cuda-launch,cuda-sync keep=20 keep-bytes=2G" },
 	{ "flight-recorder", parse_flight_recorder, FIELD(flight_recorder_s), false,
-	  "DURATION | off", "30s", "1s to 1h, or off", "applies at once; the new window starts empty",
+	  "DURATION | off", "30s", "1s to 1h, or off",
+	  "applies at once; the new window starts empty",
 	  "How much of each process's recent CUDA memory calls a trigger report's trace "
 	  "(.trace.json) shows, at most 16384 calls per process.",
 	  NULL },
@@ -540,7 +539,8 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 {
 	char msg[256];
 
-	*c = (struct gs_daemon_config){ .oom_record_events = GS_DAEMON_DEFAULT_EVENTS };
+	memset(c, 0, sizeof(*c)); /* padding too: two default configs compare equal */
+	strcpy(c->oom_record_events, GS_DAEMON_DEFAULT_EVENTS);
 	/* every default parses: tests/unit/test_daemon_config.c checks each row */
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
 		if (settings[i].def)

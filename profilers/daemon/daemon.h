@@ -52,12 +52,12 @@ struct gs_daemon_proc {
 /* A `gpusnoop record` child writing a trace into the output directory. */
 struct gs_daemon_recording {
 	pid_t pid;
-	int schedule;	/* index in cfg.schedules, -1 for one-off recordings */
-	char path[512]; /* the final path, shown; nothing is there until it succeeded */
-	char name[160]; /* the file name in the output directory, less its prefix */
-	char tmp[320];	/* the temporary the child writes through its descriptor */
-	int err_fd;	/* the read end of the child's stderr, -1 once closed */
-	char err_buf[512];  /* a line still being received */
+	int schedule;	   /* index in cfg.schedules, -1 for one-off recordings */
+	char path[512];	   /* the final path, shown; nothing is there until it succeeded */
+	char name[160];	   /* the file name in the output directory, less its prefix */
+	char tmp[320];	   /* the temporary the child writes through its descriptor */
+	int err_fd;	   /* the read end of the child's stderr, -1 once closed */
+	char err_buf[512]; /* a line still being received */
 	size_t err_len;
 	char err_line[256]; /* its last diagnostic: why it failed, if it did */
 };

@@ -6,8 +6,9 @@
 #include <stddef.h>
 
 /* what `record -e` takes, for messages */
-#define GS_RECORD_EVENT_NAMES "cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, " \
-			      "cuda-memcpy, torch-mem, cpu, gpu"
+#define GS_RECORD_EVENT_NAMES                                     \
+	"cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, " \
+	"cuda-memcpy, torch-mem, cpu, gpu"
 
 /*
  * Whether list is a comma list of names `gpusnoop record -e` accepts (GS_RECORD_EVENT_NAMES,

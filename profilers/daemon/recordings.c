@@ -161,7 +161,8 @@ static void child_line(struct gs_daemon_recording *r, const char *line, size_t l
 static void drain_child_stderr(struct gs_daemon_recording *r)
 {
 	for (int reads = 0; r->err_fd >= 0 && reads < 64; reads++) {
-		ssize_t n = read(r->err_fd, r->err_buf + r->err_len, sizeof(r->err_buf) - r->err_len);
+		ssize_t n =
+			read(r->err_fd, r->err_buf + r->err_len, sizeof(r->err_buf) - r->err_len);
 		char *nl;
 
 		if (n < 0 && errno == EINTR)
