@@ -461,7 +461,8 @@ static const struct gs_daemon_setting settings[] = {
 	  "their own processes.",
 	  NULL },
 	{ "metrics-addr", parse_addr, WHOLE, false, "HOST:PORT | off", "127.0.0.1:9464",
-	  "an IPv4 address or [IPv6] and a port 0 to 65535 (0: any free port, logged), or off",
+	  "a host name, an IPv4 address or an [IPv6] one, and a port 0 to 65535 (0: any free "
+	  "port, logged); or off",
 	  REOPENS,
 	  "The Prometheus endpoint, http://HOST:PORT/metrics. It lists the pid and comm of "
 	  "every followed process to whoever can connect: keep it on loopback or limit it with "
