@@ -343,11 +343,14 @@ def daemon_config_unit_sandbox_and_capabilities_still_work():
         assert f"\n{line}\n" in unit, f"{line} in the unit"
     caps = unit_caps(unit)
     sandboxed_daemon(caps)
-    # and each capability is needed: without it, something above fails
+    # and each capability is needed: without it the daemon does not start (no BPF), or the
+    # container's program is out of its reach (no names), not merely slower
     for cap in caps.split(",")[1:]:
         try:
             sandboxed_daemon(caps.replace("," + cap, ""))
-        except AssertionError:
+        except AssertionError as e:
+            assert ("stream closed before metrics" in str(e) or
+                    "the failing call's stack, named" in str(e)), f"without {cap[1:]}: {e}"
             continue
         raise AssertionError(f"the daemon works without {cap[1:]}: drop it from the unit")
 
