@@ -128,8 +128,10 @@ FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace gpu_recor
 FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
-FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/options.c
-FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c
+FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list.c \
+	profilers/cuda/api.c profilers/options.c
+FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
+	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
 FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c
 FUZZ_SRCS_python_lines := user/python_lines.c
@@ -238,36 +240,66 @@ clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
 
 # Installation: `make install PREFIX=/usr DESTDIR=pkg/` for a package. Man pages are made
-# from the subcommands' --help by help2man (scripts/man/gen-man.sh): one source, no drift.
+# from the subcommands' --help by help2man (scripts/man/gen-man.sh), gpusnoop.conf(5) and the
+# default config file from the daemon's settings table: one source each, no drift.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+MAN5DIR ?= $(PREFIX)/share/man/man5
 MAN8DIR ?= $(PREFIX)/share/man/man8
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+# the daemon reads /etc/gpusnoop.conf without --config: the file stays there whatever PREFIX is
+SYSCONFDIR ?= /etc
 MAN_OUT := $(OUTPUT)/man
+DEFAULT_CONF := $(OUTPUT)/gpusnoop.conf
 
 $(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh
 	$(call msg,MAN,$(MAN_OUT))
 	$(Q)./scripts/man/gen-man.sh ./gpusnoop $(MAN_OUT)
 
-man: $(MAN_OUT)/gpusnoop.8
+$(MAN_OUT)/gpusnoop.conf.5: gpusnoop
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)./gpusnoop daemon --print-config-doc >$@
 
-install: gpusnoop man
+$(DEFAULT_CONF): gpusnoop
+	$(call msg,GEN,$@)
+	$(Q)./gpusnoop daemon --print-default-config >$@
+
+man: $(MAN_OUT)/gpusnoop.8 $(MAN_OUT)/gpusnoop.conf.5
+
+# the config file is the admin's once installed: never replaced, removed only when unchanged
+install: gpusnoop man $(DEFAULT_CONF)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -D -m 0755 gpusnoop $(DESTDIR)$(BINDIR)/gpusnoop
-	$(Q)install -d $(DESTDIR)$(MAN8DIR)
+	$(Q)install -d $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(MAN5DIR)
 	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(DESTDIR)$(MAN8DIR)/
+	$(Q)install -m 0644 $(MAN_OUT)/gpusnoop.conf.5 $(DESTDIR)$(MAN5DIR)/
 	$(Q)install -D -m 0644 scripts/completion/gpusnoop.bash $(DESTDIR)$(BASHCOMPDIR)/gpusnoop
 	$(Q)install -d $(DESTDIR)$(SYSTEMDUNITDIR)
-	$(Q)sed 's|/usr/local/bin/gpusnoop|$(BINDIR)/gpusnoop|' scripts/gpusnoop.service \
+	$(Q)sed -e 's|/usr/local/bin/gpusnoop|$(BINDIR)/gpusnoop|' \
+		-e 's|/etc/gpusnoop.conf|$(SYSCONFDIR)/gpusnoop.conf|' scripts/deploy/gpusnoop.service \
 		>$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
 	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf ]; then \
+		echo "  $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf exists: left as it is" >&2; \
+	else \
+		install -D -m 0644 $(DEFAULT_CONF) $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf; \
+	fi
 
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpusnoop $(DESTDIR)$(MAN8DIR)/gpusnoop.8 \
-		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(BASHCOMPDIR)/gpusnoop \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(MAN5DIR)/gpusnoop.conf.5 \
+		$(DESTDIR)$(BASHCOMPDIR)/gpusnoop $(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf ]; then \
+		if ./gpusnoop daemon --print-default-config | \
+			cmp -s - $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf; then \
+			rm -f $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf; \
+		else \
+			echo "  $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf was changed: kept" >&2; \
+		fi; \
+	fi
 
 # make bundle: gpusnoop for any host with glibc >= 2.31 (needs MAN_OUT, BENCH_OUT above)
 include scripts/bundle/bundle.mk

@@ -77,7 +77,7 @@ _gpusnoop()
 		esac
 		return
 		;;
-	-o | --output | --config | --socket)
+	-o | --output | --config | --check-config | --socket)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;

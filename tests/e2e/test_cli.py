@@ -148,7 +148,9 @@ def make_install_destdir_lays_out_files_and_uninstall_removes_them():
     want = {"opt/gs/bin/gpusnoop": 0o755,
             "opt/gs/lib/systemd/system/gpusnoop.service": 0o644,
             "opt/gs/share/bash-completion/completions/gpusnoop": 0o644,
-            "opt/gs/share/man/man8/gpusnoop.8": 0o644}
+            "opt/gs/share/man/man8/gpusnoop.8": 0o644,
+            "opt/gs/share/man/man5/gpusnoop.conf.5": 0o644,
+            "etc/gpusnoop.conf": 0o644}
     for cmd in subcommands():
         want[f"opt/gs/share/man/man8/gpusnoop-{cmd}.8"] = 0o644
     if os.path.exists(os.path.join(ROOT, "libgpusnoop-cupti.so")):  # built where CUPTI is
