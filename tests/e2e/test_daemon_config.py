@@ -242,17 +242,23 @@ def unit_caps(unit):
 # read-only (every mount read-only but the API file systems, the state directory and the
 # socket's directory writable: ReadWritePaths), PrivateTmp (a fresh /tmp and /var/tmp),
 # ProtectKernelTunables and ProtectControlGroups (/sys and /proc/sys read-only), then
-# NoNewPrivileges and CapabilityBoundingSet by setpriv.
+# NoNewPrivileges and CapabilityBoundingSet by setpriv. A checkout under /tmp or /var/tmp (CI's
+# may be) is carried over the fresh /tmp through /mnt, as an installed daemon lives in /usr.
 SANDBOX = r'''set -e
-state=$1 run=$2 caps=$3; shift 3
+state=$1 run=$2 caps=$3 checkout=$4; shift 4
 mount --bind "$state" "$state"
 mount --bind "$run" "$run"
+case "$checkout" in /tmp/*|/var/tmp/*) mount --rbind "$checkout" /mnt ;; *) checkout= ;; esac
 findmnt -rn -o TARGET | while read -r m; do
-	case "$m" in /proc|/proc/*|/dev|/dev/*|"$state"|"$run") continue ;; esac
+	case "$m" in /proc|/proc/*|/dev|/dev/*|"$state"|"$run"|/mnt/*) continue ;; esac
 	mount -o remount,bind,ro "$m"
 done
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /var/tmp
+if [ -n "$checkout" ]; then
+	mkdir -p "$checkout"
+	mount --rbind /mnt "$checkout"
+fi
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 exec setpriv --no-new-privs --bounding-set="$caps" --inh-caps=-all -- "$@"
@@ -280,7 +286,7 @@ def sandboxed_daemon(caps):
     os.mkdir(run, 0o755)
     os.mkdir(ns)
     sock = os.path.join(run, "gpusnoop.sock")
-    g = subprocess.Popen(["unshare", "-m", "sh", "-c", SANDBOX, "sh", state, run, caps,
+    g = subprocess.Popen(["unshare", "-m", "sh", "-c", SANDBOX, "sh", state, run, caps, ROOT,
                           GPUSNOOP, "daemon", "--output-dir", f"{state}/out", "--socket", sock,
                           "--metrics-addr", "127.0.0.1:0"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
