@@ -74,6 +74,12 @@ _gpusnoop()
 		COMPREPLY=($(compgen -W "fp dwarf" -- "$cur"))
 		return
 		;;
+	-s | --sort)
+		[ "$cmd" = top ] &&
+			COMPREPLY=($(compgen -W "pid rank mem torch tensors launches sync copies ooms" \
+				-- "$cur"))
+		return
+		;;
 	-f | --format)
 		case $cmd in
 		profile) COMPREPLY=($(compgen -W "folded pprof" -- "$cur")) ;;
@@ -82,7 +88,7 @@ _gpusnoop()
 		esac
 		return
 		;;
-	-o | --output | --config | --socket)
+	-o | --output | --config | --check-config | --socket)
 		_gpusnoop_files -f "$cur"
 		return
 		;;

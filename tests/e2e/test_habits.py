@@ -69,6 +69,7 @@ def usage_errors_exit_64_in_every_subcommand():
         ["record"], ["record", "-a", "-F", "99", "-d", "1"], ["record", "-e", "nosuch"],
         ["record", "--inject", "-p", "1", "-d", "1"],
         ["profile"], ["profile", "-a", "-F", "0", "-d", "1"], ["profile", "-p", "abc"],
+        ["top"], ["top", "-a", "-p", "1"], ["top", "--batch", "-a", "-o", "x"],
         ["daemon", "--bogus"], ["ctl"], ["stitch"], ["stats"], ["stats", "-f", "xml", "t"],
         ["check", "--bogus"], ["nosuchcommand"], [],
     ]
@@ -464,6 +465,25 @@ def stats_prints_the_numbers_of_records_summary():
         want[e["name"]] = want.get(e["name"], 0) + 1
     expect_eq({r["name"]: r["count"] for r in tables["cuda_api"]["rows"]}, want,
               "API calls by name")
+
+
+@test
+def stats_counts_the_nvtx_ranges_record_wrote():
+    import test_nvtx
+    path, _ = test_nvtx.c_recording()
+    trace = test_nvtx.load(path)
+    want = {}
+    for e in test_nvtx.nvtx_rows(trace, "X"):
+        want[e["name"]] = want.get(e["name"], 0) + 1
+    for name in test_nvtx.async_pairs(trace):
+        want[name] = want.get(name, 0) + 1
+    status, text, err = run_gpusnoop("stats", "-f", "json", path)
+    expect_eq(status, 0, f"stats ({err})")
+    got = {}
+    for r in json.loads(text)["tables"]["nvtx"]["rows"]:
+        got[r["name"]] = got.get(r["name"], 0) + r["count"]
+    expect_eq(got, want, "NVTX ranges by name")
+    assert test_nvtx.C_RANGES.items() <= got.items(), got
 
 
 @test
