@@ -1016,6 +1016,8 @@ static const struct argp record_argp = {
 /* -F only with -e cpu; one output. Returns 0 or -EINVAL (logged). */
 static int check_opts(const struct record_opts *o, unsigned int *hz)
 {
+	int err;
+
 	*hz = GS_CPU_DEFAULT_HZ;
 	if (o->freq && (!o->cpu || gs_cpu_parse_hz(o->freq, hz))) {
 		if (!o->cpu)
@@ -1043,8 +1045,9 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		gs_info("NVTX ranges come only from processes started with NVTX_INJECTION64_PATH: "
 			"injecting adds GPU activity only");
 	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH; -e nvtx: NVTX's too */
-	if (o->gpu && o->common.argv && gs_record_gpu_setenv())
-		return -EINVAL;
+	err = o->gpu && o->common.argv ? gs_record_gpu_setenv() : 0;
+	if (err) /* not a usage error (64): the environment names another library, or none is built */
+		return err == -EINVAL ? -EIO : err;
 	return o->nvtx && o->common.argv ? gs_record_nvtx_setenv(o->nvtx_named) : 0;
 }
 
