@@ -130,6 +130,8 @@ struct writer {
 	int64_t real_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	struct gs_alloc *blocks; /* the CUDA blocks, by address */
 	size_t nr_blocks;
+	struct gs_alloc *known; /* addresses of known CUDA device, by address (entry_dev) */
+	size_t nr_known;
 };
 
 static bool is_cpu(uint16_t key)
@@ -413,14 +415,37 @@ static int segments(struct writer *w, const struct gs_torch_proc *tp)
 }
 
 /*
- * A segment entry's device: learned after its cudaMalloc, from the tensors placed in it (the
- * segment table knows it while the segment lives), else from a block now inside it.
+ * What tells a segment's device, learned after its cudaMalloc from the tensors placed in it:
+ * the CUDA blocks now, the ring's allocations and its segment frees (the segment table knew
+ * the device by then). Sorted by address into w->known.
  */
+static int known_devices(struct writer *w, const struct gs_snap_proc *sp)
+{
+	size_t n = w->nr_blocks + (sp ? sp->nr : 0);
+
+	w->known = n ? calloc(n, sizeof(*w->known)) : NULL;
+	if (n && !w->known)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->nr_blocks; i++)
+		w->known[w->nr_known++] = w->blocks[i];
+	for (size_t i = 0; sp && i < sp->nr; i++) {
+		const struct gs_snap_entry *e = &sp->ring[i];
+
+		if (cuda_index(e->dev) >= 0 &&
+		    (e->action == GS_SNAP_ALLOC || e->action == GS_SNAP_SEGMENT_FREE))
+			w->known[w->nr_known++] = (struct gs_alloc){ .ptr = e->addr, .api = e->dev };
+	}
+	if (w->nr_known)
+		qsort(w->known, w->nr_known, sizeof(*w->known), cmp_ptr);
+	return 0;
+}
+
+/* a segment entry's device, when only known from what w->known says about its range */
 static int entry_dev(const struct writer *w, const struct gs_torch_proc *tp,
 		     const struct gs_snap_entry *e)
 {
 	const struct gs_alloc *seg;
-	size_t lo = 0, hi = w->nr_blocks;
+	size_t lo = 0, hi = w->nr_known;
 
 	if (e->dev != GS_TORCH_DEV_UNKNOWN ||
 	    (e->action != GS_SNAP_SEGMENT_ALLOC && e->action != GS_SNAP_SEGMENT_FREE))
@@ -428,16 +453,16 @@ static int entry_dev(const struct writer *w, const struct gs_torch_proc *tp,
 	seg = tp ? gs_alloc_table__find(tp->segments, e->addr) : NULL;
 	if (seg && seg->api != GS_TORCH_DEV_UNKNOWN)
 		return dev_index(w, seg->api);
-	while (lo < hi) { /* the first block at or after the segment's start */
+	while (lo < hi) { /* the first address at or after the segment's start */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (w->blocks[mid].ptr < e->addr)
+		if (w->known[mid].ptr < e->addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < w->nr_blocks && w->blocks[lo].ptr - e->addr < e->size)
-		return dev_index(w, w->blocks[lo].api);
+	if (lo < w->nr_known && w->known[lo].ptr - e->addr < (e->size ? e->size : 1))
+		return dev_index(w, w->known[lo].api);
 	return 0;
 }
 
@@ -555,7 +580,8 @@ int gs_torch_snap__write(struct gs_torch_snap *s, pid_t pid, const struct gs_tor
 	w.nr_stack_memo = gs_stack_table__size(stacks);
 	w.stack_memo = calloc(w.nr_stack_memo + 1, sizeof(*w.stack_memo));
 	w.blocks = sorted_copy(tp ? tp->blocks : NULL, false, &w.nr_blocks);
-	if (!w.stack_memo || (!w.blocks && tp && gs_alloc_table__count(tp->blocks))) {
+	if (!w.stack_memo || (!w.blocks && tp && gs_alloc_table__count(tp->blocks)) ||
+	    known_devices(&w, sp)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -575,5 +601,6 @@ int gs_torch_snap__write(struct gs_torch_snap *s, pid_t pid, const struct gs_tor
 out:
 	free(w.stack_memo);
 	free(w.blocks);
+	free(w.known);
 	return err;
 }
