@@ -163,6 +163,9 @@ static int write_snapshots(struct leaks *l, const char *reason, struct gs_mem_pr
 	int err = 0;
 
 	gs_stack_table__resymbolize(l->stacks);
+	/* the target's file is written even before it allocated anything */
+	if (!only && l->primary && !gs_mem_model__proc(&l->mem, l->primary, true))
+		err = -ENOMEM;
 	for (size_t i = 0; i < l->mem.raw.nr_procs && !err; i++) {
 		pid_t pid = l->mem.raw.procs[i]->pid;
 
