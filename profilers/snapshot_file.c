@@ -45,3 +45,34 @@ int gs_snapshot_file_write(struct gs_mem_model *m, pid_t pid, uint64_t now_ns, c
 		return gs_out__fail(out, err);
 	return gs_out__close(out);
 }
+
+static int write_one(struct gs_mem_model *m, const char *path, pid_t pid, pid_t primary,
+		     unsigned int seq, const char *reason, uint64_t now_ns)
+{
+	char name[4096];
+	int err = gs_snapshot_file_name(path, pid == primary ? 0 : pid, seq, name, sizeof(name));
+
+	if (err) {
+		gs_err("%s: name too long", path);
+		return err;
+	}
+	err = gs_snapshot_file_write(m, pid, now_ns, name);
+	if (!err)
+		gs_info("pid %d: memory snapshot (%s) written to %s", (int)pid, reason, name);
+	return err;
+}
+
+int gs_snapshot_files_write(struct gs_mem_model *m, const char *path, pid_t primary, pid_t only,
+			    unsigned int seq, const char *reason, uint64_t now_ns)
+{
+	int err = 0;
+
+	if (only > 0)
+		return write_one(m, path, only, primary, seq, reason, now_ns);
+	/* the target's file is written even before it showed PyTorch */
+	if (primary > 0 && !gs_mem_model__torch_proc(m, primary))
+		err = write_one(m, path, primary, primary, seq, reason, now_ns);
+	for (size_t i = 0; i < m->torch.nr_procs && !err; i++)
+		err = write_one(m, path, m->torch.procs[i]->pid, primary, seq, reason, now_ns);
+	return err;
+}

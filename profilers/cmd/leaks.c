@@ -157,30 +157,12 @@ static void tree_facts(struct leaks *l, struct gs_leak_proc_report *out)
 static int write_snapshots(struct leaks *l, const char *reason, struct gs_mem_proc *only)
 {
 	bool moment = !strcmp(reason, "interval") || !strcmp(reason, "trigger");
-	uint64_t now_ns = gs_clock_ns(CLOCK_MONOTONIC);
-	unsigned int seq = moment ? ++l->snap_seq : 0;
-	char name[4096];
-	int err = 0;
+	int err;
 
 	gs_stack_table__resymbolize(l->stacks);
-	/* the target's file is written even before it allocated anything */
-	if (!only && l->primary && !gs_mem_model__proc(&l->mem, l->primary, true))
-		err = -ENOMEM;
-	for (size_t i = 0; i < l->mem.raw.nr_procs && !err; i++) {
-		pid_t pid = l->mem.raw.procs[i]->pid;
-
-		if ((only && l->mem.raw.procs[i] != only) ||
-		    (!only && pid != l->primary && !gs_mem_model__torch_proc(&l->mem, pid)))
-			continue;
-		err = gs_snapshot_file_name(l->opts.common.output, pid == l->primary ? 0 : pid,
-					    seq, name, sizeof(name));
-		if (!err)
-			err = gs_snapshot_file_write(&l->mem, pid, now_ns, name);
-		else
-			gs_err("%s: name too long", l->opts.common.output);
-		if (!err)
-			gs_info("pid %d: memory snapshot (%s) written to %s", (int)pid, reason, name);
-	}
+	err = gs_snapshot_files_write(&l->mem, l->opts.common.output, l->primary,
+				      only ? only->pid : 0, moment ? ++l->snap_seq : 0, reason,
+				      gs_clock_ns(CLOCK_MONOTONIC));
 	if (err && !l->error)
 		l->error = err;
 	return err;

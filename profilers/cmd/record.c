@@ -16,6 +16,7 @@
 #include "profilers/cuda/call.h"
 #include "profilers/cuda/kernel_names.h"
 #include "profilers/mem_model.h"
+#include "profilers/snapshot_file.h"
 #include "profilers/options.h"
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
@@ -51,7 +52,7 @@
 /* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
 #define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
-enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES };
+enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES, OPT_MEMORY_SNAPSHOT };
 
 /* --max-bytes: what the trace's end needs at most (held events are not written then) */
 #define CAP_MIN_MARGIN (256 * 1024ULL)
@@ -66,6 +67,7 @@ struct record_opts {
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 	bool output_fd_gz;
 	uint64_t max_bytes; /* --max-bytes: the daemon's cap on a user's recording; 0: none */
+	const char *snapshot; /* --memory-snapshot FILE: PyTorch's memory snapshot there too */
 };
 
 struct record {
@@ -94,6 +96,7 @@ struct record {
 	uint64_t start_mono_ns, start_real_ns;
 	uint64_t events, cpu_samples;
 	bool capped; /* stopped at --max-bytes: what was held and came later is not written */
+	pid_t snapshot_pid; /* --memory-snapshot: whose file is FILE itself (-p PID, -- CMD) */
 	int error;
 };
 
@@ -659,6 +662,10 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 		gs_record_gpu__proc_gone(r->gpu, pid);
 
 	gs_kernel_names__forget(r->names, pid);
+	/* an exited process's last memory state, before the model forgets it */
+	if (r->opts.snapshot && !exec && gs_mem_model__torch_proc(&r->mem, pid))
+		gs_snapshot_files_write(&r->mem, r->opts.snapshot, r->snapshot_pid, pid, 0, "exit",
+					gs_clock_ns(CLOCK_MONOTONIC));
 	gs_mem_model__proc_gone(&r->mem, pid, exec);
 	/* what the old image held is gone with it */
 	if (exec)
@@ -843,6 +850,11 @@ static const struct argp_option record_options[] = {
 	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
 	  "(ptrace; risks in the README)",
 	  0 },
+	{ "memory-snapshot", OPT_MEMORY_SNAPSHOT, "FILE", 0,
+	  "With -e torch-mem: also write PyTorch's memory snapshot (torch.cuda._memory_viz's "
+	  "pickle) of each PyTorch process to FILE (FILE.PID for processes the command started) "
+	  "at its exit or the recording's end",
+	  0 },
 	/* internal: the daemon caps what a user's recording writes */
 	{ "max-bytes", OPT_MAX_BYTES, "BYTES", OPTION_HIDDEN,
 	  "With --output-fd: stop, the trace complete, before it passes BYTES", 0 },
@@ -905,6 +917,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_INJECT:
 		o->inject = true;
 		break;
+	case OPT_MEMORY_SNAPSHOT:
+		o->snapshot = arg;
+		break;
 	case OPT_OUTPUT_FD: {
 		char *end;
 		long fd;
@@ -954,6 +969,7 @@ static const char record_doc[] =
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
 	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
+	"  gpusnoop record -e torch-mem -o t.json --memory-snapshot snap.pickle -- python train.py\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {
@@ -981,6 +997,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 	}
 	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
 		gs_err("-o DIR/ writes a file per process or rank: not with -a; name a file");
+		return -EINVAL;
+	}
+	if (o->snapshot && !(o->families & GS_FAM_BIT(GS_FAM_TORCH))) {
+		gs_err("--memory-snapshot: it needs -e torch-mem");
 		return -EINVAL;
 	}
 	if (o->inject && (!o->gpu || !o->common.nr_pids)) {
@@ -1115,12 +1135,20 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	gs_mem_model__init(&r.mem, r.stacks, gs_tracker__symcache(r.tracker),
 			   r.opts.families & GS_FAM_BIT(GS_FAM_TORCH));
+	if (r.opts.snapshot && gs_mem_model__snapshots(&r.mem, 0)) {
+		gs_err("out of memory");
+		goto out_free;
+	}
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	if (r.gpu)
 		gs_record_gpu__set_clock(r.gpu, (int64_t)(r.start_real_ns - r.start_mono_ns));
 	/* from here on the file is always finished, whatever stops the recording */
 	err = start_targets(&r);
+	if (r.opts.common.nr_pids == 1)
+		r.snapshot_pid = r.opts.common.pids[0];
+	else if (r.opts.common.argv)
+		r.snapshot_pid = gs_tracker__child(r.tracker);
 	if (!err) {
 		gs_info("recording%s; Ctrl-C to stop", r.opts.common.all ? " every process" : "");
 		err = run_loop(&r);
@@ -1132,6 +1160,15 @@ int gs_cmd_record(int argc, char **argv)
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
 	err = gs_out__close(r.out) ?: err;
 	r.out = NULL;
+	/* the processes still running: their state at the end (the exited ones wrote theirs) */
+	if (!err && r.opts.snapshot) {
+		gs_stack_table__resymbolize(r.stacks);
+		/* -1: FILE was the target's, written at its exit (or it showed no PyTorch) */
+		err = gs_snapshot_files_write(
+			&r.mem, r.opts.snapshot,
+			gs_mem_model__torch_proc(&r.mem, r.snapshot_pid) ? r.snapshot_pid : -1, 0,
+			0, "end", gs_clock_ns(CLOCK_MONOTONIC));
+	}
 	if (err)
 		goto out_free;
 	status = print_summary(&r);

@@ -252,3 +252,65 @@ def memory_snapshot_torch251_cpu():
 @test
 def memory_snapshot_torch215_cpu():
     torch_cpu_snapshot("2.15.0")
+
+
+class Lines:
+    """Stand-in for a Workload's output when the workload ran under gpusnoop (-- CMD)."""
+
+    def __init__(self, text):
+        self.out = type("Out", (), {"lines": text.splitlines()})()
+
+
+@test
+def memory_snapshot_beside_a_recording():
+    """record -e torch-mem --memory-snapshot FILE -- gs_torch: the trace, and beside it the
+    snapshot of the process's last state, written at its exit."""
+    tmp = tempfile.mkdtemp()
+    trace, snap = os.path.join(tmp, "t.json"), os.path.join(tmp, "snap.pickle")
+    status, out, err = run_gpusnoop("record", "-e", "torch-mem", "-o", trace,
+                                    "--memory-snapshot", snap, "--",
+                                    os.path.join(BIN, "gs_torch"))
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    assert f"memory snapshot (exit) written to {snap}" in err, err
+    assert os.path.getsize(trace) > 0, trace
+    final = load(snap)
+    check_segments_blocks(final, tensor_lines(Lines(out)), at_oom=False)
+    ooms = [e for e in final["device_traces"][0] if e["action"] == "oom"]
+    expect_eq([e["size"] for e in ooms], [GiB], "the oom entry")
+    status, _, err = run_gpusnoop("record", "-e", "cuda-mem", "-o", trace,
+                                  "--memory-snapshot", snap, "--", "true")
+    expect_eq(status, 1, "--memory-snapshot without torch-mem")
+    assert "--memory-snapshot: it needs -e torch-mem" in err, err
+
+
+@test
+def memory_snapshot_in_the_daemons_oom_report():
+    """The daemon's report of a PyTorch OOM: KIND-PID-TIME.memory_snapshot.pickle beside its
+    JSON, the moment of the OOM with its `oom` entry."""
+    from test_daemon import Daemon
+    d = Daemon()
+    w = None
+    try:
+        w = Workload("gs_torch", env=TORCH_ENV)
+        d.g.wait_stderr(f"{os.path.join(FIXTURES, 'torch', 'lib')}/libc10_cuda.so): CUDA tensors "
+                        "from USDT")
+        d.wait_probed()
+        w.release()
+        w.wait_line("oom CUDA out of memory")  # it waits here, holding its memory
+        d.g.wait_stderr(f"pid {w.pid} (gs_torch): torch-oom: report")
+        files = glob.glob(os.path.join(d.out, f"gpusnoop-torch-oom-{w.pid}-*"))
+        snaps = [f for f in files if f.endswith(".memory_snapshot.pickle")]
+        expect_eq(len(snaps), 1, "snapshots")
+        expect_eq(snaps[0][:-len(".memory_snapshot.pickle")] + ".json" in files, True,
+                  "snapshot beside the JSON")
+        snap = load(snaps[0])
+        check_segments_blocks(snap, tensor_lines(w), at_oom=True)
+        expect_eq([e["size"] for e in snap["device_traces"][0] if e["action"] == "oom"],
+                  [GiB], "the oom entry")
+        w.release()
+        w.wait_line("done")
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
