@@ -104,7 +104,9 @@ int gs_mem_model__alloc(struct gs_mem_model *m, const struct gs_mem_alloc *e,
 	 * retries, and PyTorch's own OOM follows if that fails too.
 	 */
 	if (m->torch_on && gs_torch_acct__segment_alloc(&m->torch, e)) {
-		struct gs_alloc seg = { .ptr = e->ptr, .size = e->size, .api = GS_TORCH_DEV_UNKNOWN };
+		struct gs_alloc seg = { .ptr = e->ptr,
+					.size = e->size,
+					.api = GS_TORCH_DEV_UNKNOWN };
 
 		*fx = (struct gs_mem_effect){ .route = GS_ROUTE_SEGMENT };
 		if (m->snap && !e->ret && e->ptr)
@@ -157,7 +159,9 @@ int gs_mem_model__cuda_call(struct gs_mem_model *m, const struct gs_cuda_call *e
 			    struct gs_mem_effect *fx)
 {
 	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
-	struct gs_alloc seg = { .ptr = e->args[0], .size = e->args[1], .api = GS_TORCH_DEV_UNKNOWN };
+	struct gs_alloc seg = { .ptr = e->args[0],
+				.size = e->args[1],
+				.api = GS_TORCH_DEV_UNKNOWN };
 	bool segment = false, had = false;
 
 	*fx = (struct gs_mem_effect){ .route = GS_ROUTE_NONE };

@@ -5,26 +5,26 @@
 #include "user/pickle_writer.h"
 
 /* opcodes of Lib/pickle.py (protocol 2 and below) */
-#define OP_PROTO	0x80
-#define OP_STOP		'.'
-#define OP_NONE		'N'
-#define OP_NEWTRUE	0x88
-#define OP_NEWFALSE	0x89
-#define OP_BININT	'J'
-#define OP_BININT1	'K'
-#define OP_BININT2	'M'
-#define OP_LONG1	0x8a
-#define OP_BINUNICODE	'X'
-#define OP_EMPTY_DICT	'}'
-#define OP_EMPTY_LIST	']'
-#define OP_MARK		'('
-#define OP_SETITEMS	'u'
-#define OP_APPENDS	'e'
-#define OP_TUPLE2	0x86
-#define OP_BINPUT	'q'
-#define OP_LONG_BINPUT	'r'
-#define OP_BINGET	'h'
-#define OP_LONG_BINGET	'j'
+#define OP_PROTO       0x80
+#define OP_STOP	       '.'
+#define OP_NONE	       'N'
+#define OP_NEWTRUE     0x88
+#define OP_NEWFALSE    0x89
+#define OP_BININT      'J'
+#define OP_BININT1     'K'
+#define OP_BININT2     'M'
+#define OP_LONG1       0x8a
+#define OP_BINUNICODE  'X'
+#define OP_EMPTY_DICT  '}'
+#define OP_EMPTY_LIST  ']'
+#define OP_MARK	       '('
+#define OP_SETITEMS    'u'
+#define OP_APPENDS     'e'
+#define OP_TUPLE2      0x86
+#define OP_BINPUT      'q'
+#define OP_LONG_BINPUT 'r'
+#define OP_BINGET      'h'
+#define OP_LONG_BINGET 'j'
 
 static const char REPLACEMENT[3] = { (char)0xef, (char)0xbf, (char)0xbd }; /* U+FFFD */
 

@@ -19,7 +19,7 @@
  */
 struct gs_pickle {
 	FILE *f;
-	int err;	   /* first write error (-errno), sticky */
+	int err;	    /* first write error (-errno), sticky */
 	uint32_t next_memo; /* memo index the next put takes */
 	const char *keys[64];
 	uint32_t key_memo[64];

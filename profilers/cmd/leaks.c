@@ -30,7 +30,7 @@ struct leaks_opts {
 	double interval_s;
 	double min_age_s;
 	size_t top;
-	size_t max_stacks; /* distinct stacks kept per process; 0: the table's default */
+	size_t max_stacks;  /* distinct stacks kept per process; 0: the table's default */
 	size_t max_entries; /* --format memory-snapshot: trace entries kept per process */
 	bool json;
 	bool snapshot; /* --format memory-snapshot */
@@ -50,7 +50,7 @@ struct leaks {
 	struct gs_out *out;
 	/* --interval's reports; interval_ns 0: none */
 	uint64_t interval_ns, next_report_ns;
-	int error;			   /* first fatal error inside a callback */
+	int error; /* first fatal error inside a callback */
 	/* memory-snapshot: the target whose file is -o's name itself (0: none), files numbered */
 	pid_t primary;
 	unsigned int snap_seq;
@@ -248,8 +248,7 @@ static const struct argp_option leaks_options[] = {
 	  "memory snapshot pickle per process, for torch.cuda._memory_viz; needs -o)",
 	  0 },
 	{ "max-entries", OPT_MAX_ENTRIES, "N", 0,
-	  "memory-snapshot: allocator actions kept per process for the trace (default 100000)",
-	  0 },
+	  "memory-snapshot: allocator actions kept per process for the trace (default 100000)", 0 },
 	{ "on-oom", OPT_ON_OOM, NULL, 0,
 	  "Also report at each out-of-memory: PyTorch's, or a CUDA allocation failing with error 2",
 	  0 },
@@ -333,7 +332,8 @@ static const char leaks_doc[] =
 	"  gpusnoop leaks -a -d 60 -o leaks.txt  # every CUDA process on the host\n"
 	"  gpusnoop leaks --on-oom -p 1234       # who held what when PyTorch ran out\n"
 	"  gpusnoop leaks -f memory-snapshot -o snap.pickle -p 1234 --on-oom\n"
-	"      # PyTorch's memory snapshot at the OOM (snap.1.pickle) and at the end (snap.pickle):\n"
+	"      # PyTorch's memory snapshot at the OOM (snap.1.pickle) and at the end "
+	"(snap.pickle):\n"
 	"      # python -m torch.cuda._memory_viz trace_plot snap.pickle -o snap.html";
 
 static const struct argp leaks_argp = {

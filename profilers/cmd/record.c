@@ -66,7 +66,7 @@ struct record_opts {
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 	bool output_fd_gz;
-	uint64_t max_bytes; /* --max-bytes: the daemon's cap on a user's recording; 0: none */
+	uint64_t max_bytes;   /* --max-bytes: the daemon's cap on a user's recording; 0: none */
 	const char *snapshot; /* --memory-snapshot FILE: PyTorch's memory snapshot there too */
 };
 
@@ -96,7 +96,6 @@ struct record {
 	uint64_t start_mono_ns, start_real_ns;
 	uint64_t events, cpu_samples;
 	bool capped; /* stopped at --max-bytes: what was held and came later is not written */
-	pid_t snapshot_pid; /* --memory-snapshot: whose file is FILE itself (-p PID, -- CMD) */
 	int error;
 };
 
@@ -654,6 +653,8 @@ static void gpu_render_end(void *ctx)
 	r->events++;
 }
 
+static pid_t snapshot_target(struct record *r);
+
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
@@ -664,8 +665,8 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	gs_kernel_names__forget(r->names, pid);
 	/* an exited process's last memory state, before the model forgets it */
 	if (r->opts.snapshot && !exec && gs_mem_model__torch_proc(&r->mem, pid))
-		gs_snapshot_files_write(&r->mem, r->opts.snapshot, r->snapshot_pid, pid, 0, "exit",
-					gs_clock_ns(CLOCK_MONOTONIC));
+		gs_snapshot_files_write(&r->mem, r->opts.snapshot, snapshot_target(r), pid, 0,
+					"exit", gs_clock_ns(CLOCK_MONOTONIC));
 	gs_mem_model__proc_gone(&r->mem, pid, exec);
 	/* what the old image held is gone with it */
 	if (exec)
@@ -969,7 +970,8 @@ static const char record_doc[] =
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
 	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
-	"  gpusnoop record -e torch-mem -o t.json --memory-snapshot snap.pickle -- python train.py\n"
+	"  gpusnoop record -e torch-mem -o t.json --memory-snapshot snap.pickle -- python "
+	"train.py\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {
@@ -1089,6 +1091,28 @@ static int print_summary(const struct record *r)
 	return 0;
 }
 
+/* --memory-snapshot: whose file is FILE itself (-p PID, -- CMD) */
+static pid_t snapshot_target(struct record *r)
+{
+	return r->opts.common.nr_pids == 1 ? r->opts.common.pids[0] : gs_tracker__child(r->tracker);
+}
+
+/*
+ * --memory-snapshot: the processes still running, their state at the end (the exited ones
+ * wrote theirs). -1: FILE was the target's, written at its exit (or it showed no PyTorch).
+ */
+static int end_snapshots(struct record *r)
+{
+	pid_t target = snapshot_target(r);
+	pid_t primary = gs_mem_model__torch_proc(&r->mem, target) ? target : -1;
+
+	if (!r->opts.snapshot)
+		return 0;
+	gs_stack_table__resymbolize(r->stacks);
+	return gs_snapshot_files_write(&r->mem, r->opts.snapshot, primary, 0, 0, "end",
+				       gs_clock_ns(CLOCK_MONOTONIC));
+}
+
 int gs_cmd_record(int argc, char **argv)
 {
 	struct record r = { .opts = { .output_fd = -1 }, .argc = argc, .argv = argv };
@@ -1135,20 +1159,14 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	gs_mem_model__init(&r.mem, r.stacks, gs_tracker__symcache(r.tracker),
 			   r.opts.families & GS_FAM_BIT(GS_FAM_TORCH));
-	if (r.opts.snapshot && gs_mem_model__snapshots(&r.mem, 0)) {
-		gs_err("out of memory");
-		goto out_free;
-	}
+	if (r.opts.snapshot && gs_mem_model__snapshots(&r.mem, 0))
+		goto out_free; /* ENOMEM */
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	if (r.gpu)
 		gs_record_gpu__set_clock(r.gpu, (int64_t)(r.start_real_ns - r.start_mono_ns));
 	/* from here on the file is always finished, whatever stops the recording */
 	err = start_targets(&r);
-	if (r.opts.common.nr_pids == 1)
-		r.snapshot_pid = r.opts.common.pids[0];
-	else if (r.opts.common.argv)
-		r.snapshot_pid = gs_tracker__child(r.tracker);
 	if (!err) {
 		gs_info("recording%s; Ctrl-C to stop", r.opts.common.all ? " every process" : "");
 		err = run_loop(&r);
@@ -1158,17 +1176,8 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
-	err = gs_out__close(r.out) ?: err;
+	err = gs_out__close(r.out) ?: err ?: end_snapshots(&r);
 	r.out = NULL;
-	/* the processes still running: their state at the end (the exited ones wrote theirs) */
-	if (!err && r.opts.snapshot) {
-		gs_stack_table__resymbolize(r.stacks);
-		/* -1: FILE was the target's, written at its exit (or it showed no PyTorch) */
-		err = gs_snapshot_files_write(
-			&r.mem, r.opts.snapshot,
-			gs_mem_model__torch_proc(&r.mem, r.snapshot_pid) ? r.snapshot_pid : -1, 0,
-			0, "end", gs_clock_ns(CLOCK_MONOTONIC));
-	}
 	if (err)
 		goto out_free;
 	status = print_summary(&r);

@@ -14,7 +14,7 @@
 /* PyTorch's small pool: blocks up to 1 MiB, in 2 MiB segments (kSmallBuffer) */
 #define SMALL_SEGMENT (2ULL << 20)
 /* what a frame says where gpusnoop could not see the allocation */
-#define BEFORE_ATTACH "<allocated before gpusnoop attached>"
+#define BEFORE_ATTACH	  "<allocated before gpusnoop attached>"
 #define SEG_BEFORE_ATTACH "<segment allocated before gpusnoop attached>"
 
 void gs_torch_snap__init(struct gs_torch_snap *s, size_t max_entries)
@@ -124,10 +124,10 @@ struct writer {
 	uint32_t *stack_memo; /* memo index + 1 of each stack's frame list, 0: not written yet */
 	size_t nr_stack_memo;
 	uint32_t empty_memo, before_memo, seg_before_memo; /* + 1, 0: not written yet */
-	int ndev;	/* CUDA device indices 0..ndev-1 */
-	int cpu_index;	/* device_traces index of CPU tensors, -1: none */
+	int ndev;					   /* CUDA device indices 0..ndev-1 */
+	int cpu_index; /* device_traces index of CPU tensors, -1: none */
 	int ntraces;
-	int64_t real_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	int64_t real_offset_ns;	 /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	struct gs_alloc *blocks; /* the CUDA blocks, by address */
 	size_t nr_blocks;
 	struct gs_alloc *known; /* addresses of known CUDA device, by address (entry_dev) */
@@ -333,8 +333,8 @@ static void segment_blocks(struct writer *w, const struct gs_alloc *s, const str
 }
 
 /* One segment; orphan: a block whose segment was allocated before gpusnoop attached. */
-static void segment(struct writer *w, const struct gs_alloc *s, const struct gs_alloc *b,
-		    size_t n, bool orphan)
+static void segment(struct writer *w, const struct gs_alloc *s, const struct gs_alloc *b, size_t n,
+		    bool orphan)
 {
 	uint64_t used = 0;
 
@@ -433,7 +433,8 @@ static int known_devices(struct writer *w, const struct gs_snap_proc *sp)
 
 		if (cuda_index(e->dev) >= 0 &&
 		    (e->action == GS_SNAP_ALLOC || e->action == GS_SNAP_SEGMENT_FREE))
-			w->known[w->nr_known++] = (struct gs_alloc){ .ptr = e->addr, .api = e->dev };
+			w->known[w->nr_known++] =
+				(struct gs_alloc){ .ptr = e->addr, .api = e->dev };
 	}
 	if (w->nr_known)
 		qsort(w->known, w->nr_known, sizeof(*w->known), cmp_ptr);
@@ -565,7 +566,8 @@ static void about(struct writer *w, pid_t pid, const struct gs_snap_proc *sp, si
 int gs_torch_snap__write(struct gs_torch_snap *s, pid_t pid, const struct gs_torch_proc *tp,
 			 const struct gs_stack_table *stacks, uint64_t now_ns, FILE *f)
 {
-	struct gs_snap_entry mark = { .ts_ns = now_ns, .dev = GS_TORCH_DEV_UNKNOWN,
+	struct gs_snap_entry mark = { .ts_ns = now_ns,
+				      .dev = GS_TORCH_DEV_UNKNOWN,
 				      .action = GS_SNAP_SNAPSHOT };
 	struct writer w = { .stacks = stacks };
 	const struct gs_snap_proc *sp;

@@ -58,8 +58,10 @@ static FILE *tmp_file(char *path, size_t len)
 
 GS_TEST(ints_of_every_width)
 {
-	static const int64_t ints[] = { 0, 1, 255, 256, 65535, 65536, -1, -128, -129, INT32_MIN,
-					INT32_MAX, (int64_t)INT32_MAX + 1, INT64_MIN, INT64_MAX };
+	static const int64_t ints[] = { 0,	   1,	      255,	 256,
+					65535,	   65536,     -1,	 -128,
+					-129,	   INT32_MIN, INT32_MAX, (int64_t)INT32_MAX + 1,
+					INT64_MIN, INT64_MAX };
 	struct gs_pickle pk;
 	char path[64];
 	FILE *f = tmp_file(path, sizeof(path));
@@ -140,7 +142,8 @@ GS_TEST(each_hostile_string_decodes_as_written)
 {
 	static const char *const cases[][2] = {
 		{ "'\"\n\r\\", "'\\\"\\n\\r\\\\" },
-		{ "c__builtin__\nos.system\n(S'id'\ntR.", "c__builtin__\\nos.system\\n(S'id'\\ntR." },
+		{ "c__builtin__\nos.system\n(S'id'\ntR.",
+		  "c__builtin__\\nos.system\\n(S'id'\\ntR." },
 		{ "\x80\x02X\xff\xff\xff\xff.", "\\ufffd\\x02X\\ufffd\\ufffd\\ufffd\\ufffd." },
 		{ "\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd" },
 		{ "\xc0\xaf", "\\ufffd\\ufffd" },
@@ -201,12 +204,14 @@ GS_TEST(snapshot_ring_keeps_the_last_entries)
 	GS_EXPECT(python_accepts(
 		path,
 		"t = d[\"device_traces\"]\n"
-		"assert d[\"segments\"] == [] and len(t) == 2 and t[0] == [{\"action\": \"snapshot\","
+		"assert d[\"segments\"] == [] and len(t) == 2 and t[0] == [{\"action\": "
+		"\"snapshot\","
 		" \"addr\": 0, \"size\": 0, \"stream\": 0, \"time_us\": t[0][0][\"time_us\"],"
 		" \"frames\": []}], t\n"
 		"a = [(e[\"action\"], e[\"addr\"] - 0x7f0000000000) for e in t[1]]\n"
 		"assert a == [(\"alloc\", 5 * 512), (\"free_requested\", 6 * 512),"
-		" (\"free_completed\", 6 * 512), (\"alloc\", 7 * 512), (\"free_requested\", 8 * 512),"
+		" (\"free_completed\", 6 * 512), (\"alloc\", 7 * 512), (\"free_requested\", 8 * "
+		"512),"
 		" (\"free_completed\", 8 * 512), (\"snapshot\", -0x7f0000000000)], a\n"
 		"assert d[\"gpusnoop\"] == {\"pid\": 42, \"devices\": [\"cuda:0\", \"cuda:1\"],"
 		" \"max_entries\": 5, \"trace_entries_dropped\": 4}, d[\"gpusnoop\"]"));
