@@ -45,13 +45,13 @@ def venv_python(version):
     return python
 
 
-def memory_viz(versions, path):
+def memory_viz(versions, path, cmds=("stats", "trace_plot", "segment_plot")):
     """`python -m torch.cuda._memory_viz stats|trace_plot|segment_plot` of the snapshot with
     each version's interpreter, all at once; every one must succeed and say something."""
     procs = []
     for version in versions:
         python = venv_python(version)
-        for cmd in ("stats", "trace_plot", "segment_plot"):
+        for cmd in cmds:
             out = [] if cmd == "stats" else ["-o", f"{path}.{version}.{cmd}.html"]
             procs.append(((version, cmd), subprocess.Popen(
                 [python, "-W", "ignore", "-m", "torch.cuda._memory_viz", cmd, path] + out,
@@ -241,7 +241,8 @@ def torch_cpu_snapshot(version):
     trace = [(e["action"], e["size"]) for e in snap["device_traces"][1]]
     expect_eq(trace.count(("alloc", MiB)), 4, "churn's allocations")
     expect_eq(trace.count(("free_completed", MiB)), 4, "churn's frees")
-    memory_viz([version], out)
+    # (all three viewers read the stand-in's snapshot: memory_snapshot_at_oom_and_end)
+    memory_viz([version], out, ("stats",))
 
 
 @test
