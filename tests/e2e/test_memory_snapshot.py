@@ -315,3 +315,35 @@ def memory_snapshot_in_the_daemons_oom_report():
         d.g.kill()
         if w:
             w.kill()
+
+
+@test
+def memory_snapshot_of_tensors_from_before_the_attach():
+    """Attached after gs_torch's OOM: the 2 weights it frees next were allocated before, so
+    their frees are the trace's only entries, marked as such, which memory_viz draws as memory
+    held since the trace began."""
+    out = os.path.join(tempfile.mkdtemp(), "snap.pickle")
+    w = Workload("gs_torch", env=TORCH_ENV)
+    g = None
+    try:
+        w.release()
+        w.wait_line("oom CUDA out of memory")  # held here
+        g = Gpusnoop("leaks", "-p", str(w.pid), "-f", "memory-snapshot", "-o", out)
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(w.finish(), 0, "workload status")
+        g.wait_stderr(f"memory snapshot (exit) written to {out}")
+        expect_eq(g.wait(), 0, "gpusnoop status")
+    finally:
+        if g:
+            g.kill()
+        w.kill()
+    weights = sorted(p for p, (d, _) in tensor_lines(w).items() if d == "cuda:0")
+    snap = load(out)
+    expect_eq(snap["segments"], [], "no segment or tensor seen made")
+    marker = [{"filename": "??", "line": 0, "name": "<allocated before gpusnoop attached>"}]
+    expect_eq([(e["action"], e["addr"], e["frames"]) for e in snap["device_traces"][0]],
+              [(a, p, marker) for p in weights[2:] for a in ("free_requested", "free_completed")]
+              + [("snapshot", 0, [])], "the frees of tensors from before the attach")
+    memory_viz(["2.5.1"], out, ("stats",))
