@@ -67,8 +67,11 @@ int gs_snapshot_files_write(struct gs_mem_model *m, const char *path, pid_t prim
 {
 	int err = 0;
 
+	/* a process that never showed PyTorch (-a sees every CUDA process exit) gets none */
 	if (only > 0)
-		return write_one(m, path, only, primary, seq, reason, now_ns);
+		return only == primary || gs_mem_model__torch_proc(m, only)
+			       ? write_one(m, path, only, primary, seq, reason, now_ns)
+			       : 0;
 	/* the target's file is written even before it showed PyTorch */
 	if (primary > 0 && !gs_mem_model__torch_proc(m, primary))
 		err = write_one(m, path, primary, primary, seq, reason, now_ns);

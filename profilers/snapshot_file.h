@@ -22,8 +22,8 @@ int gs_snapshot_file_name(const char *path, pid_t pid, unsigned int seq, char *b
 int gs_snapshot_file_write(struct gs_mem_model *m, pid_t pid, uint64_t now_ns, const char *path);
 
 /*
- * The snapshot files of a moment: pid only (only > 0), else primary and every process with
- * PyTorch state. primary's file is path itself (with seq), the others' get ".PID" too. Each is
+ * The snapshot files of a moment: only's (only > 0, when it is primary or showed PyTorch),
+ * else primary's and every process's with PyTorch state. primary's file is path itself (with seq), the others' get ".PID" too. Each is
  * logged ("pid P: memory snapshot (reason) written to F"). Returns 0 or the first -errno.
  */
 int gs_snapshot_files_write(struct gs_mem_model *m, const char *path, pid_t primary, pid_t only,

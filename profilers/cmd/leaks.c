@@ -331,10 +331,10 @@ static const char leaks_doc[] =
 	"  gpusnoop leaks -f json -- ./train     # run ./train, JSON report at its exit\n"
 	"  gpusnoop leaks -a -d 60 -o leaks.txt  # every CUDA process on the host\n"
 	"  gpusnoop leaks --on-oom -p 1234       # who held what when PyTorch ran out\n"
-	"  gpusnoop leaks -f memory-snapshot -o snap.pickle -p 1234 --on-oom\n"
-	"      # PyTorch's memory snapshot at the OOM (snap.1.pickle) and at the end "
-	"(snap.pickle):\n"
-	"      # python -m torch.cuda._memory_viz trace_plot snap.pickle -o snap.html";
+	"  gpusnoop leaks -f memory-snapshot -o snap.pickle --on-oom -p 1234\n"
+	"\nWith -f memory-snapshot, each process's PyTorch memory snapshot (at an OOM: "
+	"snap.1.pickle, ...; at the end: snap.pickle) opens in PyTorch's viewer: python -m "
+	"torch.cuda._memory_viz trace_plot snap.pickle -o snap.html";
 
 static const struct argp leaks_argp = {
 	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc, leaks_children,
@@ -400,6 +400,10 @@ int gs_cmd_leaks(int argc, char **argv)
 		return 1;
 	if (l.opts.snapshot && (!l.opts.common.output || !strcmp(l.opts.common.output, "-"))) {
 		gs_err("--format memory-snapshot writes files: give one with -o FILE");
+		return 1;
+	}
+	if (l.opts.max_entries && !l.opts.snapshot) {
+		gs_err("--max-entries: it needs --format memory-snapshot");
 		return 1;
 	}
 	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));

@@ -970,8 +970,7 @@ static const char record_doc[] =
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
 	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
-	"  gpusnoop record -e torch-mem -o t.json --memory-snapshot snap.pickle -- python "
-	"train.py\n"
+	"  gpusnoop record -e torch-mem --memory-snapshot m.pickle -- ./train\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {

@@ -347,3 +347,17 @@ def memory_snapshot_of_tensors_from_before_the_attach():
               [(a, p, marker) for p in weights[2:] for a in ("free_requested", "free_completed")]
               + [("snapshot", 0, [])], "the frees of tensors from before the attach")
     memory_viz(["2.5.1"], out, ("stats",))
+
+
+@test
+def memory_snapshot_option_errors():
+    """A pickle is binary: never to stdout; --max-entries belongs to the snapshot format."""
+    for args, msg in (
+            (("-f", "memory-snapshot", "-p", "1"), "give one with -o FILE"),
+            (("-f", "memory-snapshot", "-o", "-", "-p", "1"), "give one with -o FILE"),
+            (("--max-entries", "10", "-p", "1"), "--max-entries: it needs --format memory-snapshot"),
+            (("-f", "memory-snapshot", "-o", "x", "--max-entries", "0", "-p", "1"),
+             "invalid --max-entries '0'")):
+        status, out, err = run_gpusnoop("leaks", *args)
+        expect_eq((status, out), (1 if "invalid" not in msg else 64, ""), f"leaks {args}")
+        assert msg in err, (args, err)
