@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "profilers/torch/accounting.h"
 #include "profilers/torch/snapshot.h"
@@ -27,8 +28,8 @@ void gs_torch_snap__init(struct gs_torch_snap *s, size_t max_entries)
 
 static void free_proc(struct gs_snap_proc *p)
 {
-	if (p)
-		free(p->ring);
+	if (p && p->ring)
+		munmap(p->ring, p->cap * sizeof(*p->ring));
 	free(p);
 }
 
@@ -74,19 +75,21 @@ int gs_torch_snap__record(struct gs_torch_snap *s, pid_t pid, const struct gs_sn
 
 	if (!p)
 		return -ENOMEM;
-	if (p->nr < s->max_entries) {
-		if (p->nr == p->cap) {
-			size_t want = p->cap ? p->cap * 2 : 64;
-			void *ring;
+	if (!p->ring) {
+		/*
+		 * Reserved whole, committed page by page as entries come: RSS is what was written,
+		 * and all of it goes back at the process's end (a realloc'd ring would leave the
+		 * daemon's heap fragmented by every PyTorch process it saw).
+		 */
+		void *ring = mmap(NULL, s->max_entries * sizeof(*p->ring), PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-			if (want > s->max_entries)
-				want = s->max_entries;
-			ring = realloc(p->ring, want * sizeof(*p->ring));
-			if (!ring)
-				return -ENOMEM;
-			p->ring = ring;
-			p->cap = want;
-		}
+		if (ring == MAP_FAILED)
+			return -ENOMEM;
+		p->ring = ring;
+		p->cap = s->max_entries;
+	}
+	if (p->nr < s->max_entries) {
 		p->ring[p->nr++] = *e;
 		p->head = p->nr % s->max_entries;
 		return 0;
@@ -107,6 +110,8 @@ void gs_torch_snap__proc_gone(struct gs_torch_snap *s, pid_t pid, bool exec)
 	if (exec) {
 		p->nr = p->head = 0;
 		p->dropped = 0;
+		if (p->ring) /* the pages go back; the mapping stays for the new image */
+			madvise(p->ring, p->cap * sizeof(*p->ring), MADV_DONTNEED);
 		return;
 	}
 	gs_pid_index__get(&s->index, pid, &pos);

@@ -46,9 +46,9 @@ struct gs_snap_entry {
 struct gs_snap_proc {
 	pid_t pid;
 	struct gs_snap_entry *ring;
-	size_t head; /* next slot written once full */
-	size_t nr;   /* valid entries, <= max_entries */
-	size_t cap;  /* slots allocated: grown up to max_entries, most processes never fill it */
+	size_t head;	  /* next slot written once full */
+	size_t nr;	  /* valid entries, <= max_entries */
+	size_t cap;	  /* slots mapped (max_entries), 0 before the first entry */
 	uint64_t dropped; /* entries overwritten */
 };
 

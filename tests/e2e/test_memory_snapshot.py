@@ -6,10 +6,10 @@ PyTorch's own torch.cuda._memory_viz."""
 import glob
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, FIXTURES, MiB, Gpusnoop, Skip, Workload, expect_eq, run_gpusnoop,
@@ -45,25 +45,43 @@ def venv_python(version):
     return python
 
 
+# `python -m torch.cuda._memory_viz CMD ...` for each CMD, in one interpreter: PyTorch is
+# imported once (seconds on a loaded machine), each command runs as -m runs it
+VIZ_DRIVER = """
+import runpy, sys, warnings
+warnings.simplefilter("ignore")
+path, cmds = sys.argv[1], sys.argv[2:]
+for cmd in cmds:
+    out = [] if cmd == "stats" else ["-o", f"{path}.{cmd}.html"]
+    sys.argv = ["_memory_viz.py", cmd, path] + out
+    print(f"== {cmd}", flush=True)
+    runpy.run_module("torch.cuda._memory_viz", run_name="__main__", alter_sys=True)
+"""
+
+
 def memory_viz(versions, path, cmds=("stats", "trace_plot", "segment_plot")):
-    """`python -m torch.cuda._memory_viz stats|trace_plot|segment_plot` of the snapshot with
-    each version's interpreter, all at once; every one must succeed and say something."""
+    """torch.cuda._memory_viz's stats, trace_plot and segment_plot of the snapshot with each
+    version's interpreter, the versions at once; every one must succeed and say something."""
     procs = []
     for version in versions:
-        python = venv_python(version)
-        for cmd in cmds:
-            out = [] if cmd == "stats" else ["-o", f"{path}.{version}.{cmd}.html"]
-            procs.append(((version, cmd), subprocess.Popen(
-                [python, "-W", "ignore", "-m", "torch.cuda._memory_viz", cmd, path] + out,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
-    for what, p in procs:
+        copy = f"{path}.{version}"
+        shutil.copy(path, copy)
+        procs.append((version, copy, subprocess.Popen(
+            [venv_python(version), "-c", VIZ_DRIVER, copy] + list(cmds),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    for version, copy, p in procs:
         out, err = p.communicate(timeout=VIZ_TIMEOUT)
-        expect_eq(p.returncode, 0, f"_memory_viz {what}: {err.decode(errors='replace')}")
-        if what[1] == "stats":
-            assert b"segments: " in out, (what, out)
-        else:
-            html = open(f"{path}.{what[0]}.{what[1]}.html").read()
-            assert "add_local_files" in html and "snapshot.pickle" in html, what
+        expect_eq(p.returncode, 0, f"_memory_viz of {version}: {err.decode(errors='replace')}")
+        out = out.decode()
+        expect_eq([l[3:] for l in out.splitlines() if l.startswith("== ")], list(cmds),
+                  f"_memory_viz commands of {version}")
+        if "stats" in cmds:
+            assert "segments: " in out, (version, out)
+        for cmd in cmds:
+            if cmd != "stats":
+                with open(f"{copy}.{cmd}.html") as f:
+                    html = f.read()
+                assert "add_local_files" in html and "snapshot.pickle" in html, (version, cmd)
 
 
 def tensor_lines(w):
@@ -355,7 +373,8 @@ def memory_snapshot_option_errors():
     for args, msg in (
             (("-f", "memory-snapshot", "-p", "1"), "give one with -o FILE"),
             (("-f", "memory-snapshot", "-o", "-", "-p", "1"), "give one with -o FILE"),
-            (("--max-entries", "10", "-p", "1"), "--max-entries: it needs --format memory-snapshot"),
+            (("--max-entries", "10", "-p", "1"),
+             "--max-entries: it needs --format memory-snapshot"),
             (("-f", "memory-snapshot", "-o", "x", "--max-entries", "0", "-p", "1"),
              "invalid --max-entries '0'")):
         status, out, err = run_gpusnoop("leaks", *args)
