@@ -172,12 +172,12 @@ int gs_mem_model__cuda_call(struct gs_mem_model *m, const struct gs_cuda_call *e
 		segment = gs_torch_acct__segment_map(&m->torch, &e->hdr, e->args[0], e->args[1],
 						     e->frames, e->nr_frames);
 		if (segment && m->snap)
-			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_ALLOC, &seg, e->frames, e->nr_frames);
+			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_MAP, &seg, e->frames, e->nr_frames);
 	} else if (api->shape == GS_SHAPE_UNMAP) {
 		had = snap_segment(m, (pid_t)e->hdr.pid, e->args[0], &seg);
 		segment = gs_torch_acct__segment_unmap(&m->torch, &e->hdr, e->args[0]);
 		if (segment && had)
-			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_FREE, &seg, NULL, 0);
+			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_UNMAP, &seg, NULL, 0);
 	}
 	if (segment)
 		fx->route = GS_ROUTE_SEGMENT;

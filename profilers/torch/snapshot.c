@@ -437,7 +437,8 @@ static int known_devices(struct writer *w, const struct gs_snap_proc *sp)
 		const struct gs_snap_entry *e = &sp->ring[i];
 
 		if (cuda_index(e->dev) >= 0 &&
-		    (e->action == GS_SNAP_ALLOC || e->action == GS_SNAP_SEGMENT_FREE))
+		    (e->action == GS_SNAP_ALLOC || e->action == GS_SNAP_SEGMENT_FREE ||
+		     e->action == GS_SNAP_SEGMENT_UNMAP))
 			w->known[w->nr_known++] =
 				(struct gs_alloc){ .ptr = e->addr, .api = e->dev };
 	}
@@ -454,7 +455,8 @@ static int entry_dev(const struct writer *w, const struct gs_torch_proc *tp,
 	size_t lo = 0, hi = w->nr_known;
 
 	if (e->dev != GS_TORCH_DEV_UNKNOWN ||
-	    (e->action != GS_SNAP_SEGMENT_ALLOC && e->action != GS_SNAP_SEGMENT_FREE))
+	    (e->action != GS_SNAP_SEGMENT_ALLOC && e->action != GS_SNAP_SEGMENT_FREE &&
+	     e->action != GS_SNAP_SEGMENT_MAP && e->action != GS_SNAP_SEGMENT_UNMAP))
 		return dev_index(w, e->dev);
 	seg = tp ? gs_alloc_table__find(tp->segments, e->addr) : NULL;
 	if (seg && seg->api != GS_TORCH_DEV_UNKNOWN)
@@ -485,6 +487,10 @@ static const char *action_name(uint8_t action, bool completed)
 		return "segment_free";
 	case GS_SNAP_OOM:
 		return "oom";
+	case GS_SNAP_SEGMENT_MAP:
+		return "segment_map";
+	case GS_SNAP_SEGMENT_UNMAP:
+		return "segment_unmap";
 	default:
 		return "snapshot";
 	}

@@ -24,6 +24,9 @@ enum gs_snap_action {
 	GS_SNAP_SEGMENT_FREE,
 	GS_SNAP_OOM,
 	GS_SNAP_SNAPSHOT, /* a snapshot was written here (every device) */
+	/* a page of an expandable segment (cuMemMap/cuMemUnmap), as PyTorch writes them */
+	GS_SNAP_SEGMENT_MAP,
+	GS_SNAP_SEGMENT_UNMAP,
 };
 
 #define GS_SNAP_F_STACK	  0x1 /* stack_id names the call's stack */

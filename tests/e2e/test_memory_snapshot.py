@@ -152,13 +152,11 @@ def actions(trace):
     return [e["action"] for e in trace]
 
 
-@test
-def memory_snapshot_at_oom_and_end():
-    """leaks --format memory-snapshot --on-oom on gs_torch (the stand-in caching allocator):
-    the OOM's file has the segments and blocks of that moment and the `oom` entry; the end's
-    file the final ones; both load in PyTorch 2.5.1's and 2.15's _memory_viz."""
+def snapshots_at_oom_and_end(env):
+    """gs_torch under leaks --format memory-snapshot --on-oom: the snapshots of the OOM and of
+    the end, each checked against the tensors it reported; (oom, final, tensors, path)."""
     out = os.path.join(tempfile.mkdtemp(), "snap.pickle")
-    w = Workload("gs_torch", env=TORCH_ENV)
+    w = Workload("gs_torch", env=env)
     g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "memory-snapshot", "-o", out,
                  "--on-oom")
     try:
@@ -180,6 +178,15 @@ def memory_snapshot_at_oom_and_end():
     check_segments_blocks(oom, tensors, at_oom=True)
     final = load(out)
     check_segments_blocks(final, tensors, at_oom=False)
+    return oom, final, tensors, out
+
+
+@test
+def memory_snapshot_at_oom_and_end():
+    """leaks --format memory-snapshot --on-oom on gs_torch (the stand-in caching allocator):
+    the OOM's file has the segments and blocks of that moment and the `oom` entry; the end's
+    file the final ones; both load in PyTorch 2.5.1's and 2.15's _memory_viz."""
+    oom, final, tensors, out = snapshots_at_oom_and_end(TORCH_ENV)
     expect_eq(device_names(oom), ["cuda:0", "cuda:1", "cpu"], "device_traces' devices")
     t0 = oom["device_traces"][0]
     ooms = [e for e in t0 if e["action"] == "oom"]
@@ -203,6 +210,20 @@ def memory_snapshot_at_oom_and_end():
     t1 = final["device_traces"][1]
     assert ("segment_free", 20 * MiB) in [(e["action"], e["size"]) for e in t1], t1
     memory_viz(VENVS, out[:-7] + ".1.pickle")
+
+
+@test
+def memory_snapshot_of_expandable_segments():
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the pages cuMemMap maps are the
+    segments, their trace entries segment_map/segment_unmap as PyTorch writes them."""
+    oom, _, _, out = snapshots_at_oom_and_end(
+        dict(TORCH_ENV, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"))
+    t0 = actions(oom["device_traces"][0])
+    expect_eq(sorted(set(t0)), ["alloc", "free_completed", "free_requested", "oom",
+                                "segment_map", "segment_unmap", "snapshot"], "cuda:0 actions")
+    expect_eq(t0.count("segment_map") - t0.count("segment_unmap"), 1,
+              "pages still mapped on cuda:0 at the OOM (segment A)")
+    memory_viz(["2.15.0"], out[:-7] + ".1.pickle", ("stats", "trace_plot"))
 
 
 @test
