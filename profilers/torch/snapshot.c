@@ -137,6 +137,8 @@ struct writer {
 	size_t nr_blocks;
 	struct gs_alloc *known; /* addresses of known CUDA device, by address (entry_dev) */
 	size_t nr_known;
+	struct gs_snap_entry *allocs; /* the ring's allocations, by address and time */
+	size_t nr_allocs;
 };
 
 static bool is_cpu(uint16_t key)
@@ -294,6 +296,43 @@ static struct gs_alloc *sorted_copy(const struct gs_alloc_table *t, bool cpu, si
 	return out;
 }
 
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct gs_snap_entry *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
+}
+
+/* The ring's allocations, sorted for requested(). 0 or -ENOMEM. */
+static int ring_allocs(struct writer *w, const struct gs_snap_proc *sp)
+{
+	w->allocs = sp && sp->nr ? calloc(sp->nr, sizeof(*w->allocs)) : NULL;
+	if (sp && sp->nr && !w->allocs)
+		return -ENOMEM;
+	for (size_t i = 0; sp && i < sp->nr; i++)
+		if (sp->ring[i].action == GS_SNAP_ALLOC && sp->ring[i].requested)
+			w->allocs[w->nr_allocs++] = sp->ring[i];
+	if (w->nr_allocs)
+		qsort(w->allocs, w->nr_allocs, sizeof(*w->allocs), cmp_entry);
+	return 0;
+}
+
+/*
+ * What block b's allocation asked for (PyTorch rounds it up to the block's size), from its
+ * entry in the ring (same address, same time); its size when the ring no longer has it.
+ */
+static uint64_t requested(const struct writer *w, const struct gs_alloc *b, uint64_t size)
+{
+	struct gs_snap_entry key = { .addr = b->ptr, .ts_ns = b->ts_ns };
+	const struct gs_snap_entry *e =
+		w->nr_allocs ? bsearch(&key, w->allocs, w->nr_allocs, sizeof(key), cmp_entry)
+			     : NULL;
+
+	return e && e->requested <= size ? e->requested : size;
+}
+
 static void block(struct writer *w, uint64_t addr, uint64_t size, const struct gs_alloc *b)
 {
 	gs_pickle__dict_begin(&w->pk);
@@ -302,7 +341,7 @@ static void block(struct writer *w, uint64_t addr, uint64_t size, const struct g
 	gs_pickle__key(&w->pk, "size");
 	gs_pickle__uint(&w->pk, size);
 	gs_pickle__key(&w->pk, "requested_size");
-	gs_pickle__uint(&w->pk, b ? size : 0);
+	gs_pickle__uint(&w->pk, b ? requested(w, b, size) : 0);
 	gs_pickle__key(&w->pk, "state");
 	gs_pickle__cstr(&w->pk, b ? "active_allocated" : "inactive");
 	gs_pickle__key(&w->pk, "frames");
@@ -341,10 +380,12 @@ static void segment_blocks(struct writer *w, const struct gs_alloc *s, const str
 static void segment(struct writer *w, const struct gs_alloc *s, const struct gs_alloc *b, size_t n,
 		    bool orphan)
 {
-	uint64_t used = 0;
+	uint64_t used = 0, asked = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		used += b[i].size;
+		asked += requested(w, &b[i], b[i].size);
+	}
 	if (used > s->size)
 		used = s->size;
 	gs_pickle__dict_begin(&w->pk);
@@ -367,7 +408,7 @@ static void segment(struct writer *w, const struct gs_alloc *s, const struct gs_
 	gs_pickle__key(&w->pk, "active_size");
 	gs_pickle__uint(&w->pk, used);
 	gs_pickle__key(&w->pk, "requested_size");
-	gs_pickle__uint(&w->pk, used);
+	gs_pickle__uint(&w->pk, asked < used ? asked : used);
 	gs_pickle__key(&w->pk, "frames");
 	if (orphan)
 		const_frames(w, &w->seg_before_memo, SEG_BEFORE_ATTACH);
@@ -594,7 +635,7 @@ int gs_torch_snap__write(struct gs_torch_snap *s, pid_t pid, const struct gs_tor
 	w.stack_memo = calloc(w.nr_stack_memo + 1, sizeof(*w.stack_memo));
 	w.blocks = sorted_copy(tp ? tp->blocks : NULL, false, &w.nr_blocks);
 	if (!w.stack_memo || (!w.blocks && tp && gs_alloc_table__count(tp->blocks)) ||
-	    known_devices(&w, sp)) {
+	    known_devices(&w, sp) || ring_allocs(&w, sp)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -615,5 +656,6 @@ out:
 	free(w.stack_memo);
 	free(w.blocks);
 	free(w.known);
+	free(w.allocs);
 	return err;
 }

@@ -146,6 +146,7 @@ def check_segments_blocks(snap, tensors, at_oom):
         fn = {"cuda:0": "keep_weights()", "cuda:1": "keep_activations()", "cpu": "keep_cpu()"}
         expect_eq(first_frame(b["frames"], "/gs_torch")[0], fn[names[s["device"]]],
                   f"allocating function of {p:#x}")
+        expect_eq(b["requested_size"], tensors[p][1], f"requested size of {p:#x}")
 
 
 def actions(trace):
