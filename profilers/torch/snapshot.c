@@ -352,20 +352,33 @@ static void block(struct writer *w, uint64_t addr, uint64_t size, const struct g
 	gs_pickle__dict_end(&w->pk);
 }
 
+/*
+ * Whether block b (the next by address) is drawn in segment s after what ends at *cursor, and
+ * its size there: a block overlapping the one before (a free we missed) is left out, one
+ * running past the segment's end is cut at it. The blocks then tile the segment, as
+ * MemoryViz.js assumes (each block's address is the sum of the sizes before it).
+ */
+static bool tile(const struct gs_alloc *s, const struct gs_alloc *b, uint64_t cursor,
+		 uint64_t *size)
+{
+	uint64_t end = s->ptr + s->size;
+
+	if (b->ptr < cursor || b->ptr >= end)
+		return false;
+	*size = b->size > end - b->ptr ? end - b->ptr : b->size;
+	return true;
+}
+
 /* the blocks of segment s: b[0..n) by address, the gaps between them inactive */
 static void segment_blocks(struct writer *w, const struct gs_alloc *s, const struct gs_alloc *b,
 			   size_t n)
 {
-	uint64_t cursor = s->ptr, end = s->ptr + s->size;
+	uint64_t cursor = s->ptr, end = s->ptr + s->size, size;
 
 	gs_pickle__list_begin(&w->pk);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t size = b[i].size;
-
-		if (b[i].ptr < cursor || b[i].ptr >= end)
-			continue; /* overlaps the one before: a free we missed */
-		if (size > end - b[i].ptr)
-			size = end - b[i].ptr;
+		if (!tile(s, &b[i], cursor, &size))
+			continue;
 		if (b[i].ptr > cursor)
 			block(w, cursor, b[i].ptr - cursor, NULL);
 		block(w, b[i].ptr, size, &b[i]);
@@ -380,14 +393,15 @@ static void segment_blocks(struct writer *w, const struct gs_alloc *s, const str
 static void segment(struct writer *w, const struct gs_alloc *s, const struct gs_alloc *b, size_t n,
 		    bool orphan)
 {
-	uint64_t used = 0, asked = 0;
+	uint64_t used = 0, asked = 0, cursor = s->ptr, size;
 
 	for (size_t i = 0; i < n; i++) {
-		used += b[i].size;
-		asked += requested(w, &b[i], b[i].size);
+		if (!tile(s, &b[i], cursor, &size))
+			continue;
+		used += size;
+		asked += requested(w, &b[i], size);
+		cursor = b[i].ptr + size;
 	}
-	if (used > s->size)
-		used = s->size;
 	gs_pickle__dict_begin(&w->pk);
 	gs_pickle__key(&w->pk, "device");
 	gs_pickle__int(&w->pk, dev_index(w, s->api));
@@ -408,7 +422,7 @@ static void segment(struct writer *w, const struct gs_alloc *s, const struct gs_
 	gs_pickle__key(&w->pk, "active_size");
 	gs_pickle__uint(&w->pk, used);
 	gs_pickle__key(&w->pk, "requested_size");
-	gs_pickle__uint(&w->pk, asked < used ? asked : used);
+	gs_pickle__uint(&w->pk, asked);
 	gs_pickle__key(&w->pk, "frames");
 	if (orphan)
 		const_frames(w, &w->seg_before_memo, SEG_BEFORE_ATTACH);

@@ -225,6 +225,67 @@ out:
 	gs_symcache__free(cache);
 }
 
+static void add(struct gs_alloc_table *t, uint64_t ptr, uint64_t size, uint16_t key)
+{
+	struct gs_alloc a = { .ptr = ptr, .size = size, .ts_ns = 1, .api = key };
+	bool replaced;
+
+	GS_EXPECT_EQ(gs_alloc_table__insert(t, &a, &replaced), 0);
+}
+
+/*
+ * Segments with what a missed free or a hostile size leaves: a block overlapping the one
+ * before (left out), one running past its segment's end (cut there), one in no segment we
+ * saw (a segment of its own, marked), a CPU tensor (a segment after the CUDA devices).
+ */
+GS_TEST(segments_tile_their_blocks)
+{
+	struct gs_torch_proc tp = { .pid = 43 };
+	struct gs_torch_snap s;
+	struct gs_symcache *cache = gs_symcache__new();
+	struct gs_stack_table *stacks = cache ? gs_stack_table__new(cache) : NULL;
+	uint16_t cuda0 = GS_TORCH_DEV_KEY(GS_TORCH_DEV_CUDA, 0);
+	uint16_t cuda1 = GS_TORCH_DEV_KEY(GS_TORCH_DEV_CUDA, 1);
+	char path[64];
+	FILE *f;
+
+	tp.blocks = gs_alloc_table__new();
+	tp.segments = gs_alloc_table__new();
+	gs_torch_snap__init(&s, 0);
+	if (!GS_EXPECT(stacks && tp.blocks && tp.segments))
+		goto out;
+	add(tp.segments, 0x10000, 0x1000, cuda0);
+	add(tp.blocks, 0x10000, 0x200, cuda0);
+	add(tp.blocks, 0x10100, 0x200, cuda0);
+	add(tp.blocks, 0x10800, 0x1000, cuda0);
+	add(tp.blocks, 0x50000, 0x200, cuda1);
+	add(tp.blocks, 0x90000, 100, GS_TORCH_DEV_KEY(GS_TORCH_DEV_CPU, 0));
+	f = tmp_file(path, sizeof(path));
+	if (!GS_EXPECT(f))
+		goto out;
+	GS_EXPECT_EQ(gs_torch_snap__write(&s, 43, &tp, stacks, 1000, f), 0);
+	fclose(f);
+	GS_EXPECT(python_accepts(
+		path,
+		"S = [(s[\"device\"], s[\"address\"], s[\"total_size\"], s[\"allocated_size\"],\n"
+		"      [(b[\"address\"], b[\"size\"], b[\"state\"]) for b in s[\"blocks\"]],\n"
+		"      [f[\"name\"] for f in s[\"frames\"]]) for s in d[\"segments\"]]\n"
+		"A = \"active_allocated\"\n"
+		"assert S == [(0, 0x10000, 0x1000, 0xa00, [(0x10000, 0x200, A),\n"
+		"              (0x10200, 0x600, \"inactive\"), (0x10800, 0x800, A)], []),\n"
+		"             (1, 0x50000, 0x200, 0x200, [(0x50000, 0x200, A)],\n"
+		"              [\"<segment allocated before gpusnoop attached>\"]),\n"
+		"             (2, 0x90000, 100, 100, [(0x90000, 100, A)], [])], S\n"
+		"assert d[\"gpusnoop\"][\"devices\"] == [\"cuda:0\", \"cuda:1\", \"cpu\"], d"));
+	unlink(path);
+out:
+	gs_torch_snap__release(&s);
+	gs_alloc_table__free(tp.blocks);
+	gs_alloc_table__free(tp.segments);
+	gs_stack_table__free(stacks);
+	gs_symcache__free(cache);
+}
+
 GS_TEST(numbered_file_names)
 {
 	char buf[64];
@@ -242,4 +303,4 @@ GS_TEST(numbered_file_names)
 
 GS_TEST_MAIN(ints_of_every_width, hostile_strings_stay_strings,
 	     each_hostile_string_decodes_as_written, snapshot_ring_keeps_the_last_entries,
-	     numbered_file_names)
+	     segments_tile_their_blocks, numbered_file_names)
