@@ -29,7 +29,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # the same objects built for Linux 5.10 (-DGS_OLD_KERNEL; profilers/bpf_old.c)
-OLD_BPF := proc mem cuda
+OLD_BPF := proc mem cuda cpu
 SKELS += $(patsubst %,$(OUTPUT)/%.old.skel.h,$(OLD_BPF))
 LIB_SRCS := $(wildcard user/*.c) $(wildcard stitch/*.c)
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
@@ -129,8 +129,10 @@ FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace gpu_recor
 FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
-FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/options.c
-FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c
+FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list.c \
+	profilers/cuda/api.c profilers/options.c
+FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
+	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
 FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c
 FUZZ_SRCS_python_lines := user/python_lines.c
@@ -180,8 +182,10 @@ GPU_TEST_NEEDS := $(CUPTI_SO)
 # pip's nvidia-cuda-cupti has no cuda.h: its sibling nvidia-cuda-runtime has
 CUPTI_PIP_CUDA_INC := $(addprefix -isystem ,$(wildcard $(CUPTI_INC)/../../cuda_runtime/include))
 CUPTI_BUILT_SONAME := $(notdir $(firstword $(wildcard $(CUPTI_LIBDIR)/libcupti.so.[0-9]*)))
+# It answers NVTX's injection hook too (nvtx_inject.c: no CUDA header needed).
 $(CUPTI_SO): profilers/cupti/inject.c profilers/cupti/cupti_bind.c profilers/cupti/cupti_bind.h \
-	     profilers/cupti/cupti_abi.h
+	     profilers/cupti/cupti_abi.h profilers/cupti/nvtx_inject.c profilers/cupti/nvtx_abi.h \
+	     bpf/gs_nvtx.h
 	$(call msg,LIB,$@)
 	$(Q)$(CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
 		-fvisibility=hidden -I. -isystem $(CUPTI_INC) $(CUPTI_PIP_CUDA_INC) \
@@ -238,36 +242,66 @@ clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
 
 # Installation: `make install PREFIX=/usr DESTDIR=pkg/` for a package. Man pages are made
-# from the subcommands' --help by help2man (scripts/man/gen-man.sh): one source, no drift.
+# from the subcommands' --help by help2man (scripts/man/gen-man.sh), gpusnoop.conf(5) and the
+# default config file from the daemon's settings table: one source each, no drift.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+MAN5DIR ?= $(PREFIX)/share/man/man5
 MAN8DIR ?= $(PREFIX)/share/man/man8
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+# the daemon reads /etc/gpusnoop.conf without --config: the file stays there whatever PREFIX is
+SYSCONFDIR ?= /etc
 MAN_OUT := $(OUTPUT)/man
+DEFAULT_CONF := $(OUTPUT)/gpusnoop.conf
 
 $(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh
 	$(call msg,MAN,$(MAN_OUT))
 	$(Q)./scripts/man/gen-man.sh ./gpusnoop $(MAN_OUT)
 
-man: $(MAN_OUT)/gpusnoop.8
+$(MAN_OUT)/gpusnoop.conf.5: gpusnoop
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)./gpusnoop daemon --print-config-doc >$@
 
-install: gpusnoop man
+$(DEFAULT_CONF): gpusnoop
+	$(call msg,GEN,$@)
+	$(Q)./gpusnoop daemon --print-default-config >$@
+
+man: $(MAN_OUT)/gpusnoop.8 $(MAN_OUT)/gpusnoop.conf.5
+
+# the config file is the admin's once installed: never replaced, removed only when unchanged
+install: gpusnoop man $(DEFAULT_CONF)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -D -m 0755 gpusnoop $(DESTDIR)$(BINDIR)/gpusnoop
-	$(Q)install -d $(DESTDIR)$(MAN8DIR)
+	$(Q)install -d $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(MAN5DIR)
 	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(DESTDIR)$(MAN8DIR)/
+	$(Q)install -m 0644 $(MAN_OUT)/gpusnoop.conf.5 $(DESTDIR)$(MAN5DIR)/
 	$(Q)install -D -m 0644 scripts/completion/gpusnoop.bash $(DESTDIR)$(BASHCOMPDIR)/gpusnoop
 	$(Q)install -d $(DESTDIR)$(SYSTEMDUNITDIR)
-	$(Q)sed 's|/usr/local/bin/gpusnoop|$(BINDIR)/gpusnoop|' scripts/gpusnoop.service \
+	$(Q)sed -e 's|/usr/local/bin/gpusnoop|$(BINDIR)/gpusnoop|' \
+		-e 's|/etc/gpusnoop.conf|$(SYSCONFDIR)/gpusnoop.conf|' scripts/deploy/gpusnoop.service \
 		>$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
 	$(Q)chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf ]; then \
+		echo "  $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf exists: left as it is" >&2; \
+	else \
+		install -D -m 0644 $(DEFAULT_CONF) $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf; \
+	fi
 
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpusnoop $(DESTDIR)$(MAN8DIR)/gpusnoop.8 \
-		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(BASHCOMPDIR)/gpusnoop \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(MAN5DIR)/gpusnoop.conf.5 \
+		$(DESTDIR)$(BASHCOMPDIR)/gpusnoop $(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf ]; then \
+		if ./gpusnoop daemon --print-default-config | \
+			cmp -s - $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf; then \
+			rm -f $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf; \
+		else \
+			echo "  $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf was changed: kept" >&2; \
+		fi; \
+	fi
 
 # make bundle: gpusnoop for any host with glibc >= 2.31 (needs MAN_OUT, BENCH_OUT above)
 include scripts/bundle/bundle.mk

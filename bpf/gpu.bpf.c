@@ -5,6 +5,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "gs_common.bpf.h"
+#include "gs_nvtx.h"
 
 /*
  * The probes of the CUPTI injection library (profilers/cupti/inject.c). Each copies what
@@ -106,6 +107,55 @@ int BPF_USDT(gpu_clock, __u64 before, __u64 cupti, __u64 after)
 	e->cupti_ns = cupti;
 	e->mono_after = after;
 	gs_fill_hdr(&e->hdr, GS_EV_GPU_CLOCK, sizeof(*e), pid_tgid);
+	gs_submit(e);
+	return 0;
+}
+
+/* A string of the target's, bounded; sets flag in *flags when it was cut. */
+static __always_inline void copy_str(char *dst, __u32 size, __u64 src, __u32 *flags, __u32 flag)
+{
+	long len = 0;
+
+	if (src)
+		len = bpf_probe_read_user_str(dst, size, (const void *)src);
+	if (len <= 0)
+		dst[0] = '\0';
+	else if (len == size)
+		*flags |= flag;
+}
+
+/* gpusnoop:nvtx(const struct gs_nvtx_usdt *call): one NVTX call, with its strings */
+SEC("usdt")
+int BPF_USDT(gpu_nvtx, const struct gs_nvtx_usdt *call)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct gs_nvtx_event *e;
+	struct gs_nvtx_usdt u;
+
+	if (!gs_is_target(pid_tgid >> 32))
+		return 0;
+	if (bpf_probe_read_user(&u, sizeof(u), call)) {
+		gs_count(GS_STAT_USER_READ_FAILED);
+		return 0;
+	}
+	e = gs_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	e->kind = u.kind;
+	e->category = u.category;
+	e->domain = u.domain;
+	e->range_id = u.range_id;
+	e->payload = u.payload;
+	e->payload_type = u.payload_type;
+	e->color = u.color;
+	e->has_color = u.has_color;
+	e->flags = 0;
+	copy_str(e->message, sizeof(e->message), u.message, &e->flags, GS_NVTX_F_MESSAGE_TRUNCATED);
+	copy_str(e->domain_name, sizeof(e->domain_name), u.domain_name, &e->flags,
+		 GS_NVTX_F_NAME_TRUNCATED);
+	copy_str(e->category_name, sizeof(e->category_name), u.category_name, &e->flags,
+		 GS_NVTX_F_NAME_TRUNCATED);
+	gs_fill_hdr(&e->hdr, GS_EV_NVTX, sizeof(*e), pid_tgid);
 	gs_submit(e);
 	return 0;
 }

@@ -40,6 +40,7 @@ enum gs_event_type {
 	GS_EV_GPU_API = 113,	 /* a CUDA API call's correlation id (struct gs_gpu_api) */
 	GS_EV_GPU_DROPPED = 114, /* records CUPTI dropped (struct gs_gpu_dropped) */
 	GS_EV_GPU_CLOCK = 115,	 /* a check of CUPTI's clock mapping (struct gs_gpu_clock) */
+	GS_EV_NVTX = 116,	 /* an NVTX range, mark or name (struct gs_nvtx_event, gs_nvtx.h) */
 	/* Python frames of the current thread, from gs_python.bpf.h: 96..111 */
 	GS_EV_PYSTACK = 96, /* struct gs_py_stack_event, just before the record it belongs to */
 	GS_EV_PYCODE = 97,  /* struct gs_py_code_event: a code object's names, first seen */

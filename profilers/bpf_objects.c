@@ -14,6 +14,7 @@
 #include "profilers/bpf_objects.h"
 #include "profilers/bpf_old.h"
 #include "profilers/cuda/api.h"
+#include "user/cookie_keys.h"
 #include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
@@ -112,12 +113,55 @@ int gs_bpf_objects__old_cookie(struct gs_bpf_objects *o, uint64_t dev, uint64_t 
 			       uint64_t cookie)
 {
 	struct gs_probe_key k = { .dev = dev, .ino = ino, .off = off };
+	struct gs_cookie_key ck = { .dev = dev, .ino = ino, .off = off };
 	int err;
 
 	if (!o->old)
 		return 0;
+	if (!o->cookie_keys && !(o->cookie_keys = gs_cookie_keys__new(GS_OLD_PROBES)))
+		return -ENOMEM;
+	err = gs_cookie_keys__add(o->cookie_keys, &ck, cookie);
+	if (err == -ENOSPC)
+		gs_err("recording a probe's cookie (5.10 build): %d functions probed at once, the "
+		       "most there",
+		       GS_OLD_PROBES);
+	if (err <= 0) /* written already, or refused */
+		return err;
 	err = put_cookie(o->mem ? o->mem->obj : NULL, &k, cookie);
-	return err ?: put_cookie(o->cuda ? o->cuda->obj : NULL, &k, cookie);
+	err = err ?: put_cookie(o->cuda ? o->cuda->obj : NULL, &k, cookie);
+	if (err)
+		gs_cookie_keys__remove(o->cookie_keys, &ck);
+	return err;
+}
+
+static void delete_cookies(struct bpf_object *obj, const struct gs_cookie_key *keys, size_t n)
+{
+	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, "probe_cookies") : NULL;
+
+	for (size_t i = 0; m && i < n; i++) {
+		struct gs_probe_key k = { .dev = keys[i].dev,
+					  .ino = keys[i].ino,
+					  .off = keys[i].off };
+
+		bpf_map__delete_elem(m, &k, sizeof(k), 0);
+	}
+}
+
+void gs_bpf_objects__old_forget_file(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino)
+{
+	struct gs_cookie_key keys[64];
+	size_t n;
+
+	if (!o->cookie_keys)
+		return;
+	do {
+		n = gs_cookie_keys__take_file(o->cookie_keys, dev, ino, keys, 64);
+		delete_cookies(o->mem ? o->mem->obj : NULL, keys, n);
+		delete_cookies(o->cuda ? o->cuda->obj : NULL, keys, n);
+	} while (n == 64);
+	gs_dbg("probe cookies (5.10 builds): file %llu:%llu no longer probed, %zu held",
+	       (unsigned long long)dev, (unsigned long long)ino,
+	       gs_cookie_keys__count(o->cookie_keys));
 }
 
 /* Which of mem.bpf.o (allocations, frees) and cuda.bpf.o (other calls) the families use. */
@@ -283,6 +327,8 @@ void gs_bpf_objects__close(struct gs_bpf_objects *o)
 	cuda_bpf__destroy(o->cuda);
 	mem_bpf__destroy(o->mem);
 	proc_bpf__destroy(o->proc);
+	gs_cookie_keys__free(o->cookie_keys);
+	o->cookie_keys = NULL;
 	o->torch = NULL;
 	o->cuda = NULL;
 	o->mem = NULL;

@@ -13,6 +13,7 @@ struct mem_bpf;
 struct cuda_bpf;
 struct torch_bpf;
 struct gs_python;
+struct gs_cookie_keys;
 
 struct gs_bpf_objects_opts {
 	bool all;	   /* -a: every process, not the targets map */
@@ -46,6 +47,7 @@ struct gs_bpf_objects {
 	bool no_find_vma;  /* the kernel has no bpf_find_vma() (5.17): each object's cfg_ */
 	bool old;	   /* proc, mem and cuda are their 5.10 builds (profilers/bpf_old.c) */
 	bool old_cookies;  /* ... on a kernel that takes uprobe cookies all the same */
+	struct gs_cookie_keys *cookie_keys; /* what their probe_cookies maps hold */
 };
 
 /* Loads proc, and mem and cuda as the families need. Returns 0 or -errno (logged). */
@@ -65,6 +67,8 @@ int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
  */
 int gs_bpf_objects__old_cookie(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino, uint64_t off,
 			       uint64_t cookie);
+/* ... and deletes those of a file (kernel dev_t, inode) no process is probed in any more */
+void gs_bpf_objects__old_forget_file(struct gs_bpf_objects *o, uint64_t dev, uint64_t ino);
 /* Destroys what was loaded; accepts a zeroed struct. */
 void gs_bpf_objects__close(struct gs_bpf_objects *o);
 /* "loading BPF programs (what): why", with the privileges to grant on -EPERM; returns err. */

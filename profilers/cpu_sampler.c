@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include "cpu.skel.h"
 #include "profilers/bpf_objects.h"
+#include "profilers/bpf_old.h"
 #include "profilers/cpu_sampler.h"
 #include "profilers/tracker.h"
 #include "user/kernel_probe.h"
@@ -27,6 +28,7 @@ struct gs_cpu_sampler {
 	unsigned int nr_links;
 	const char *event;
 	int cgroup_fd;
+	bool split_take; /* no lookup-and-delete on hash maps (5.14): a lookup, then a delete */
 };
 
 int gs_parse_cpu_list(const char *s, bool *cpus, int max)
@@ -173,6 +175,35 @@ static int attach_cpus(struct gs_cpu_sampler *s, unsigned int hz)
 	return err;
 }
 
+/*
+ * cpu_bpf__open(), or the same skeleton on the bytes of cpu's 5.10 build (-DGS_OLD_KERNEL):
+ * the same maps, program and globals, by the same names at the same offsets. That build has
+ * no task storage, BTF task, bpf_find_vma() nor bpf_loop(): the kernel walks the user stack
+ * and Python frames are off.
+ */
+static struct cpu_bpf *open_cpu(bool old)
+{
+	struct cpu_bpf *obj;
+	int err;
+
+	if (!old)
+		return cpu_bpf__open();
+	obj = calloc(1, sizeof(*obj));
+	if (!obj)
+		return NULL;
+	err = cpu_bpf__create_skeleton(obj);
+	if (!err) {
+		obj->skeleton->data = (void *)gs_bpf_old_cpu(&obj->skeleton->data_sz);
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	}
+	if (err) {
+		cpu_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
 static int open_cgroup(const char *path)
 {
 	struct statfs st;
@@ -197,6 +228,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			 const struct gs_cpu_sampler_opts *opts)
 {
 	struct gs_cpu_sampler *s = calloc(1, sizeof(*s));
+	bool old, cookies; /* cpu.bpf.c takes no cookies */
 	__u32 zero = 0;
 	int err;
 
@@ -210,10 +242,13 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			goto out_free;
 		}
 	}
-	err = gs_kernel__require_cpu(); /* cpu.bpf.o has no 5.10 build */
+	err = gs_kernel__require_cpu();
 	if (err)
 		goto out_free;
-	s->skel = cpu_bpf__open();
+	old = gs_kernel_old_objects(&cookies);
+	if (old)
+		gs_dbg("cpu: the Linux 5.10 build (no task storage, BTF tasks or bpf_cookie)");
+	s->skel = open_cpu(old);
 	if (!s->skel) {
 		err = -errno;
 		gs_err("opening BPF object cpu: %s", strerror(-err));
@@ -274,6 +309,33 @@ static uint32_t read_stack(struct gs_cpu_sampler *s, __s32 id, __u64 *frames)
 	return n;
 }
 
+/* the kernel's ENOTSUPP (not ENOTSUP), as some answer an operation a map type lacks */
+#define KERNEL_ENOTSUPP 524
+
+/*
+ * Takes key's count out of the map: atomically, so that a sample landing now either counts
+ * here or makes a new entry. Before Linux 5.14 a hash map has no lookup-and-delete: a lookup
+ * then a delete, and a sample landing between the two (microseconds) is not counted.
+ */
+static int take_count(struct gs_cpu_sampler *s, int fd, const struct gs_cpu_key *key, __u64 *count)
+{
+	int err;
+
+	if (!s->split_take) {
+		err = bpf_map_lookup_and_delete_elem(fd, key, count);
+		if (err != -EINVAL && err != -KERNEL_ENOTSUPP)
+			return err;
+		gs_dbg("cpu counts: no lookup-and-delete on a hash map (Linux 5.14): lookup, "
+		       "then delete");
+		s->split_take = true;
+	}
+	err = bpf_map_lookup_elem(fd, key, count);
+	if (err)
+		return err;
+	err = bpf_map_delete_elem(fd, key);
+	return err == -ENOENT ? 0 : err;
+}
+
 int gs_cpu_sampler__drain(struct gs_cpu_sampler *s, gs_cpu_count_fn fn, void *ctx)
 {
 	int fd = bpf_map__fd(s->skel->maps.counts);
@@ -292,8 +354,7 @@ int gs_cpu_sampler__drain(struct gs_cpu_sampler *s, gs_cpu_count_fn fn, void *ct
 	for (size_t i = 0; i < nr; i++) {
 		__u64 count;
 
-		/* atomic: a sample landing now either counts here or makes a new entry */
-		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &count) || !count)
+		if (take_count(s, fd, &keys[i], &count) || !count)
 			continue;
 		fn(ctx, &keys[i], user, read_stack(s, keys[i].user_stack_id, user), kernel,
 		   read_stack(s, keys[i].kernel_stack_id, kernel), count);

@@ -120,6 +120,12 @@ static int remember_attached(struct gs_lib_attach *la, pid_t scope, const struct
 	return 0;
 }
 
+/* the kernel's dev_t of a userspace one (st_dev, makedev()): what BPF reads in s_dev */
+static uint64_t kernel_dev(uint64_t dev)
+{
+	return (uint64_t)major(dev) << 20 | minor(dev);
+}
+
 /* the 5.10 builds find an entry's cookie by the probed file and offset (bpf_objects.h) */
 static int old_cookie(struct gs_lib_attach *la, const char *path, uint64_t off, uint64_t cookie)
 {
@@ -129,9 +135,7 @@ static int old_cookie(struct gs_lib_attach *la, const char *path, uint64_t off, 
 		return 0;
 	if (stat(path, &st))
 		return -errno;
-	return gs_bpf_objects__old_cookie(la->objs,
-					  (uint64_t)major(st.st_dev) << 20 | minor(st.st_dev),
-					  st.st_ino, off, cookie);
+	return gs_bpf_objects__old_cookie(la->objs, kernel_dev(st.st_dev), st.st_ino, off, cookie);
 }
 
 static int attach_symbol(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
@@ -496,13 +500,26 @@ void gs_lib_attach__command(struct gs_lib_attach *la, pid_t pid, const char *exe
 		log_cuda_lib(la, pid, exe, &probes);
 }
 
+/* the 5.10 builds' cookies of a file no process is probed in any more go (bounded map) */
+static void forget_file(struct gs_lib_attach *la, const struct attached_file *f)
+{
+	for (size_t i = 0; i < la->nr_files; i++)
+		if (la->files[i].dev == f->dev && la->files[i].inode == f->inode)
+			return;
+	gs_bpf_objects__old_forget_file(la->objs, kernel_dev(f->dev), f->inode);
+}
+
 void gs_lib_attach__forget(struct gs_lib_attach *la, pid_t pid)
 {
 	for (size_t i = 0; i < la->nr_files;) {
-		if (la->files[i].scope == pid)
-			la->files[i] = la->files[--la->nr_files];
-		else
+		struct attached_file f = la->files[i];
+
+		if (f.scope != pid) {
 			i++;
+			continue;
+		}
+		la->files[i] = la->files[--la->nr_files];
+		forget_file(la, &f);
 	}
 	if (la->torch_attach)
 		gs_torch_attach__forget(la->torch_attach, pid);

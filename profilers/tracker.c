@@ -573,6 +573,7 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 	case GS_EV_GPU_API:
 	case GS_EV_GPU_DROPPED:
 	case GS_EV_GPU_CLOCK:
+	case GS_EV_NVTX:
 		note_process(t, (pid_t)hdr->pid);
 		if (t->ops.gpu_event)
 			t->ops.gpu_event(t->ops.ctx, hdr, size);

@@ -30,6 +30,9 @@ TEST_PACKAGES=(
 	libc6-dbg # e2e test_debuginfo: libc named from its separate debug file
 	xz-utils # e2e test_debuginfo: a MiniDebugInfo section is made with xz
 	debuginfod libdebuginfod1 # e2e test_debuginfod: a real server; the client gpusnoop dlopens
+	tmux # e2e test_top: gpusnoop top on a real terminal (send-keys, capture-pane)
+	systemd # e2e test_daemon_config: systemd-analyze verify of the unit
+	util-linux mount # e2e test_daemon_config: unshare, setpriv, findmnt emulate the unit's sandbox
 )
 
 mode=${1:-test}
@@ -49,11 +52,15 @@ esac
 # download, 5 GB installed): the CPU-only wheels are on download.pytorch.org's own index, which
 # CI cannot reach, and the CUDA build runs as well without a GPU (torch.cuda.is_available() is
 # False), and the tests use only its CPU profiler and allocator. py-spy: the oracle the Python
-# frames of 3.14 and 3.15 are compared with (test_python314.py).
+# frames of 3.14 and 3.15 are compared with (test_python314.py). nvtx: NVIDIA's NVTX for Python,
+# whose ranges `record -e nvtx` reads as it reads torch.cuda.nvtx's (test_nvtx.py).
+# kubernetes-validate: the Kubernetes object schema, offline, for scripts/deploy/*.yaml
+# (test_daemon_config.py).
 # A second one holds PyTorch 2.15 (its CUDA 13 build), whose memory snapshot format and
 # allocator paths the memory snapshot tests check too (test_memory_snapshot.py).
 TEST_CACHE=/var/cache/gpusnoop-tests
-VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3)
+VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3 nvtx==0.2.17
+	kubernetes-validate==1.37.0)
 VENV215_PACKAGES=(torch==2.15.0)
 # venv_ready DIR PACKAGE...: DIR's interpreter has each package, at the version pinned
 venv_ready() {

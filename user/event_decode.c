@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include "user/event_decode.h"
+#include "bpf/gs_nvtx.h"
 
 /* The layouts are ABI between bpf/ and user space: a change must be deliberate. */
 _Static_assert(sizeof(struct gs_event_hdr) == 24, "gs_event_hdr layout");
@@ -31,6 +32,10 @@ _Static_assert(sizeof(struct gs_gpu_record) == 24 + 8 + GS_GPU_RECORD_BYTES + GS
 	       "gs_gpu_record layout");
 _Static_assert(sizeof(struct gs_gpu_api) == 40, "gs_gpu_api layout");
 _Static_assert(sizeof(struct gs_gpu_clock) == 48, "gs_gpu_clock layout");
+_Static_assert(sizeof(struct gs_nvtx_usdt) == 72, "gs_nvtx_usdt layout");
+_Static_assert(sizeof(struct gs_nvtx_event) ==
+		       24 + 48 + GS_NVTX_MESSAGE_BYTES + 2 * GS_NVTX_NAME_BYTES,
+	       "gs_nvtx_event layout");
 
 /* Bytes a record of a fixed-size type needs; 0 for a type that is not one. */
 static size_t fixed_need(unsigned int type)
@@ -57,6 +62,8 @@ static size_t fixed_need(unsigned int type)
 		return sizeof(struct gs_gpu_dropped);
 	case GS_EV_GPU_CLOCK:
 		return sizeof(struct gs_gpu_clock);
+	case GS_EV_NVTX:
+		return sizeof(struct gs_nvtx_event);
 	default:
 		return 0;
 	}

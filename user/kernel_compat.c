@@ -95,10 +95,9 @@ uint32_t gs_kcmd_needs(enum gs_kcmd c)
 	case GS_KCMD_RECORD:
 	case GS_KCMD_DAEMON:
 	case GS_KCMD_TREE:
-		return GS_KF_NEED_OLD;
 	case GS_KCMD_RECORD_CPU:
 	case GS_KCMD_PROFILE:
-		return GS_KF_NEED_BASE;
+		return GS_KF_NEED_OLD;
 	default:
 		return 0;
 	}
@@ -122,17 +121,35 @@ uint32_t gs_kcompat_needs(bool cuda_probes)
 
 uint32_t gs_kcompat_cpu_needs(void)
 {
-	return GS_KF_NEED_BASE;
+	return GS_KF_NEED_OLD; /* cpu has a 5.10 build too */
 }
 
 bool gs_kcompat_old_objects(uint32_t have)
 {
-	return (have & GS_KF_OLD_COVERS) != GS_KF_OLD_COVERS;
+	return gs_kcompat_old_reason(have) != 0;
+}
+
+uint32_t gs_kcompat_old_reason(uint32_t have)
+{
+	return GS_KF_OLD_COVERS & ~have;
+}
+
+uint32_t gs_kcompat_python_missing(uint32_t have)
+{
+	if (!(have & GS_KF_BIT(GS_KF_LOOP)))
+		return GS_KF_BIT(GS_KF_LOOP);
+	return gs_kcompat_old_reason(have);
 }
 
 bool gs_kcompat_python_frames(uint32_t have)
 {
-	return have & GS_KF_BIT(GS_KF_LOOP);
+	return !gs_kcompat_python_missing(have);
+}
+
+bool gs_kcompat_kernel_stack_walk(uint32_t have)
+{
+	/* the 5.10 builds bound no walk: no task storage to keep each thread's stack in */
+	return !(have & GS_KF_BIT(GS_KF_FIND_VMA)) || gs_kcompat_old_objects(have);
 }
 
 bool gs_kcompat_multi_links(uint32_t have)

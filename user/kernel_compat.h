@@ -30,12 +30,12 @@ enum gs_kfeat {
 /* ... and the CUDA uprobes (leaks, record, daemon) */
 #define GS_KF_NEED_CUDA (GS_KF_NEED_BASE | GS_KF_BIT(GS_KF_COOKIE))
 /*
- * what proc, mem and cuda's 5.10 builds (-DGS_OLD_KERNEL) do without: per-call state in a
+ * what proc, mem, cuda and cpu's 5.10 builds (-DGS_OLD_KERNEL) do without: per-call state in a
  * thread-id hash, the task through CO-RE, the cookie from the probed file and offset
  */
 #define GS_KF_OLD_COVERS \
 	(GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE) | GS_KF_BIT(GS_KF_COOKIE))
-/* what those builds need: leaks, record (CUDA), the daemon and the tree on 5.10 */
+/* what those builds (and cpu's) need: every command on 5.10 */
 #define GS_KF_NEED_OLD (GS_KF_NEED_CUDA & ~GS_KF_OLD_COVERS)
 
 struct gs_kfeat_desc {
@@ -83,14 +83,27 @@ uint32_t gs_kcmd_wants(enum gs_kcmd c);
 /* a session's needs (proc, mem, cuda): the 5.10 builds' where the kernel lacks what they cover */
 uint32_t gs_kcompat_needs(bool cuda_probes);
 
-/* CPU sampling's (cpu.bpf.o has no 5.10 build): profile, record -e cpu */
+/* CPU sampling's (profile, record -e cpu): the 5.10 build's where the kernel lacks the rest */
 uint32_t gs_kcompat_cpu_needs(void);
 
-/* proc, mem and cuda's 5.10 builds, for a kernel that lacks a feature they do without */
+/* proc, mem, cuda and cpu's 5.10 builds, for a kernel that lacks a feature they do without */
 bool gs_kcompat_old_objects(uint32_t have);
 
-/* Python frames need bpf_loop(): a bounded walk of 32 frames does not pass the verifier */
+/*
+ * The features whose absence keeps Python frames off here, 0 if they work: bpf_loop() (a
+ * bounded walk of 32 frames does not pass the verifier), else what made the 5.10 builds the
+ * ones to load (they have no walk: their verifier refuses callbacks even in dead code).
+ */
+uint32_t gs_kcompat_python_missing(uint32_t have);
+
+/* Python frames work here: gs_kcompat_python_missing() is 0 */
 bool gs_kcompat_python_frames(uint32_t have);
+
+/* the features missing that make the 5.10 builds the ones to load; 0: the usual builds */
+uint32_t gs_kcompat_old_reason(uint32_t have);
+
+/* user stacks from the kernel's walk (faults past the stack and all), not the bounded one */
+bool gs_kcompat_kernel_stack_walk(uint32_t have);
 
 /* uprobe_multi links where the kernel has them, else one link per probe (as before 6.6) */
 bool gs_kcompat_multi_links(uint32_t have);

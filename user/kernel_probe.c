@@ -148,9 +148,12 @@ int gs_kernel__check_session(bool cuda_probes, bool *python)
 	if (err)
 		return err;
 	if (*python && !k.unprivileged && !gs_kcompat_python_frames(k.have)) {
-		gs_warn("python frames: off: kernel %s lacks bpf_loop() (Linux 5.17); stacks stay "
-			"native",
-			k.release);
+		char what[256];
+
+		if (gs_kfeat_format(gs_kcompat_python_missing(k.have), what, sizeof(what)) < 0)
+			what[0] = '\0';
+		gs_warn("python frames: off: kernel %s lacks %s; stacks stay native", k.release,
+			what);
 		*python = false;
 	}
 	return 0;

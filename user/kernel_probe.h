@@ -33,7 +33,7 @@ int gs_kernel__require(const struct gs_kernel *k, uint32_t needs);
 int gs_kernel__check_session(bool cuda_probes, bool *python);
 
 /*
- * proc, mem and cuda's 5.10 builds are the ones to load here (gs_kcompat_old_objects());
+ * proc, mem, cuda and cpu's 5.10 builds are the ones to load here (gs_kcompat_old_objects());
  * *cookies: the kernel takes uprobe cookies all the same (they read them where it does)
  */
 bool gs_kernel_old_objects(bool *cookies);

@@ -30,6 +30,18 @@ static void print_features(const struct gs_kernel *k)
 		printf("%-14s %d bytes\n", "pt_regs.cs", k->regs_cs_size);
 }
 
+/* ", no Python frames (why)" where they are off here, else "" */
+static const char *python_lost(uint32_t have)
+{
+	uint32_t missing = gs_kcompat_python_missing(have);
+
+	if (!missing)
+		return "";
+	if (missing & GS_KF_BIT(GS_KF_LOOP))
+		return ", no Python frames (bpf_loop(), Linux 5.17)";
+	return ", no Python frames (the 5.10 builds)";
+}
+
 /* "yes", "yes, without ...: ..." or "no: ..."; returns whether the command runs */
 static bool print_command(const struct gs_kernel *k, enum gs_kcmd c)
 {
@@ -47,15 +59,55 @@ static bool print_command(const struct gs_kernel *k, enum gs_kcmd c)
 		printf("%-14s no: needs %s\n", gs_kcmd_name(c), what);
 		return false;
 	}
-	if (!lost) {
-		printf("%-14s yes\n", gs_kcmd_name(c));
-		return true;
-	}
-	printf("%-14s yes%s%s%s\n", gs_kcmd_name(c),
-	       lost & GS_KF_BIT(GS_KF_LOOP) ? ", no Python frames (bpf_loop(), Linux 5.17)" : "",
-	       lost & GS_KF_BIT(GS_KF_FIND_VMA) ? ", the kernel's user stack walk" : "",
+	printf("%-14s yes%s%s%s\n", gs_kcmd_name(c), python_lost(k->have),
+	       gs_kcompat_kernel_stack_walk(k->have) ? ", the kernel's user stack walk" : "",
 	       lost & GS_KF_BIT(GS_KF_UPROBE_MULTI) ? ", one link per probe" : "");
 	return true;
+}
+
+/* "task_btf, cookie" for the features of mask, as GPUSNOOP_KERNEL_FEATURES_OFF names them */
+static void feature_names(uint32_t mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int f = 0; f < GS_KF__NR && n < len; f++) {
+		int w;
+
+		if (!(mask & GS_KF_BIT(f)))
+			continue;
+		w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "", gs_kfeat_desc(f)->name);
+		if (w < 0)
+			return;
+		n += (size_t)w;
+	}
+}
+
+/* the BPF objects each command loads here: the usual builds or the 5.10 ones, and why */
+static void print_objects(const struct gs_kernel *k)
+{
+	static const char *const objs[GS_KCMD__NR] = {
+		[GS_KCMD_LEAKS] = "proc mem cuda",  [GS_KCMD_RECORD] = "proc mem cuda",
+		[GS_KCMD_RECORD_CPU] = "proc cpu",  [GS_KCMD_PROFILE] = "proc cpu",
+		[GS_KCMD_DAEMON] = "proc mem cuda", [GS_KCMD_TREE] = "proc mem cuda",
+	};
+	uint32_t why = gs_kcompat_old_reason(k->have);
+	char names[256];
+
+	if (k->unprivileged)
+		return;
+	feature_names(why, names, sizeof(names));
+	printf("%-14s %s\n", "COMMAND", "BPF OBJECTS");
+	for (int c = 0; c < GS_KCMD__NR; c++) {
+		if (!why) {
+			printf("%-14s %s%s: usual builds\n", gs_kcmd_name(c), objs[c],
+			       c == GS_KCMD_DAEMON ? " torch" : "");
+			continue;
+		}
+		printf("%-14s %s: 5.10 builds (%s: %s)%s\n", gs_kcmd_name(c), objs[c], names,
+		       (why & k->off) == why ? "off" : "no",
+		       c == GS_KCMD_DAEMON ? "; torch: none (no 5.10 build)" : "");
+	}
 }
 
 static const char check_doc[] =
@@ -98,6 +150,7 @@ int gs_cmd_check(int argc, char **argv)
 	printf("%-14s %s\n", "COMMAND", "ON THIS KERNEL");
 	for (int c = 0; c < GS_KCMD__NR; c++)
 		all &= print_command(&k, c);
+	print_objects(&k);
 	if (fflush(stdout) || ferror(stdout))
 		return 1;
 	return all && !k.unprivileged ? 0 : 1;

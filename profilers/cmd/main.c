@@ -26,6 +26,8 @@ static const struct subcommand subcommands[] = {
 	{ "record", "CUDA launches, syncs, copies and memory as a Perfetto timeline",
 	  gs_cmd_record },
 	{ "profile", "sampled CPU stacks as folded stacks or pprof", gs_cmd_profile },
+	{ "top", "live per-process view: GPU memory, launches, syncs, copies, kernels",
+	  gs_cmd_top },
 	{ "daemon", "always on: OOM reports, Prometheus metrics, remote control", gs_cmd_daemon },
 	{ "ctl", "ask the daemon: status, leaks PID, snapshot PID, record PID SECONDS",
 	  gs_cmd_ctl },

@@ -21,6 +21,7 @@
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
 #include "profilers/cmd/record_gpu.h"
+#include "profilers/cmd/record_nvtx.h"
 #include "profilers/cmd/record_summary.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/torch/accounting.h"
@@ -62,6 +63,8 @@ struct record_opts {
 	uint32_t families;
 	bool cpu;	  /* -e cpu: CPU samples */
 	bool gpu;	  /* -e gpu: GPU activity from the CUPTI injection library */
+	bool nvtx;	  /* -e nvtx (and -e gpu): NVTX ranges from the same library */
+	bool nvtx_named;  /* -e nvtx itself, not only through -e gpu */
 	bool inject;	  /* --inject: load that library into the -p processes */
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
@@ -80,7 +83,8 @@ struct record {
 	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
 	struct gs_record_summary *summary;
-	struct gs_record_gpu *gpu; /* -e gpu */
+	struct gs_record_gpu *gpu;   /* -e gpu */
+	struct gs_record_nvtx *nvtx; /* -e nvtx */
 	/* the output file: each event rendered alone, then written in timestamp order; with
 	 * -o DIR/ a sink for what comes after a failure, the events going to ranks' files */
 	struct gs_trace_writer *writer;
@@ -499,23 +503,7 @@ static void record_copy(struct record *r, const struct gs_cuda_api *api,
 static void learn_name(struct record *r, const struct gs_cuda_api *api,
 		       const struct gs_cuda_call *e)
 {
-	pid_t pid = (pid_t)e->hdr.pid;
-
-	switch (api->shape) {
-	case GS_SHAPE_REGISTER_FUNCTION: /* (handle, hostFun, deviceFun, deviceName, ...) */
-		gs_kernel_names__add_registration(r->names, pid, e->args[1], e->args[3]);
-		break;
-	case GS_SHAPE_GET_KERNEL: /* (cudaKernel_t *out, hostFun) */
-		if (!e->ret)
-			gs_kernel_names__add_handle(r->names, pid, e->out, e->args[1]);
-		break;
-	case GS_SHAPE_GET_FUNCTION: /* (CUfunction *out, module, name) */
-		if (!e->ret)
-			gs_kernel_names__add_function(r->names, pid, e->out, e->str);
-		break;
-	default:
-		break;
-	}
+	gs_kernel_names__learn_call(r->names, api, e);
 }
 
 static void record_segment_call(struct record *r, const struct gs_cuda_call *e)
@@ -627,10 +615,33 @@ static void on_cpu_sample(void *ctx, const struct gs_cpu_sample *e)
 static void on_gpu_event(void *ctx, const struct gs_event_hdr *hdr, size_t size)
 {
 	struct record *r = ctx;
-	int err = r->gpu ? gs_record_gpu__event(r->gpu, hdr, size) : 0;
+	int err = 0;
 
+	if (hdr->type == GS_EV_NVTX) {
+		if (r->nvtx)
+			gs_record_nvtx__event(r->nvtx, hdr, size);
+		return;
+	}
+	err = r->gpu ? gs_record_gpu__event(r->gpu, hdr, size) : 0;
 	if (err)
 		fatal(r, err);
+}
+
+/* record_nvtx.c's rows go on the tracks of the threads that made the calls */
+static void nvtx_track(void *ctx, pid_t pid, pid_t tid, uint64_t ts_ns)
+{
+	name_tracks(ctx, pid, tid, ts_ns);
+}
+
+/* nvtxNameOsThread: the thread's name from now on, not its comm (never written after it) */
+static void nvtx_name_thread(void *ctx, pid_t pid, pid_t tid, const char *name, uint64_t ts_ns)
+{
+	struct record *r = ctx;
+
+	gs_addr_map__set(r->named, pid, (uint64_t)tid, 1);
+	name_tracks(r, pid, tid, ts_ns); /* the process's own name, if not given yet */
+	gs_chrome_trace__thread_name(render_begin(r, pid, ts_ns), pid, tid, name);
+	render_end(r);
 }
 
 /* How record_gpu.c renders into the ordered output: an event of its own per call. */
@@ -661,6 +672,7 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 
 	if (r->gpu)
 		gs_record_gpu__proc_gone(r->gpu, pid);
+	gs_record_nvtx__proc_gone(r->nvtx, pid, gs_clock_ns(CLOCK_MONOTONIC));
 
 	gs_kernel_names__forget(r->names, pid);
 	/* an exited process's last memory state, before the model forgets it */
@@ -718,6 +730,8 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__end_object(j);
 	if (r->gpu)
 		gs_record_gpu__metadata(r->gpu, j);
+	if (r->nvtx)
+		gs_record_nvtx__metadata(r->nvtx, j);
 	/* names and handles past a process's cap: their launches read "unknown 0x..." */
 	gs_json__u64(j, "kernel_names_not_kept", gs_kernel_names__refused(r->names));
 	if (r->capped) {
@@ -838,6 +852,7 @@ static int run_loop(struct record *r)
 	int err = gs_run_loop(&loop, NULL);
 
 	gs_status_line__clear();
+	gs_record_nvtx__finish(r->nvtx, gs_clock_ns(CLOCK_MONOTONIC));
 	if (r->gpu)
 		gs_record_gpu__advance(r->gpu, UINT64_MAX);
 	flush_files(r);
@@ -874,12 +889,14 @@ static int parse_events(const char *arg, struct record_opts *o)
 
 	if (!list)
 		return -ENOMEM;
-	o->cpu = o->gpu = false;
+	o->cpu = o->gpu = o->nvtx = o->nvtx_named = false;
 	for (tok = strtok_r(list, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "cpu"))
 			o->cpu = true;
 		else if (!strcmp(tok, "gpu"))
-			o->gpu = true;
+			o->gpu = o->nvtx = true;
+		else if (!strcmp(tok, "nvtx"))
+			o->nvtx = o->nvtx_named = true;
 		else if (len + strlen(tok) + 2 < sizeof(cuda))
 			len += (size_t)snprintf(cuda + len, sizeof(cuda) - len, "%s%s",
 						len ? "," : "", tok);
@@ -888,7 +905,7 @@ static int parse_events(const char *arg, struct record_opts *o)
 	}
 	free(list);
 	o->families = 0;
-	if (!err && (*cuda || !(o->cpu || o->gpu)))
+	if (!err && (*cuda || !(o->cpu || o->gpu || o->nvtx)))
 		err = gs_parse_event_families(cuda, &o->families);
 	/* GPU work is linked to the launch and copy slices that made it: whole slices, entry
 	 * to return, which span the moment the call reports its correlation id */
@@ -909,7 +926,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'e':
 		if (parse_events(arg, o))
-			argp_error(state, "unknown events '%s' (%s, cpu, gpu)", arg,
+			argp_error(state, "unknown events '%s' (%s, cpu, gpu, nvtx)", arg,
 				   GS_EVENT_FAMILY_NAMES);
 		break;
 	case 'F':
@@ -962,13 +979,16 @@ static const char record_doc[] =
 	"complete when -d expires, on Ctrl-C or SIGTERM, or when the last target exits. -o DIR/ "
 	"(or an existing directory) writes one file per rank, DIR/rank-R.json, or per process "
 	"without a rank, DIR/pid-P.json, as Holistic Trace Analysis loads them.\n\n"
-	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu, gpu. Without -e:\n"
+	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu, gpu, nvtx. nvtx: NVTX ranges "
+	"and marks (on with gpu) of processes started with NVTX_INJECTION64_PATH set, as -- CMD "
+	"is. Without -e:\n"
 	"  -e " DEFAULT_EVENTS "\n\n"
 	"EXAMPLES:\n"
 	"  gpusnoop record -p 1234 -d 10 -o trace.json.gz   # 10 s of pid 1234\n"
 	"  gpusnoop record -e cuda-launch,cuda-sync -o t.json -- ./train\n"
 	"  gpusnoop record -e cpu,cuda-sync -F 499 -p 1234 -o t.json  # + CPU samples\n"
-	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU kernels, copies\n"
+	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU work, NVTX\n"
+	"  gpusnoop record -e nvtx,cuda-launch -o t.json -- ./train  # NVTX ranges\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
 	"  gpusnoop record -e torch-mem --memory-snapshot m.pickle -- ./train\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
@@ -1008,8 +1028,14 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		gs_err("--inject: it needs -e gpu and -p PID");
 		return -EINVAL;
 	}
-	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH */
-	return o->gpu && o->common.argv ? gs_record_gpu_setenv() : 0;
+	/* NVTX reads its variable once, at the first NVTX call: nothing to load later */
+	if (o->inject && o->nvtx_named)
+		gs_info("NVTX ranges come only from processes started with NVTX_INJECTION64_PATH: "
+			"injecting adds GPU activity only");
+	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH; -e nvtx: NVTX's too */
+	if (o->gpu && o->common.argv && gs_record_gpu_setenv())
+		return -EINVAL;
+	return o->nvtx && o->common.argv ? gs_record_nvtx_setenv(o->nvtx_named) : 0;
 }
 
 /* The output file and its parts, and the CPU sampler with -e cpu. 0 or -errno (logged). */
@@ -1044,8 +1070,15 @@ static int open_parts(struct record *r)
 		if (r->gpu && r->opts.common.argv)
 			gs_record_gpu__default_rank(r->gpu);
 	}
+	if (r->opts.nvtx)
+		r->nvtx = gs_record_nvtx__new(
+			&(struct gs_record_nvtx_emit){ .ctx = r,
+						       .begin = gpu_render_begin,
+						       .end = gpu_render_end,
+						       .track = nvtx_track,
+						       .name_thread = nvtx_name_thread });
 	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer ||
-	    (r->opts.gpu && !r->gpu)) {
+	    (r->opts.gpu && !r->gpu) || (r->opts.nvtx && !r->nvtx)) {
 		gs_err("out of memory");
 		return -ENOMEM;
 	}
@@ -1083,6 +1116,7 @@ static int print_summary(const struct record *r)
 	gs_record_summary__print(r->summary, stderr, r->events, gs_tracker__dropped(r->tracker),
 				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9);
 	gs_record_gpu__summary(r->gpu, stderr);
+	gs_record_nvtx__summary(r->nvtx, stderr, r->opts.nvtx_named);
 	if (r->opts.families && !gs_tracker__saw_cuda(r->tracker) && !r->opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
 		return 1;
@@ -1147,8 +1181,8 @@ int gs_cmd_record(int argc, char **argv)
 		r.opts.families |
 			(r.opts.families & GS_FAM_BIT(GS_FAM_TORCH) ? GS_FAM_BIT(GS_FAM_MEM) : 0));
 	topts.torch = r.opts.families & GS_FAM_BIT(GS_FAM_TORCH);
-	topts.free_returns = true; /* every free is a slice with its duration */
-	topts.gpu = r.opts.gpu;
+	topts.free_returns = true;	       /* every free is a slice with its duration */
+	topts.gpu = r.opts.gpu || r.opts.nvtx; /* both come through the injection library */
 	/* a rank's file is chosen by its environment, read at its exec: held there, always */
 	topts.stop_every_exec = gs_record_ranks_wanted(r.opts.common.output);
 	if (gs_tracker__open(&r.tracker, &topts, &ops))
@@ -1191,6 +1225,7 @@ out_free:
 	gs_mem_model__release(&r.mem);
 	gs_record_summary__free(r.summary);
 	gs_record_gpu__free(r.gpu);
+	gs_record_nvtx__free(r.nvtx);
 	gs_addr_map__free(r.named);
 	gs_kernel_names__free(r.names);
 	gs_stack_table__free(r.stacks);

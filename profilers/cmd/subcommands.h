@@ -7,6 +7,7 @@
 int gs_cmd_leaks(int argc, char **argv);
 int gs_cmd_record(int argc, char **argv);
 int gs_cmd_profile(int argc, char **argv);
+int gs_cmd_top(int argc, char **argv);
 int gs_cmd_daemon(int argc, char **argv);
 int gs_cmd_ctl(int argc, char **argv);
 int gs_cmd_stitch(int argc, char **argv);

@@ -142,13 +142,17 @@ static bool is_injection_lib(const char *path)
 	return !strncmp(base, LIB_PREFIX, strlen(LIB_PREFIX)) && strstr(base, ".so");
 }
 
-/* The four probes through path (/proc/self/fd/N); the activity probe last, so that a
+/* The probes through path (/proc/self/fd/N); the activity probe last, so that a
  * record never arrives before the correlation ids of its launches could. */
 static int attach_probes(struct gs_gpu_attach *ga, const char *path, pid_t scope)
 {
 	struct gpu_bpf *s = ga->skel;
 	const char *p = GS_CUPTI_USDT_PROVIDER;
+	int err = gs_links__attach_usdt(ga->links, s->progs.gpu_nvtx, scope, path, p, "nvtx", 0);
 
+	/* NVTX's probe: a library from before it has none, and still its GPU activity */
+	if (err && err != -ENOENT)
+		return err;
 	return gs_links__attach_usdt(ga->links, s->progs.gpu_api, scope, path, p, "api", 0)
 		       ?: gs_links__attach_usdt(ga->links, s->progs.gpu_dropped, scope, path, p,
 						"dropped", 0)

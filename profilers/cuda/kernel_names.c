@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
+#include "bpf/gs_event.h"
+#include "profilers/cuda/api.h"
 #include "profilers/cuda/kernel_names.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
@@ -250,4 +253,26 @@ void gs_kernel_names__forget(struct gs_kernel_names *k, pid_t pid)
 	gs_addr_map__forget_pid(k->resolved, pid, free_name);
 	gs_addr_map__forget_pid(k->misses, pid, NULL);
 	gs_addr_map__forget_pid(k->entries, pid, NULL);
+}
+
+void gs_kernel_names__learn_call(struct gs_kernel_names *k, const struct gs_cuda_api *api,
+				 const struct gs_cuda_call *e)
+{
+	pid_t pid = (pid_t)e->hdr.pid;
+
+	switch (api->shape) {
+	case GS_SHAPE_REGISTER_FUNCTION: /* (handle, hostFun, deviceFun, deviceName, ...) */
+		gs_kernel_names__add_registration(k, pid, e->args[1], e->args[3]);
+		break;
+	case GS_SHAPE_GET_KERNEL: /* (cudaKernel_t *out, hostFun) */
+		if (!e->ret)
+			gs_kernel_names__add_handle(k, pid, e->out, e->args[1]);
+		break;
+	case GS_SHAPE_GET_FUNCTION: /* (CUfunction *out, module, name) */
+		if (!e->ret)
+			gs_kernel_names__add_function(k, pid, e->out, e->str);
+		break;
+	default:
+		break;
+	}
 }

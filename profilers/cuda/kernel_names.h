@@ -22,6 +22,15 @@ void gs_kernel_names__add_handle(struct gs_kernel_names *k, pid_t pid, uint64_t 
 void gs_kernel_names__add_function(struct gs_kernel_names *k, pid_t pid, uint64_t handle,
 				   const char *mangled);
 
+struct gs_cuda_api;
+struct gs_cuda_call;
+/*
+ * What a GS_FAM_NAMES call record teaches (a registration, a handle, a driver lookup), given
+ * to the three functions above; any other record teaches nothing.
+ */
+void gs_kernel_names__learn_call(struct gs_kernel_names *k, const struct gs_cuda_api *api,
+				 const struct gs_cuda_call *e);
+
 /*
  * The demangled name of what func launches in pid, or "unknown 0x..." when no source
  * names it: never a guess. Borrowed until the next call or gs_kernel_names__forget(pid).

@@ -76,6 +76,7 @@
  *   api(u32 correlation_id, u32 cbid, u32 domain)   a CUDA API call is entered
  *   dropped(u64 records)   CUPTI dropped this many records since the last report
  *   clock(u64 mono_before, u64 cupti_ts, u64 mono_after)   a clock check of the mapping
+ *   nvtx(const struct gs_nvtx_usdt *call)   an NVTX call (bpf/gs_nvtx.h, nvtx_inject.c)
  */
 #define GS_CUPTI_USDT_PROVIDER "gpusnoop"
 

@@ -8,35 +8,15 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include "profilers/daemon/config.h"
+#include "profilers/daemon/event_list.h"
 #include "profilers/options.h"
 #include "user/log.h"
 
 #define LINE_MAX_LEN 1024
 /* what a recording captures unless the setting names events: every CUDA call */
 #define GS_DAEMON_DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy"
-
-void gs_daemon_config__defaults(struct gs_daemon_config *c)
-{
-	*c = (struct gs_daemon_config){
-		.output_dir = "/var/lib/gpusnoop",
-		.socket_path = "/run/gpusnoop.sock",
-		.metrics_host = "127.0.0.1",
-		.metrics_port = 9464,
-		.output_max_bytes = 1ULL << 30,
-		.oom_reports = true,
-		.trigger_interval_s = 60,
-		.top = 20,
-		.flight_recorder_s = 30,
-		.torch = true,
-		.oom_record_events = GS_DAEMON_DEFAULT_EVENTS,
-		.user_max_recordings = 2,
-		.user_max_bytes = 64ULL << 20,
-	};
-}
-
-/* Each setting's parser: writes the field at dst (or, for "whole", the config) or says why. */
-typedef int parse_fn(void *dst, const char *value, char *msg, size_t msg_len);
 
 /* output-dir, socket: an absolute path (both fields are GS_DAEMON_PATH_MAX long) */
 static int parse_path(void *dst, const char *value, char *msg, size_t msg_len)
@@ -53,6 +33,18 @@ static int parse_path(void *dst, const char *value, char *msg, size_t msg_len)
 	}
 	strcpy(dst, value);
 	return 0;
+}
+
+/* socket: an absolute path that fits a unix socket's address, checked before bind() is */
+static int parse_socket(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	size_t max = sizeof(((struct sockaddr_un *)0)->sun_path);
+
+	if (value[0] == '/' && strlen(value) >= max) {
+		snprintf(msg, msg_len, "socket path longer than %zu bytes", max - 1);
+		return -EINVAL;
+	}
+	return parse_path(dst, value, msg, msg_len);
 }
 
 /* "127.0.0.1:9464", "[::1]:9464", or "off". */
@@ -256,16 +248,13 @@ static int parse_duration(const char *value, const struct duration_range *r, dou
 	return 0;
 }
 
-/* "events=LIST" (checked by `gpusnoop record` when it runs: the names are its own) */
+/* "events=LIST": names `gpusnoop record -e` takes, checked now, not when a recording fails */
 static int parse_events(const char *word, char *events, char *msg, size_t msg_len)
 {
 	const char *list = word + strlen("events=");
 
-	if (!*list || strlen(list) >= GS_DAEMON_EVENTS_MAX ||
-	    strspn(list, "abcdefghijklmnopqrstuvwxyz-,") != strlen(list)) {
-		snprintf(msg, msg_len, "'%s' is not an event list", word);
+	if (gs_daemon_check_events(list, GS_DAEMON_EVENTS_MAX, msg, msg_len))
 		return -EINVAL;
-	}
 	strcpy(events, list);
 	return 0;
 }
@@ -448,37 +437,117 @@ static int parse_flight_recorder(void *dst, const char *value, char *msg, size_t
 }
 
 /*
- * Every setting: its name (config key, and flag name), its parser, where it goes, and
- * whether a SIGHUP applies it. Start-only ones decide which probes are loaded at start:
- * changing them in a running daemon would account half its events one way, half another.
+ * Every setting: its name (config key, and flag name), its parser, where it goes, whether a
+ * SIGHUP applies it, and its documentation. Start-only ones decide which probes are loaded at
+ * start: changing them in a running daemon would account half its events one way, half
+ * another. The defaults are the `def` column (gs_daemon_config__defaults() applies it).
  */
-struct setting {
-	const char *name;
-	parse_fn *parse;
-	size_t offset, size; /* the field; size 0: the parser takes the whole config */
-	bool start_only;
-};
-
 #define FIELD(f) offsetof(struct gs_daemon_config, f), sizeof(((struct gs_daemon_config *)0)->f)
 #define WHOLE	 0, 0
+#define AT_ONCE	 "applies at once"
+#define REOPENS	 "reopened at once; if it cannot be, the running configuration stays"
+#define SIZES	 "a size: bytes, or with a K, M, G or T suffix (1024-based), at least 1"
+#define SWITCH	 "on or off (true/false, yes/no)"
 
-static const struct setting settings[] = {
-	{ "output-dir", parse_path, FIELD(output_dir), false },
-	{ "socket", parse_path, FIELD(socket_path), false },
-	{ "metrics-addr", parse_addr, WHOLE, false },
-	{ "metrics-allow", parse_allow, WHOLE, false },
-	{ "user-max-recordings", parse_user_max_recordings, FIELD(user_max_recordings), false },
-	{ "user-max-bytes", parse_cap, FIELD(user_max_bytes), false },
-	{ "output-max-bytes", parse_cap, FIELD(output_max_bytes), false },
-	{ "oom-reports", parse_switch, FIELD(oom_reports), false },
-	{ "trigger-interval", parse_trigger_interval, FIELD(trigger_interval_s), false },
-	{ "torch", parse_switch, FIELD(torch), true },
-	{ "cuda-call-metrics", parse_switch, FIELD(call_metrics), true },
-	{ "top", parse_top, FIELD(top), false },
-	{ "schedule", parse_schedule, WHOLE, false },
-	{ "flight-recorder", parse_flight_recorder, FIELD(flight_recorder_s), false },
-	{ "oom-record", parse_oom_record, WHOLE, false },
+static const struct gs_daemon_setting settings[] = {
+	{ "output-dir", parse_path, FIELD(output_dir), false, "PATH", "/var/lib/gpusnoop",
+	  "an absolute path, at most 255 bytes", REOPENS,
+	  "Where reports and traces are written. Created 0700 when missing; an existing one must "
+	  "be root's and not writable by group or others.",
+	  NULL },
+	{ "socket", parse_socket, FIELD(socket_path), false, "PATH", "/run/gpusnoop.sock",
+	  "an absolute path, at most 107 bytes (a unix socket's limit)", REOPENS,
+	  "The control socket that gpusnoop ctl asks. Any local user may connect; each sees only "
+	  "their own processes.",
+	  NULL },
+	{ "metrics-addr", parse_addr, WHOLE, false, "HOST:PORT | off", "127.0.0.1:9464",
+	  "a host name, an IPv4 address or an [IPv6] one, and a port 0 to 65535 (0: any free "
+	  "port, logged); or off",
+	  REOPENS,
+	  "The Prometheus endpoint, http://HOST:PORT/metrics. It lists the pid and comm of "
+	  "every followed process to whoever can connect: keep it on loopback or limit it with "
+	  "metrics-allow.",
+	  NULL },
+	{ "metrics-allow", parse_allow, WHOLE, false, "ADDR[/BITS],... | any", "any",
+	  "at most 16 IPv4 or IPv6 addresses or prefixes, comma-separated, or any", AT_ONCE,
+	  "The clients the metrics endpoint answers; any: whoever reaches metrics-addr.", NULL },
+	{ "user-max-recordings", parse_user_max_recordings, FIELD(user_max_recordings), false, "N",
+	  "2", "0 to 16", AT_ONCE,
+	  "How many recordings one non-root user's ctl requests may run at once (root is not "
+	  "limited).",
+	  NULL },
+	{ "user-max-bytes", parse_cap, FIELD(user_max_bytes), false, "SIZE", "64M", SIZES, AT_ONCE,
+	  "What one non-root user's requested files may occupy; the oldest go first, the newest "
+	  "stays. A user's recording stops, its trace complete, at this size (at least 1M).",
+	  NULL },
+	{ "output-max-bytes", parse_cap, FIELD(output_max_bytes), false, "SIZE", "1G", SIZES,
+	  AT_ONCE,
+	  "The cap on the files in output-dir: beyond it the oldest go. What users asked for "
+	  "takes at most half of it.",
+	  NULL },
+	{ "oom-reports", parse_switch, FIELD(oom_reports), false, "on | off", "on", SWITCH, AT_ONCE,
+	  "Write a report when a process runs out of CUDA memory, PyTorch reports an OOM, or the "
+	  "kernel's OOM killer picks a CUDA process.",
+	  NULL },
+	{ "trigger-interval", parse_trigger_interval, FIELD(trigger_interval_s), false, "DURATION",
+	  "60s", "0 to 30d", AT_ONCE,
+	  "At most one report per process per interval (0: every trigger); the others are "
+	  "counted.",
+	  NULL },
+	{ "torch", parse_switch, FIELD(torch), true, "on | off", "on", SWITCH, NULL,
+	  "Follow PyTorch's caching allocator: tensors, allocated and reserved bytes per device, "
+	  "and its OOMs.",
+	  NULL },
+	{ "cuda-call-metrics", parse_switch, FIELD(call_metrics), true, "on | off", "off", SWITCH,
+	  NULL,
+	  "Count launches and synchronizations per process for the metrics, at the cost of a "
+	  "probe pair on every launch.",
+	  NULL },
+	{ "top", parse_top, FIELD(top), false, "N", "20", "0 to 100000", AT_ONCE,
+	  "Stacks per process in a report; 0: all.", NULL },
+	{ "schedule", parse_schedule, WHOLE, false,
+	  "every DURATION record DURATION [events=LIST] [keep=N] [keep-bytes=SIZE]", NULL,
+	  "a period of 1s to 30d, a recording of 0.1s to 24h and shorter than the period; at "
+	  "most 16 schedules; LIST as gpusnoop record -e takes it",
+	  "applies at once; every schedule's period starts again",
+	  "A recording of every process, repeated; give several lines for several schedules. "
+	  "Traces are gpusnoop-scheduleN-all-TIME.json.gz; keep=N keeps the newest N, "
+	  "keep-bytes= at most that much (0: no limit). A slot whose previous recording still "
+	  "runs is skipped.",
+	  "every 15m record 30s events=cuda-launch,cuda-sync keep=20 keep-bytes=2G" },
+	{ "flight-recorder", parse_flight_recorder, FIELD(flight_recorder_s), false,
+	  "DURATION | off", "30s", "1s to 1h, or off",
+	  "applies at once; the new window starts empty",
+	  "How much of each process's recent CUDA memory calls a trigger report's trace "
+	  "(.trace.json) shows, at most 16384 calls per process.",
+	  NULL },
+	{ "oom-record", parse_oom_record, WHOLE, false, "DURATION [events=LIST] | off", "off",
+	  "0.1s to 24h, or off; LIST as gpusnoop record -e takes it (default "
+	  "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy)",
+	  AT_ONCE,
+	  "After the OOM report of a process that is still alive, record what it does next for "
+	  "this long, into gpusnoop-record-PID-TIME.json.gz.",
+	  "30s events=cuda-mem,cuda-launch,cpu" },
 };
+
+const struct gs_daemon_setting *gs_daemon_settings(size_t *nr)
+{
+	*nr = sizeof(settings) / sizeof(settings[0]);
+	return settings;
+}
+
+void gs_daemon_config__defaults(struct gs_daemon_config *c)
+{
+	char msg[256];
+
+	memset(c, 0, sizeof(*c)); /* padding too: two default configs compare equal */
+	strcpy(c->oom_record_events, GS_DAEMON_DEFAULT_EVENTS);
+	/* every default parses: tests/unit/test_daemon_config.c checks each row */
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		if (settings[i].def)
+			settings[i].parse((char *)c + settings[i].offset, settings[i].def, msg,
+					  sizeof(msg));
+}
 
 _Static_assert(sizeof(((struct gs_daemon_config *)0)->output_dir) == GS_DAEMON_PATH_MAX &&
 		       sizeof(((struct gs_daemon_config *)0)->socket_path) == GS_DAEMON_PATH_MAX,
@@ -488,7 +557,7 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 			  size_t msg_len)
 {
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-		const struct setting *st = &settings[i];
+		const struct gs_daemon_setting *st = &settings[i];
 
 		if (!strcmp(key, st->name))
 			return st->parse((char *)c + st->offset, value, msg, msg_len);
@@ -506,7 +575,7 @@ size_t gs_daemon_config__keep_start_only(struct gs_daemon_config *next,
 	if (len)
 		names[0] = '\0';
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-		const struct setting *st = &settings[i];
+		const struct gs_daemon_setting *st = &settings[i];
 		char *field = (char *)next + st->offset;
 		const char *was = (const char *)running + st->offset;
 		int w;

@@ -77,4 +77,33 @@ size_t gs_daemon_config__keep_start_only(struct gs_daemon_config *next,
 					 const struct gs_daemon_config *running, char *names,
 					 size_t len);
 
+/* Each setting's parser: writes the field at dst (or, for "whole", the config) or says why. */
+typedef int gs_daemon_parse_fn(void *dst, const char *value, char *msg, size_t msg_len);
+
+/*
+ * One row of the settings table: the config key (and flag name), how it is parsed, and what
+ * gpusnoop.conf(5), the installed default file and the defaults themselves are made from,
+ * so that none of them can drift from the parser.
+ */
+struct gs_daemon_setting {
+	const char *name;
+	gs_daemon_parse_fn *parse;
+	size_t offset, size; /* the field; size 0: the parser takes the whole config */
+	/* read at start only: decides which probes are loaded; a reload keeps the running value */
+	bool start_only;
+	const char *value;   /* its form, for the man page: "DURATION | off" */
+	const char *def;     /* the default as a file writes it; NULL: none (an example is shown) */
+	const char *range;   /* what is accepted */
+	const char *reload;  /* what a SIGHUP does with a new value */
+	const char *doc;     /* what it does */
+	const char *example; /* a line's value shown in the default file when def is NULL */
+};
+
+/* The settings table, in the order the man page and the default file list them. */
+const struct gs_daemon_setting *gs_daemon_settings(size_t *nr);
+/* gpusnoop.conf(5) in roff, made from the table (`gpusnoop daemon --print-config-doc`). */
+void gs_daemon_config__print_doc(FILE *f, const char *version);
+/* The commented default config file (`gpusnoop daemon --print-default-config`). */
+void gs_daemon_config__print_default(FILE *f);
+
 #endif /* GS_DAEMON_CONFIG_H */

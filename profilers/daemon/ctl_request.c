@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon/ctl_request.h"
+#include "profilers/daemon/event_list.h"
 
 #define MAX_WORDS 6 /* one more than the longest request, to see extra words */
 #define SHOW_MAX  32
@@ -89,14 +90,6 @@ static int parse_secs(const char *word, double *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
-}
-
-static bool is_event_list(const char *word)
-{
-	size_t len = strlen(word);
-
-	return len && len < GS_CTL_EVENTS_MAX &&
-	       strspn(word, "abcdefghijklmnopqrstuvwxyz-,") == len;
 }
 
 /*
@@ -194,8 +187,9 @@ int gs_ctl_request__parse(const char *line, struct gs_ctl_request *req, char *ms
 		return -EINVAL;
 	}
 	if (n == 4) {
-		if (!is_event_list(w[3]))
-			return fail(msg, msg_len, "'%s' is not an event list", w[3]);
+		/* refused now: a recording that fails later leaves the client a name, no file */
+		if (gs_daemon_check_events(w[3], GS_CTL_EVENTS_MAX, msg, msg_len))
+			return -EINVAL;
 		strcpy(req->events, w[3]);
 	}
 	return 0;

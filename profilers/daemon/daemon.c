@@ -308,12 +308,7 @@ static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
 	if (!api || !st)
 		return;
 	gs_mem_model__cuda_call(&d->mem, e, &fx);
-	if (api->family == GS_FAM_LAUNCH) {
-		st->launches++;
-	} else if (api->family == GS_FAM_SYNC) {
-		st->syncs++;
-		st->sync_ns += e->hdr.ts_ns - e->entry_ts_ns;
-	}
+	gs_top_counts__add_call(&st->calls, api, e); /* counted as `gpusnoop top` counts them */
 }
 
 static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
@@ -555,21 +550,28 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *line
 	}
 }
 
-/* Defaults, then the config file, then the flags; logs and returns -EINVAL on a bad one. */
+/*
+ * Defaults, then the config file (--config, else GS_DAEMON_CONFIG_PATH when it exists), then
+ * the flags; logs and returns -EINVAL on a bad one. At start and at each reload alike.
+ */
 static int load_config(const struct gs_daemon_opts *o, struct gs_daemon_config *c)
 {
+	const char *path = o->config_path ? o->config_path : GS_DAEMON_CONFIG_PATH;
 	char msg[256];
+	FILE *f;
 	int err = 0;
 
 	gs_daemon_config__defaults(c);
-	if (o->config_path) {
-		FILE *f = fopen(o->config_path, "re");
-
-		if (!f) {
-			gs_err("%s: %s", o->config_path, strerror(errno));
-			return -errno;
-		}
-		err = gs_daemon_config__parse(c, f, o->config_path);
+	f = fopen(path, "re");
+	if (!f && (o->config_path || errno != ENOENT)) {
+		err = -errno;
+		gs_err("%s: %s", path, strerror(-err));
+		return err;
+	}
+	if (!f) {
+		gs_info("%s: not there: default settings (see gpusnoop.conf(5))", path);
+	} else {
+		err = gs_daemon_config__parse(c, f, path);
 		fclose(f);
 		if (err)
 			return err;
@@ -581,6 +583,19 @@ static int load_config(const struct gs_daemon_opts *o, struct gs_daemon_config *
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+/* --check-config FILE: the checks a start or a reload makes of it, and nothing else. */
+static int check_config(const struct gs_daemon_opts *o)
+{
+	struct gs_daemon_opts only = *o;
+	struct gs_daemon_config c;
+
+	only.config_path = o->check_path;
+	if (load_config(&only, &c))
+		return 1;
+	gs_info("%s: valid", o->check_path);
 	return 0;
 }
 
@@ -732,10 +747,22 @@ enum {
 	OPT_METRICS_ADDR,
 	OPT_SOCKET,
 	OPT_METRICS_ALLOW,
+	OPT_CHECK_CONFIG,
+	OPT_PRINT_DOC,
+	OPT_PRINT_DEFAULT,
 };
 
 static const struct argp_option daemon_options[] = {
-	{ "config", OPT_CONFIG, "FILE", 0, "Settings file (see README); SIGHUP re-reads it", 0 },
+	{ "config", OPT_CONFIG, "FILE", 0,
+	  "Settings file, gpusnoop.conf(5) (default /etc/gpusnoop.conf if it exists); SIGHUP "
+	  "re-reads it",
+	  0 },
+	{ "check-config", OPT_CHECK_CONFIG, "FILE", 0,
+	  "Check a settings file (and the flags) and exit: 0, or 1 with FILE:LINE: why", 0 },
+	{ "print-config-doc", OPT_PRINT_DOC, NULL, 0,
+	  "Print gpusnoop.conf(5), every setting with its default, range and reload behaviour", 0 },
+	{ "print-default-config", OPT_PRINT_DEFAULT, NULL, 0,
+	  "Print the commented default settings file (what make install puts in /etc)", 0 },
 	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Reports go here (default /var/lib/gpusnoop)",
 	  0 },
 	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
@@ -760,6 +787,13 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case OPT_CONFIG:
 		o->config_path = arg;
+		return 0;
+	case OPT_CHECK_CONFIG:
+		o->check_path = arg;
+		return 0;
+	case OPT_PRINT_DOC:
+	case OPT_PRINT_DEFAULT:
+		o->print = key;
 		return 0;
 	case OPT_OUTPUT_DIR:
 		name = "output-dir";
@@ -793,7 +827,8 @@ static const char daemon_doc[] =
 	"process held, by stack; serve Prometheus metrics; answer `gpusnoop ctl`.\v"
 	"EXAMPLES:\n"
 	"  gpusnoop daemon --output-dir /tmp/gs --metrics-addr 127.0.0.1:9464\n"
-	"  gpusnoop daemon --config /etc/gpusnoop.conf   # kill -HUP to reload";
+	"  gpusnoop daemon --config /etc/gpusnoop.conf   # kill -HUP to reload\n"
+	"  gpusnoop daemon --check-config /etc/gpusnoop.conf";
 
 static const struct argp_child daemon_children[] = {
 	{ &gs_help_argp, 0, NULL, 0 },
@@ -802,6 +837,19 @@ static const struct argp_child daemon_children[] = {
 
 static const struct argp daemon_argp = { daemon_options,  daemon_parse, NULL, daemon_doc,
 					 daemon_children, NULL,		NULL };
+
+static int print_config(int what)
+{
+	if (what == OPT_PRINT_DOC)
+		gs_daemon_config__print_doc(stdout, GS_VERSION);
+	else
+		gs_daemon_config__print_default(stdout);
+	if (fflush(stdout) || ferror(stdout)) {
+		gs_err("writing stdout: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
 
 int gs_cmd_daemon(int argc, char **argv)
 {
@@ -825,9 +873,20 @@ int gs_cmd_daemon(int argc, char **argv)
 	if (argp_parse(&daemon_argp, argc, argv, 0, NULL, &d.opts))
 		return 1;
 	common.verbosity = d.opts.verbosity;
-	if (gs_common_opts__finish(&common) || load_config(&d.opts, &d.cfg))
+	if (d.opts.print)
+		return print_config(d.opts.print);
+	if (gs_common_opts__finish(&common))
+		return 1;
+	if (d.opts.check_path)
+		return check_config(&d.opts);
+	if (load_config(&d.opts, &d.cfg))
 		return 1;
 	sigaction(SIGHUP, &hup, NULL);
+	/*
+	 * A file size limit (the unit's, an admin's) fails a write (EFBIG, logged) instead of
+	 * killing the daemon; its recordings inherit that, and fail with their own message.
+	 */
+	signal(SIGXFSZ, SIG_IGN);
 	topts = gs_common_opts__tracker(
 		&common,
 		GS_FAM_BIT(GS_FAM_MEM) |

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "profilers/daemon/config.h"
 #include "profilers/mem_model.h"
+#include "profilers/top_model.h"
 #include "user/losses.h"
 #include "user/pid_index.h"
 
@@ -30,8 +31,13 @@ struct gs_daemon_override {
 	const char *value;
 };
 
+/* read when no --config is given; a missing one means the defaults (one log line) */
+#define GS_DAEMON_CONFIG_PATH "/etc/gpusnoop.conf"
+
 struct gs_daemon_opts {
-	const char *config_path;
+	const char *config_path; /* --config: must exist */
+	const char *check_path;	 /* --check-config: check it and exit */
+	int print;		 /* --print-config-doc, --print-default-config: print and exit */
 	struct gs_daemon_override overrides[MAX_FLAG_OVERRIDES];
 	size_t nr_overrides;
 	int verbosity;
@@ -40,17 +46,21 @@ struct gs_daemon_opts {
 /* What the daemon counts per process beyond what the memory model holds. */
 struct gs_daemon_proc {
 	pid_t pid;
-	uint64_t launches, syncs, sync_ns; /* with cuda-call-metrics */
+	struct gs_top_counts calls; /* launches, syncs, copies: with cuda-call-metrics */
 	uint64_t last_trigger_ns;
 };
 
 /* A `gpusnoop record` child writing a trace into the output directory. */
 struct gs_daemon_recording {
 	pid_t pid;
-	int schedule;	/* index in cfg.schedules, -1 for one-off recordings */
-	char path[512]; /* the final path, shown; nothing is there until it succeeded */
-	char name[160]; /* the file name in the output directory, less its prefix */
-	char tmp[320];	/* the temporary the child writes through its descriptor */
+	int schedule;	   /* index in cfg.schedules, -1 for one-off recordings */
+	char path[512];	   /* the final path, shown; nothing is there until it succeeded */
+	char name[160];	   /* the file name in the output directory, less its prefix */
+	char tmp[320];	   /* the temporary the child writes through its descriptor */
+	int err_fd;	   /* the read end of the child's stderr, -1 once closed */
+	char err_buf[512]; /* a line still being received */
+	size_t err_len;
+	char err_line[256]; /* its last diagnostic: why it failed, if it did */
 };
 
 struct gs_daemon {

@@ -40,11 +40,11 @@ static double proc_value(struct gs_daemon *d, const struct gs_daemon_proc *st,
 	case FAILED_ALLOCATIONS:
 		return p ? (double)p->failed_allocations : 0;
 	case LAUNCHES:
-		return (double)st->launches;
+		return (double)st->calls.launches;
 	case SYNCS:
-		return (double)st->syncs;
+		return (double)st->calls.syncs;
 	case SYNC_SECONDS:
-		return (double)st->sync_ns / 1e9;
+		return (double)st->calls.sync_ns / 1e9;
 	}
 	return 0;
 }

@@ -32,7 +32,7 @@ void gs_daemon_file_stamp(char *buf, size_t len)
 
 /* The recording child: "-p PID [--children]" or "-a", then the rest; max_bytes caps it. */
 static void exec_recording(pid_t pid, bool children, const char *target, const char *duration,
-			   const char *events, int fd, uint64_t max_bytes)
+			   const char *events, int fd, int err_fd, uint64_t max_bytes)
 {
 	char fd_arg[24], max_arg[24];
 	char *argv[] = { "gpusnoop",	   "record",	 pid ? "-p" : "-a",
@@ -50,6 +50,9 @@ static void exec_recording(pid_t pid, bool children, const char *target, const c
 		memmove(&argv[pid ? 4 : 3], &argv[5], sizeof(argv) - 5 * sizeof(argv[0]));
 	/* the one descriptor the child inherits on purpose; the file cannot pass the cap */
 	if (fcntl(fd, F_SETFD, 0) || (max_bytes && setrlimit(RLIMIT_FSIZE, &fsize)))
+		_exit(127);
+	/* its diagnostics go through the daemon, which keeps the last one for a failure */
+	if (dup2(err_fd, STDERR_FILENO) < 0)
 		_exit(127);
 	execv("/proc/self/exe", argv);
 	_exit(127);
@@ -75,8 +78,8 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 {
 	char stamp[48], target[16], duration[32];
 	struct gs_daemon_recording *r;
+	int fd, err, pipe_fds[2];
 	pid_t child;
-	int fd, err;
 
 	if (d->nr_recordings == MAX_RECORDINGS) {
 		gs_warn("%s recording not started: %d already running", kind, MAX_RECORDINGS);
@@ -94,17 +97,31 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	if (fd < 0)
 		return fd;
 	snprintf(duration, sizeof(duration), "%.3f", secs);
-	child = fork();
+	if (pipe2(pipe_fds, O_CLOEXEC)) {
+		pipe_fds[0] = pipe_fds[1] = -1;
+		child = -1;
+	} else {
+		child = fork();
+	}
 	if (child < 0) {
 		err = -errno;
 		gs_err("starting a recording: %s", strerror(errno));
 		close(fd);
+		if (pipe_fds[0] >= 0) {
+			close(pipe_fds[0]);
+			close(pipe_fds[1]);
+		}
 		gs_out_dir__discard(d->out_dir, r->tmp);
 		return err;
 	}
 	if (!child)
-		exec_recording(pid, children, target, duration, events, fd, max_bytes);
+		exec_recording(pid, children, target, duration, events, fd, pipe_fds[1], max_bytes);
 	close(fd);
+	close(pipe_fds[1]);
+	fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+	r->err_fd = pipe_fds[0];
+	r->err_len = 0;
+	r->err_line[0] = '\0';
 	r->pid = child;
 	r->schedule = schedule;
 	d->nr_recordings++;
@@ -116,11 +133,92 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	return 0;
 }
 
+/*
+ * One line of the child's stderr: passed on to ours, as before it had its own pipe, and kept,
+ * printable and without its prefix, when it says what went wrong: gpusnoop's "error: " lines
+ * and argp's "gpusnoop record: " ones.
+ */
+static void child_line(struct gs_daemon_recording *r, const char *line, size_t len)
+{
+	static const char *const prefixes[] = { "gpusnoop: error: ", "gpusnoop record: " };
+	size_t n = 0, plen = 0;
+
+	fprintf(stderr, "%.*s\n", (int)len, line);
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]) && !plen; i++)
+		if (len >= strlen(prefixes[i]) && !strncmp(line, prefixes[i], strlen(prefixes[i])))
+			plen = strlen(prefixes[i]);
+	if (!plen)
+		return;
+	for (; n < len - plen && n + 1 < sizeof(r->err_line); n++) {
+		char c = line[plen + n];
+
+		r->err_line[n] = c >= 0x20 && c < 0x7f ? c : '?';
+	}
+	r->err_line[n] = '\0';
+}
+
+/* What the child wrote to stderr since the last call; closes the pipe at its end. Bounded. */
+static void drain_child_stderr(struct gs_daemon_recording *r)
+{
+	for (int reads = 0; r->err_fd >= 0 && reads < 64; reads++) {
+		ssize_t n =
+			read(r->err_fd, r->err_buf + r->err_len, sizeof(r->err_buf) - r->err_len);
+		char *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN) { /* its end: the last line, unterminated */
+				child_line(r, r->err_buf, r->err_len);
+				r->err_len = 0;
+				close(r->err_fd);
+				r->err_fd = -1;
+			}
+			return;
+		}
+		r->err_len += (size_t)n;
+		while ((nl = memchr(r->err_buf, '\n', r->err_len))) {
+			size_t len = (size_t)(nl - r->err_buf);
+
+			child_line(r, r->err_buf, len);
+			r->err_len -= len + 1;
+			memmove(r->err_buf, nl + 1, r->err_len);
+		}
+		if (r->err_len == sizeof(r->err_buf)) { /* a line this long is cut */
+			child_line(r, r->err_buf, r->err_len);
+			r->err_len = 0;
+		}
+	}
+}
+
+/* The child's exit, as its own last message says it when it said one. */
+static void failure_reason(const struct gs_daemon_recording *r, int status, char *buf, size_t len)
+{
+	if (r->err_line[0])
+		snprintf(buf, len, "%s", r->err_line);
+	else if (WIFEXITED(status))
+		snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "wait status %d", status);
+}
+
 /* A finished child's trace: renamed into place when it succeeded, else removed. */
 static void finish_recording(struct gs_daemon *d, struct gs_daemon_recording *r, int status)
 {
+	char why[300];
+
+	/* what it still had to say: its pipe ends with it (64 reads of 512 bytes at most) */
+	drain_child_stderr(r);
+	if (r->err_fd >= 0) {
+		close(r->err_fd);
+		r->err_fd = -1;
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		gs_warn("recording %s failed (status %d)", r->path, status);
+		failure_reason(r, status, why, sizeof(why));
+		gs_warn("recording %s failed: %s", r->path, why);
 		gs_out_dir__discard(d->out_dir, r->tmp);
 	} else if (!gs_out_dir__commit(d->out_dir, r->tmp, r->name)) {
 		gs_info("recording done: %s", r->path);
@@ -134,6 +232,7 @@ void gs_daemon__reap_recordings(struct gs_daemon *d)
 		struct gs_daemon_recording *r = &d->recordings[i];
 		int status;
 
+		drain_child_stderr(r);
 		if (waitpid(r->pid, &status, WNOHANG) != r->pid) {
 			i++;
 			continue;
@@ -167,6 +266,8 @@ void gs_daemon__stop_recordings(struct gs_daemon *d)
 		gs_warn("recording %s did not stop: killed", d->recordings[i].path);
 		kill(d->recordings[i].pid, SIGKILL);
 		waitpid(d->recordings[i].pid, NULL, 0);
+		if (d->recordings[i].err_fd >= 0)
+			close(d->recordings[i].err_fd);
 		gs_out_dir__discard(d->out_dir, d->recordings[i].tmp);
 	}
 	d->nr_recordings = 0;

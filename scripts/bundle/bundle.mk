@@ -85,7 +85,9 @@ $(BUNDLE_OUT)/gs_bench_floor: $(BUNDLE_FLOOR_OBJS) $(BUNDLE_OBJ)/scripts/bundle/
 ifneq ($(and $(CUPTI_INC),$(CUPTI_LIBDIR)),)
 BUNDLE_CUPTI := $(BUNDLE_OUT)/$(CUPTI_SO)
 $(BUNDLE_CUPTI): profilers/cupti/inject.c profilers/cupti/cupti_bind.c \
-		 profilers/cupti/cupti_bind.h profilers/cupti/cupti_abi.h $(BUNDLE_SYSROOT_FILE) $(BUNDLE_INC)/.ok
+		 profilers/cupti/cupti_bind.h profilers/cupti/cupti_abi.h \
+		 profilers/cupti/nvtx_inject.c profilers/cupti/nvtx_abi.h bpf/gs_nvtx.h \
+		 $(BUNDLE_SYSROOT_FILE) $(BUNDLE_INC)/.ok
 	$(call msg,LIB,$@)
 	$(Q)$(BUNDLE_CC) -g -O2 -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC \
 		-fvisibility=hidden -I. -isystem $(BUNDLE_INC) -isystem $(CUPTI_INC) \
@@ -96,18 +98,22 @@ $(BUNDLE_CUPTI): profilers/cupti/inject.c profilers/cupti/cupti_bind.c \
 endif
 
 $(BUNDLE_TAR): $(BUNDLE_OUT)/gpusnoop $(BUNDLE_OUT)/gs_bench_floor $(BUNDLE_CUPTI) \
-	       $(MAN_OUT)/gpusnoop.8 $(BUNDLE_GPU_TEST) scripts/completion/gpusnoop.bash \
-	       scripts/gpusnoop.service scripts/bundle/bundle-readme.txt
+	       $(MAN_OUT)/gpusnoop.8 $(MAN_OUT)/gpusnoop.conf.5 $(DEFAULT_CONF) $(BUNDLE_GPU_TEST) \
+	       scripts/completion/gpusnoop.bash scripts/deploy/gpusnoop.service \
+	       scripts/bundle/bundle-readme.txt
 	$(call msg,BUNDLE,$@)
 	$(Q)rm -rf $(BUNDLE_DIR) && mkdir -p $(BUNDLE_DIR)/bin $(BUNDLE_DIR)/lib/gpusnoop \
-		$(BUNDLE_DIR)/share/man/man8 $(BUNDLE_DIR)/share/bash-completion/completions \
+		$(BUNDLE_DIR)/share/man/man8 $(BUNDLE_DIR)/share/man/man5 $(BUNDLE_DIR)/etc \
+		$(BUNDLE_DIR)/share/bash-completion/completions \
 		$(BUNDLE_DIR)/lib/systemd/system $(BUNDLE_DIR)/gpu-test/bin
 	$(Q)install -m 0755 -s $(BUNDLE_OUT)/gpusnoop $(BUNDLE_DIR)/bin/gpusnoop
 	$(Q)$(if $(BUNDLE_CUPTI),install -m 0644 $(BUNDLE_CUPTI) $(BUNDLE_DIR)/lib/gpusnoop/)
 	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(BUNDLE_DIR)/share/man/man8/
+	$(Q)install -m 0644 $(MAN_OUT)/gpusnoop.conf.5 $(BUNDLE_DIR)/share/man/man5/
+	$(Q)install -m 0644 $(DEFAULT_CONF) $(BUNDLE_DIR)/etc/gpusnoop.conf
 	$(Q)install -m 0644 scripts/completion/gpusnoop.bash \
 		$(BUNDLE_DIR)/share/bash-completion/completions/gpusnoop
-	$(Q)install -m 0644 scripts/gpusnoop.service $(BUNDLE_DIR)/lib/systemd/system/
+	$(Q)install -m 0644 scripts/deploy/gpusnoop.service $(BUNDLE_DIR)/lib/systemd/system/
 	$(Q)install -m 0644 scripts/bundle/bundle-readme.txt $(BUNDLE_DIR)/README
 	$(Q)install -m 0644 $(filter %.py,$(BUNDLE_GPU_TEST)) $(BUNDLE_DIR)/gpu-test/
 	$(Q)install -m 0755 tests/gpu/run tests/gpu/gpu_test.py $(BUNDLE_DIR)/gpu-test/

@@ -64,6 +64,12 @@ _gpusnoop()
 		COMPREPLY=($(compgen -W "fp dwarf" -- "$cur"))
 		return
 		;;
+	-s | --sort)
+		[ "$cmd" = top ] &&
+			COMPREPLY=($(compgen -W "pid rank mem torch tensors launches sync copies ooms" \
+				-- "$cur"))
+		return
+		;;
 	-f | --format)
 		case $cmd in
 		profile) COMPREPLY=($(compgen -W "folded pprof" -- "$cur")) ;;
@@ -72,7 +78,7 @@ _gpusnoop()
 		esac
 		return
 		;;
-	-o | --output | --config | --socket | --memory-snapshot)
+	-o | --output | --config | --check-config | --socket | --memory-snapshot)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;

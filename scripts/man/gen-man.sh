@@ -34,6 +34,8 @@ page() {
 		echo "[SEE ALSO]"
 		if [ "$name" = gpusnoop ]; then
 			for c in $commands; do printf '.BR gpusnoop\\-%s (8)\n' "$c"; done
+		elif [ "$name" = gpusnoop-daemon ]; then
+			printf '.BR gpusnoop (8),\n.BR gpusnoop.conf (5)\n'
 		else
 			echo ".BR gpusnoop (8)"
 		fi

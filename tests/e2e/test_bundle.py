@@ -88,7 +88,8 @@ def bundle_holds_everything_and_needs_glibc_only():
         names = set(t.getnames())
     for f in ("bin/gpusnoop", "lib/gpusnoop/libgpusnoop-cupti.so", "share/man/man8/gpusnoop.8",
               "share/man/man8/gpusnoop-leaks.8", "share/bash-completion/completions/gpusnoop",
-              "lib/systemd/system/gpusnoop.service", "gpu-test/run", "gpu-test/gpu_test.py",
+              "lib/systemd/system/gpusnoop.service", "etc/gpusnoop.conf",
+              "share/man/man5/gpusnoop.conf.5", "gpu-test/run", "gpu-test/gpu_test.py",
               "gpu-test/preflight.py", "gpu-test/train.py", "gpu-test/compare.py",
               "gpu-test/bin/gs_bench_floor", "README"):
         assert f"{NAME}/{f}" in names, f"{f} not in the bundle"

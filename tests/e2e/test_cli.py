@@ -24,7 +24,7 @@ def subcommands():
     status, out, err = run_gpusnoop("list")
     expect_eq(status, 0, f"list status ({err})")
     names = [line.split()[0] for line in out.splitlines()]
-    expect_eq(names, ["leaks", "record", "profile", "daemon", "ctl", "stitch", "check"],
+    expect_eq(names, ["leaks", "record", "profile", "top", "daemon", "ctl", "stitch", "check"],
               "subcommands")
     return names
 
@@ -148,7 +148,9 @@ def make_install_destdir_lays_out_files_and_uninstall_removes_them():
     want = {"opt/gs/bin/gpusnoop": 0o755,
             "opt/gs/lib/systemd/system/gpusnoop.service": 0o644,
             "opt/gs/share/bash-completion/completions/gpusnoop": 0o644,
-            "opt/gs/share/man/man8/gpusnoop.8": 0o644}
+            "opt/gs/share/man/man8/gpusnoop.8": 0o644,
+            "opt/gs/share/man/man5/gpusnoop.conf.5": 0o644,
+            "etc/gpusnoop.conf": 0o644}
     for cmd in subcommands():
         want[f"opt/gs/share/man/man8/gpusnoop-{cmd}.8"] = 0o644
     if os.path.exists(os.path.join(ROOT, "libgpusnoop-cupti.so")):  # built where CUPTI is
@@ -224,6 +226,7 @@ def bash_completion_of_commands_options_and_events():
               "--events=cpu,torch<TAB>")
     expect_eq(complete("gpusnoop", "profile", "--format", "p"), ["pprof"], "--format p<TAB>")
     expect_eq(complete("gpusnoop", "ctl", "r"), ["record"], "ctl r<TAB>")
+    expect_eq(complete("gpusnoop", "top", "--sort", "l"), ["launches"], "top --sort l<TAB>")
     opts = complete("gpusnoop", "daemon", "--")
     for want in ("--config", "--metrics-addr", "--output-dir", "--socket", "--help"):
         assert want in opts, opts

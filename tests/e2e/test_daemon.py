@@ -434,7 +434,7 @@ def slurm_fanout_script_records_at_the_common_start():
     try:
         start = int(time.time()) + 3
         script = subprocess.Popen([os.path.join(os.path.dirname(GPUSNOOP), "scripts",
-                                                "gpusnoop-slurm.sh"),
+                                                "deploy", "gpusnoop-slurm.sh"),
                                    "-s", str(start), "-d", "20", "-e", "cuda-mem", "-g", GPUSNOOP,
                                    out], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         err = LineReader(script.stderr)

@@ -93,11 +93,8 @@ def frees_on_another_thread_match():
     expect_eq(proc["unknown_frees"], 0, "frees of unknown pointers")
 
 
-@test
-def out_of_memory_is_a_failure_with_its_stack():
-    w, report, _ = attach_by_pid("gs_oom", env={"GS_FAKE_CUDA_MEM_LIMIT": str(200 * MiB)})
-    expect_eq(w.out.lines.count("oom 2"), 1, "workload saw error 2")
-    proc = process(report, w.pid)
+def oom_expectations(proc):
+    """gs_oom under a 200 MiB limit: 3 x 32 MiB held, then 1 GiB fails at its return probe."""
     by_fn = stacks_by_function(proc)
     expect_eq(sorted(by_fn), ["fill_device"], "allocating functions")
     expect_eq((by_fn["fill_device"]["bytes"], by_fn["fill_device"]["allocations"]),
@@ -112,9 +109,14 @@ def out_of_memory_is_a_failure_with_its_stack():
 
 
 @test
-def every_runtime_api_is_followed():
-    w, report, _ = attach_by_pid("gs_apis", env=NO_DRIVER)
-    proc = process(report, w.pid)
+def out_of_memory_is_a_failure_with_its_stack():
+    w, report, _ = attach_by_pid("gs_oom", env={"GS_FAKE_CUDA_MEM_LIMIT": str(200 * MiB)})
+    expect_eq(w.out.lines.count("oom 2"), 1, "workload saw error 2")
+    oom_expectations(process(report, w.pid))
+
+
+def apis_expectations(proc):
+    """gs_apis: each allocating API's return probe, and a failing free's."""
     got = {fn: (s["api"], s["bytes"], s["allocations"], s["memory"])
            for fn, s in stacks_by_function(proc).items()}
     expect_eq(got, {
@@ -126,6 +128,12 @@ def every_runtime_api_is_followed():
     }, "outstanding allocations (use_free_async and use_free_host freed theirs)")
     # bad_free hands cudaFree a pointer it never allocated: unknown, and the call fails
     expect_eq((proc["unknown_frees"], proc["failed_frees"]), (1, 1), "bad_free")
+
+
+@test
+def every_runtime_api_is_followed():
+    w, report, _ = attach_by_pid("gs_apis", env=NO_DRIVER)
+    apis_expectations(process(report, w.pid))
 
 
 @test

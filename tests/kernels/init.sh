@@ -91,11 +91,18 @@ export -f wait_for wait_alive record daemon_oom
 echo "@@GS-START $(uname -r)" >&3
 result check "$GS" check
 result leaks "$GS" leaks --format json -- "$BIN/gs_leaky"
+# return probes: each allocating API's, a failing free's, a failing allocation's (with its stack)
+result leaks_apis env GS_FAKE_CUDA_NO_DRIVER=1 "$GS" leaks --format json -- "$BIN/gs_apis"
+result leaks_oom env GS_FAKE_CUDA_MEM_LIMIT=$((200 << 20)) "$GS" leaks --format json -- \
+	"$BIN/gs_oom"
 result record record -- "$BIN/gs_kernels"
 # stdout: the trace or profile alone, without the workload's lines
 result record_cpu record -e cpu -F 499 -- env GS_BURN_ROUNDS=30 "$BIN/gs_burn"
 result profile bash -c "GS_BURN_ROUNDS=30 $GS profile -F 499 -o /tmp/p.folded -- $BIN/gs_burn \
 	>/dev/null && cat /tmp/p.folded"
+# the stack-slice copy's bounded loops (--stacks dwarf) pass this kernel's verifier too
+result profile_dwarf bash -c "GS_BURN_ROUNDS=30 $GS profile --stacks dwarf -F 499 -o /tmp/p.folded \
+	-- $BIN/gs_burn >/dev/null && cat /tmp/p.folded"
 printf 'echo shell $$\n%s\n%s &\nwait\n' "$BIN/gs_leaky" "$BIN/gs_leaky" >/tmp/steps.sh
 result tree "$GS" leaks --format json -- bash /tmp/steps.sh
 result daemon_oom daemon_oom

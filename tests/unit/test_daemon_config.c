@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon/config.h"
 #include "user/metrics_server.h"
@@ -352,8 +353,100 @@ GS_TEST(reload_keeps_start_only_settings)
 	GS_EXPECT_STR_EQ(names, "torch");
 }
 
+/* Every row of the table carries what gpusnoop.conf(5) and the default file are made of. */
+GS_TEST(every_setting_is_documented)
+{
+	size_t nr;
+	const struct gs_daemon_setting *st = gs_daemon_settings(&nr);
+
+	GS_EXPECT(nr >= 15);
+	for (size_t i = 0; i < nr; i++) {
+		GS_EXPECT(st[i].name && st[i].parse && st[i].value && st[i].range && st[i].doc);
+		/* start-only ones say so by that flag; the others say what a reload does */
+		GS_EXPECT(st[i].start_only || st[i].reload);
+		/* the man page quotes the form; the default file shows def or the example */
+		GS_EXPECT(!strchr(st[i].value, '"'));
+		GS_EXPECT(st[i].def || st[i].example);
+		for (size_t j = 0; j < i; j++)
+			GS_EXPECT(strcmp(st[i].name, st[j].name));
+	}
+}
+
+/* The defaults are the table's def column: each parses, and they are today's values. */
+GS_TEST(defaults_come_from_the_table)
+{
+	struct gs_daemon_config c, d;
+	size_t nr;
+	const struct gs_daemon_setting *st = gs_daemon_settings(&nr);
+	char msg[256];
+
+	gs_daemon_config__defaults(&d);
+	for (size_t i = 0; i < nr; i++) {
+		gs_daemon_config__defaults(&c);
+		if (st[i].def)
+			GS_EXPECT_EQ(
+				gs_daemon_config__set(&c, st[i].name, st[i].def, msg, sizeof(msg)),
+				0);
+		if (st[i].example)
+			GS_EXPECT_EQ(gs_daemon_config__set(&c, st[i].name, st[i].example, msg,
+							   sizeof(msg)),
+				     0);
+	}
+	GS_EXPECT_STR_EQ(d.socket_path, "/run/gpusnoop.sock");
+	GS_EXPECT_EQ(d.output_max_bytes, 1ULL << 30);
+	GS_EXPECT(d.trigger_interval_s == 60 && d.flight_recorder_s == 30 && d.oom_record_s == 0);
+	GS_EXPECT_EQ(d.top, 20);
+	GS_EXPECT(d.torch && !d.call_metrics && d.oom_reports);
+	GS_EXPECT_EQ(d.user_max_recordings, 2);
+	GS_EXPECT_EQ(d.user_max_bytes, 64ULL << 20);
+	GS_EXPECT_EQ(d.nr_metrics_allow, 0);
+	GS_EXPECT_EQ(d.nr_schedules, 0);
+	GS_EXPECT_STR_EQ(d.oom_record_events, "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy");
+}
+
+/* The default file is the defaults: parsed, it changes nothing. */
+GS_TEST(default_file_parses_to_the_defaults)
+{
+	struct gs_daemon_config c, d;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	gs_daemon_config__print_default(f);
+	fclose(f);
+	GS_EXPECT_EQ(parse_text(&c, text), 0);
+	gs_daemon_config__defaults(&d);
+	GS_EXPECT(!memcmp(&c, &d, sizeof(c)));
+	GS_EXPECT(strstr(text, "\n#schedule every 15m record 30s "));
+	free(text);
+}
+
+/* Event lists are the names `record -e` takes, checked at load, not when recordings fail. */
+GS_TEST(event_lists_are_checked_up_front)
+{
+	GS_EXPECT_STR_EQ(set("schedule", "every 1h record 1s events=cuda-foo"),
+			 "'cuda-foo' is not an event (cuda-mem, cuda-launch, cuda-launch-latency, "
+			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu)");
+	GS_EXPECT_STR_EQ(set("oom-record", "1s events=cpu,,gpu"),
+			 "'' is not an event (cuda-mem, cuda-launch, cuda-launch-latency, "
+			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu)");
+	GS_EXPECT_STR_EQ(set("oom-record", "1s events=torch-mem,cuda-launch-latency,gpu,cpu"),
+			 "ok");
+	GS_EXPECT_STR_EQ(set("oom-record", "1s events="),
+			 "an empty event list (cuda-mem, cuda-launch, cuda-launch-latency, "
+			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu)");
+	/* a unix socket's path has 108 bytes: a longer one would fail only at bind() */
+	GS_EXPECT_STR_EQ(set("socket",
+			     "/run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+			 "socket path longer than 107 bytes");
+	GS_EXPECT_STR_EQ(set("socket", "run/gs.sock"), "'run/gs.sock' is not an absolute path");
+}
+
 GS_TEST_MAIN(defaults_are_safe, every_setting_with_comments, metrics_off_and_any_port,
 	     bad_lines_are_errors, flags_use_the_same_keys, schedules_and_oom_recording,
 	     bad_schedules_are_errors, periods_and_lengths_are_range_checked,
 	     out_of_range_leaves_the_value, per_user_limits, metrics_allow_list,
-	     reload_keeps_start_only_settings)
+	     reload_keeps_start_only_settings, every_setting_is_documented,
+	     defaults_come_from_the_table, default_file_parses_to_the_defaults,
+	     event_lists_are_checked_up_front)

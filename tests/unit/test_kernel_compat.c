@@ -51,23 +51,46 @@ GS_TEST(kernel_5_15_runs_everything_with_the_kernels_walk_and_native_stacks)
 	GS_EXPECT(!gs_kcompat_python_frames(K5_15));
 }
 
-GS_TEST(kernel_5_10_runs_the_cuda_commands_on_the_old_builds_and_no_sampling)
+GS_TEST(kernel_5_10_runs_every_command_on_the_old_builds)
 {
-	/* leaks, record, the daemon and the tree: proc, mem and cuda's 5.10 builds */
+	/* proc, mem, cuda and cpu's 5.10 builds */
 	GS_EXPECT(gs_kcompat_old_objects(K5_10));
 	GS_EXPECT_EQ(gs_kcompat_needs(true) & ~K5_10, 0);
 	GS_EXPECT_EQ(gs_kcompat_needs(false) & ~K5_10, 0);
-	GS_EXPECT(runs(K5_10, GS_KCMD_LEAKS));
-	GS_EXPECT(runs(K5_10, GS_KCMD_RECORD));
-	GS_EXPECT(runs(K5_10, GS_KCMD_DAEMON));
-	GS_EXPECT(runs(K5_10, GS_KCMD_TREE));
-	/* cpu.bpf.o has no such build */
-	GS_EXPECT(!runs(K5_10, GS_KCMD_PROFILE));
-	GS_EXPECT(!runs(K5_10, GS_KCMD_RECORD_CPU));
-	GS_EXPECT_EQ(gs_kcompat_cpu_needs() & ~K5_10,
-		     GS_KF_BIT(GS_KF_TASK_BTF) | GS_KF_BIT(GS_KF_TASK_STORAGE));
+	for (int c = 0; c < GS_KCMD__NR; c++)
+		GS_EXPECT(runs(K5_10, c));
+	GS_EXPECT_EQ(gs_kcompat_cpu_needs() & ~K5_10, 0);
 	GS_EXPECT_EQ(gs_kcmd_needs(GS_KCMD_PROFILE), gs_kcompat_cpu_needs());
+	GS_EXPECT_EQ(gs_kcompat_old_reason(K5_10), GS_KF_BIT(GS_KF_TASK_BTF) |
+							   GS_KF_BIT(GS_KF_TASK_STORAGE) |
+							   GS_KF_BIT(GS_KF_COOKIE));
+	/* the one line names bpf_loop(), the feature the Python walk itself needs */
 	GS_EXPECT(!gs_kcompat_python_frames(K5_10));
+	GS_EXPECT_EQ(gs_kcompat_python_missing(K5_10), GS_KF_BIT(GS_KF_LOOP));
+	GS_EXPECT(gs_kcompat_kernel_stack_walk(K5_10));
+}
+
+GS_TEST(old_builds_have_no_python_walk_nor_bounded_stack_walk)
+{
+	uint32_t no_storage = K6_12 & ~GS_KF_BIT(GS_KF_TASK_STORAGE);
+	uint32_t no_cookie = K6_12 & ~GS_KF_BIT(GS_KF_COOKIE);
+
+	/* bpf_loop() and bpf_find_vma() there, but the 5.10 builds use neither */
+	GS_EXPECT(!gs_kcompat_python_frames(no_storage));
+	GS_EXPECT_EQ(gs_kcompat_python_missing(no_storage), GS_KF_BIT(GS_KF_TASK_STORAGE));
+	GS_EXPECT_EQ(gs_kcompat_python_missing(no_cookie), GS_KF_BIT(GS_KF_COOKIE));
+	GS_EXPECT(gs_kcompat_kernel_stack_walk(no_storage));
+	GS_EXPECT(gs_kcompat_kernel_stack_walk(no_cookie));
+	/* the usual builds: their own walks where the kernel has the helpers */
+	GS_EXPECT_EQ(gs_kcompat_python_missing(K6_12), 0);
+	GS_EXPECT_EQ(gs_kcompat_old_reason(K6_12), 0);
+	GS_EXPECT(!gs_kcompat_kernel_stack_walk(K6_12));
+	GS_EXPECT(!gs_kcompat_kernel_stack_walk(K6_1));
+	GS_EXPECT(gs_kcompat_kernel_stack_walk(K5_15));
+	GS_EXPECT_EQ(gs_kcompat_python_missing(K5_15), GS_KF_BIT(GS_KF_LOOP));
+	/* without the ring buffer nothing runs, on any build */
+	for (int c = 0; c < GS_KCMD__NR; c++)
+		GS_EXPECT(!runs(K6_12 & ~GS_KF_BIT(GS_KF_RINGBUF), c));
 }
 
 GS_TEST(old_builds_only_where_a_feature_they_cover_is_missing)
@@ -131,7 +154,8 @@ GS_TEST(parse_names_and_refuses_unknown_ones)
 GS_TEST_MAIN(kernel_6_12_runs_everything_with_everything,
 	     kernel_6_1_runs_everything_with_one_link_per_probe,
 	     kernel_5_15_runs_everything_with_the_kernels_walk_and_native_stacks,
-	     kernel_5_10_runs_the_cuda_commands_on_the_old_builds_and_no_sampling,
+	     kernel_5_10_runs_every_command_on_the_old_builds,
+	     old_builds_have_no_python_walk_nor_bounded_stack_walk,
 	     old_builds_only_where_a_feature_they_cover_is_missing,
 	     missing_features_name_the_first_kernel_with_each,
 	     format_truncates_and_reports_the_full_length, parse_names_and_refuses_unknown_ones)
