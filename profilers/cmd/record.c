@@ -16,6 +16,7 @@
 #include "profilers/cuda/call.h"
 #include "profilers/cuda/kernel_names.h"
 #include "profilers/mem_model.h"
+#include "profilers/snapshot_file.h"
 #include "profilers/options.h"
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
@@ -52,7 +53,7 @@
 /* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
 #define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
-enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES };
+enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES, OPT_MEMORY_SNAPSHOT };
 
 /* --max-bytes: what the trace's end needs at most (held events are not written then) */
 #define CAP_MIN_MARGIN (256 * 1024ULL)
@@ -68,7 +69,8 @@ struct record_opts {
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 	bool output_fd_gz;
-	uint64_t max_bytes; /* --max-bytes: the daemon's cap on a user's recording; 0: none */
+	uint64_t max_bytes;   /* --max-bytes: the daemon's cap on a user's recording; 0: none */
+	const char *snapshot; /* --memory-snapshot FILE: PyTorch's memory snapshot there too */
 };
 
 struct record {
@@ -662,6 +664,8 @@ static void gpu_render_end(void *ctx)
 	r->events++;
 }
 
+static pid_t snapshot_target(struct record *r);
+
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
@@ -671,6 +675,10 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	gs_record_nvtx__proc_gone(r->nvtx, pid, gs_clock_ns(CLOCK_MONOTONIC));
 
 	gs_kernel_names__forget(r->names, pid);
+	/* an exited process's last memory state, before the model forgets it */
+	if (r->opts.snapshot && !exec && gs_mem_model__torch_proc(&r->mem, pid))
+		gs_snapshot_files_write(&r->mem, r->opts.snapshot, snapshot_target(r), pid, 0,
+					"exit", gs_clock_ns(CLOCK_MONOTONIC));
 	gs_mem_model__proc_gone(&r->mem, pid, exec);
 	/* what the old image held is gone with it */
 	if (exec)
@@ -858,6 +866,11 @@ static const struct argp_option record_options[] = {
 	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
 	  "(ptrace; risks in the README)",
 	  0 },
+	{ "memory-snapshot", OPT_MEMORY_SNAPSHOT, "FILE", 0,
+	  "With -e torch-mem: also write PyTorch's memory snapshot (torch.cuda._memory_viz's "
+	  "pickle) of each PyTorch process to FILE (FILE.PID for processes the command started) "
+	  "at its exit or the recording's end",
+	  0 },
 	/* internal: the daemon caps what a user's recording writes */
 	{ "max-bytes", OPT_MAX_BYTES, "BYTES", OPTION_HIDDEN,
 	  "With --output-fd: stop, the trace complete, before it passes BYTES", 0 },
@@ -922,6 +935,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_INJECT:
 		o->inject = true;
 		break;
+	case OPT_MEMORY_SNAPSHOT:
+		o->snapshot = arg;
+		break;
 	case OPT_OUTPUT_FD: {
 		char *end;
 		long fd;
@@ -974,6 +990,7 @@ static const char record_doc[] =
 	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU work, NVTX\n"
 	"  gpusnoop record -e nvtx,cuda-launch -o t.json -- ./train  # NVTX ranges\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
+	"  gpusnoop record -e torch-mem --memory-snapshot m.pickle -- ./train\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {
@@ -1001,6 +1018,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 	}
 	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
 		gs_err("-o DIR/ writes a file per process or rank: not with -a; name a file");
+		return -EINVAL;
+	}
+	if (o->snapshot && !(o->families & GS_FAM_BIT(GS_FAM_TORCH))) {
+		gs_err("--memory-snapshot: it needs -e torch-mem");
 		return -EINVAL;
 	}
 	if (o->inject && (!o->gpu || !o->common.nr_pids)) {
@@ -1103,6 +1124,28 @@ static int print_summary(const struct record *r)
 	return 0;
 }
 
+/* --memory-snapshot: whose file is FILE itself (-p PID, -- CMD) */
+static pid_t snapshot_target(struct record *r)
+{
+	return r->opts.common.nr_pids == 1 ? r->opts.common.pids[0] : gs_tracker__child(r->tracker);
+}
+
+/*
+ * --memory-snapshot: the processes still running, their state at the end (the exited ones
+ * wrote theirs). -1: FILE was the target's, written at its exit (or it showed no PyTorch).
+ */
+static int end_snapshots(struct record *r)
+{
+	pid_t target = snapshot_target(r);
+	pid_t primary = gs_mem_model__torch_proc(&r->mem, target) ? target : -1;
+
+	if (!r->opts.snapshot)
+		return 0;
+	gs_stack_table__resymbolize(r->stacks);
+	return gs_snapshot_files_write(&r->mem, r->opts.snapshot, primary, 0, 0, "end",
+				       gs_clock_ns(CLOCK_MONOTONIC));
+}
+
 int gs_cmd_record(int argc, char **argv)
 {
 	struct record r = { .opts = { .output_fd = -1 }, .argc = argc, .argv = argv };
@@ -1149,6 +1192,8 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	gs_mem_model__init(&r.mem, r.stacks, gs_tracker__symcache(r.tracker),
 			   r.opts.families & GS_FAM_BIT(GS_FAM_TORCH));
+	if (r.opts.snapshot && gs_mem_model__snapshots(&r.mem, 0))
+		goto out_free; /* ENOMEM */
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	if (r.gpu)
@@ -1164,7 +1209,7 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
-	err = gs_out__close(r.out) ?: err;
+	err = gs_out__close(r.out) ?: err ?: end_snapshots(&r);
 	r.out = NULL;
 	if (err)
 		goto out_free;

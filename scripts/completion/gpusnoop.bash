@@ -73,11 +73,12 @@ _gpusnoop()
 	-f | --format)
 		case $cmd in
 		profile) COMPREPLY=($(compgen -W "folded pprof" -- "$cur")) ;;
+		leaks) COMPREPLY=($(compgen -W "text json memory-snapshot" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "text json" -- "$cur")) ;;
 		esac
 		return
 		;;
-	-o | --output | --config | --check-config | --socket)
+	-o | --output | --config | --check-config | --socket | --memory-snapshot)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
