@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_memory_kinds.py: memory a report must not miss: pinned host memory apart from device
+memory, VMM mappings made through driver entry points, and torch-mem recordings counted."""
+import json
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (BIN, MiB, Gpusnoop, Workload, expect_eq, main, process, run_gpusnoop,
+                     stacks_by_function, test)
+from test_record import expect_valid_trace, load_trace, slices
+
+NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
+
+# gs_pinned: 4 MiB cudaMallocHost, 2 MiB cudaHostAlloc, 3 MiB cudaHostRegister kept; 1 MiB
+# registered and unregistered; 8 MiB cudaMalloc kept; one unregister of memory not pinned
+PINNED = {
+    "pin_malloc_host": ("cudaMallocHost", 4 * MiB, 1, "host"),
+    "pin_host_alloc": ("cudaHostAlloc", 2 * MiB, 1, "host"),
+    "pin_register": ("cudaHostRegister", 3 * MiB, 1, "host"),
+    "device_weights": ("cudaMalloc", 8 * MiB, 1, "device"),
+}
+
+
+def attach(name, gs_args=(), env=None):
+    """Held workload, `leaks -p`, run to 'done'; returns (workload, final report, gpusnoop)."""
+    w = Workload(name, env=env)
+    g = Gpusnoop("leaks", "-p", str(w.pid), *gs_args)
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        return w, g
+    finally:
+        g.kill()
+        w.finish()
+
+
+def by_function(proc):
+    return {fn: (s["api"], s["bytes"], s["allocations"], s["memory"])
+            for fn, s in stacks_by_function(proc).items()}
+
+
+@test
+def pinned_host_memory_apart_from_device():
+    w, g = attach("gs_pinned", ("--format", "json"), env=NO_DRIVER)
+    reports = g.reports()
+    expect_eq([r["report"] for r in reports], ["final"], "reports written")
+    proc = process(reports[0], w.pid)
+    expect_eq(by_function(proc), PINNED, "outstanding allocations (pin_and_unpin gave its back)")
+    expect_eq((proc["outstanding_bytes"], proc["outstanding_allocations"]), (17 * MiB, 4),
+              "outstanding, all kinds")
+    expect_eq((proc["device_bytes"], proc["pinned_host_bytes"],
+               proc["pinned_host_allocations"]), (8 * MiB, 9 * MiB, 3),
+              "device memory, pinned host memory")
+    # bad_unregister: a pointer not pinned (any more) is an unknown free, and its call fails
+    expect_eq((proc["unknown_frees"], proc["failed_frees"]), (1, 1), "bad_unregister")
+
+
+@test
+def pinned_host_memory_in_the_text_report():
+    status, out, err = run_gpusnoop("leaks", "--", os.path.join(BIN, "gs_pinned"),
+                                    env=NO_DRIVER)
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    heads = [l for l in out.splitlines() if l.startswith("pid ")]
+    expect_eq(len(heads), 2, f"exit and final reports:\n{out}")
+    for h in heads:
+        assert h.endswith("17.0 MiB outstanding in 4 allocations (device 8.0 MiB, pinned host "
+                          "9.0 MiB), 1 failed free"), h
+
+
+@test
+def pinned_host_memory_in_a_recording():
+    path = os.path.join(tempfile.mkdtemp(), "t.json")
+    status, _, err = run_gpusnoop("record", "-e", "cuda-mem", "-o", path, "--",
+                                  os.path.join(BIN, "gs_pinned"), env=NO_DRIVER)
+    expect_eq(status, 0, f"record status ({err})")
+    trace = load_trace(path)
+    pid = next(e["pid"] for e in trace["traceEvents"] if e["ph"] == "X")
+    expect_valid_trace(trace, pid)
+    reg = slices(trace, pid, "cudaHostRegister")
+    expect_eq(sorted(e["args"]["bytes"] for e in reg), [1 * MiB, 3 * MiB], "registrations")
+    unreg = slices(trace, pid, "cudaHostUnregister")
+    expect_eq(sorted(e["args"].get("error", 0) for e in unreg), [0, 713], "unregistrations")
+    counters = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "C" and e["pid"] == pid:
+            counters.setdefault(e["name"], []).append(e["args"]["bytes"])
+    # pinned: 4, 6, 9, 10, back to 9 MiB; device: 8 MiB
+    expect_eq(counters["CUDA pinned host memory"][-1], 9 * MiB, "pinned host memory at the end")
+    expect_eq(max(counters["CUDA pinned host memory"]), 10 * MiB, "pinned host memory at most")
+    expect_eq(counters["CUDA memory"][-1], 8 * MiB, "device memory at the end")
+    expect_eq(max(counters["CUDA memory"]), 8 * MiB, "device memory never counts pinned")
+    events = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    expect_eq(trace["metadata"]["events"], len(events), "metadata.events: slices and counters")
+
+
+# gs_vmm: cuMemCreate + cuMemMap through pointers from cudaGetDriverEntryPoint(ByVersion):
+# three 2 MiB pages kept by map_weights (through map_page), one 20 MiB page mapped and unmapped
+@test
+def vmm_mappings_through_entry_points():
+    w, g = attach("gs_vmm", ("--format", "json"))
+    proc = process(g.reports()[-1], w.pid)
+    expect_eq(by_function(proc), {"map_page": ("cuMemMap", 6 * MiB, 3, "device")},
+              "mapped device memory")
+    frames = [f["symbol"] for f in proc["stacks"][0]["frames"][:3]]
+    expect_eq(frames, ["map_page", "map_weights", "main"], "the mapping's stack")
+    expect_eq((proc["outstanding_bytes"], proc["device_bytes"], proc["unknown_frees"]),
+              (6 * MiB, 6 * MiB, 0), "outstanding; map_scratch's page given back")
+
+
+@test
+def vmm_mappings_in_a_recording():
+    path = os.path.join(tempfile.mkdtemp(), "t.json")
+    status, _, err = run_gpusnoop("record", "-e", "cuda-mem", "-o", path, "--",
+                                  os.path.join(BIN, "gs_vmm"))
+    expect_eq(status, 0, f"record status ({err})")
+    trace = load_trace(path)
+    maps = slices(trace, None, "cuMemMap")
+    expect_eq(sorted(e["args"]["bytes"] for e in maps), [2 * MiB] * 3 + [20 * MiB], "maps")
+    expect_eq(len(slices(trace, None, "cuMemUnmap")), 1, "unmaps")
+    mem = [e["args"]["bytes"] for e in trace["traceEvents"]
+           if e["ph"] == "C" and e["name"] == "CUDA memory"]
+    expect_eq(mem, [2 * MiB, 4 * MiB, 6 * MiB, 26 * MiB, 6 * MiB], "CUDA memory counter")
+
+
+@test
+def torch_mem_recording_counts_its_events():
+    """A torch-mem recording holds counters: metadata.events and the summary count them."""
+    path = os.path.join(tempfile.mkdtemp(), "t.json")
+    status, _, err = run_gpusnoop("record", "-e", "torch-mem", "-o", path, "--",
+                                  os.path.join(BIN, "gs_torch"))
+    expect_eq(status, 0, f"record status ({err})")
+    trace = load_trace(path)
+    counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    events = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    assert len(counters) > 20, len(counters)
+    expect_eq(trace["metadata"]["events"], len(events), "metadata.events")
+    m = re.search(r"gpusnoop record: (\d+) events in", err)
+    assert m, err
+    expect_eq(int(m.group(1)), len(events), "the summary's event count")
+    m = re.search(r"torch-mem: (\d+) tensor allocations, (\d+) frees, (\d+) out-of-memory", err)
+    assert m, err
+    expect_eq(int(m.group(3)), 1, "gs_torch's OOM")
+    assert int(m.group(1)) >= 13 and int(m.group(2)) >= 1, m.group(0)
+
+
+if __name__ == "__main__":
+    main()
