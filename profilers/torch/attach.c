@@ -270,6 +270,30 @@ static int attach_usdt(struct gs_torch_attach *ta, const char *path, pid_t scope
 						path, "pytorch", "free", 0);
 }
 
+/*
+ * 2.15's allocateWithAddress reaches DeviceCachingAllocator::mallocWithAddress without
+ * NativeCachingAllocator::malloc: its blocks need probes of their own (optional: older
+ * versions have no such function).
+ */
+static void attach_malloc_with_address(struct gs_torch_attach *ta, struct gs_elf *elf, int fd,
+				       const char *path, pid_t scope, const struct hooks *h,
+				       const char *w)
+{
+	uint64_t target = h->vaddr[GS_TORCH_HOOK_MALLOC_WITH_ADDRESS];
+	int err;
+
+	if (!target)
+		return;
+	err = attach_return_sites(ta, elf, fd, path, scope, target,
+				  ta->skel->progs.caching_malloc_returned);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, target,
+				ta->skel->progs.malloc_with_address_enter, false);
+	if (err)
+		gs_warn("%s: cannot probe %s (%s): tensors placed at an address are missed", w,
+			gs_torch_hook_name(GS_TORCH_HOOK_MALLOC_WITH_ADDRESS), strerror(-err));
+}
+
 /* The best tensor source this libc10_cuda offers, given the libc10 beside it. */
 static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			    const struct gs_mapping *m, int fd, struct gs_elf *elf,
@@ -316,6 +340,7 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_FREE],
 				s->progs.caching_free_enter, false);
 	if (!err) {
+		attach_malloc_with_address(ta, elf, fd, path, scope, &h, w);
 		how = "the caching allocator's malloc/free (.symtab)";
 		goto out_log;
 	}

@@ -16,6 +16,8 @@ enum gs_torch_hook {
 	GS_TORCH_HOOK_FREE_CPU,	      /* c10::free_cpu(void*) */
 	GS_TORCH_HOOK_CACHING_MALLOC, /* {THC,Native}CachingAllocator::malloc(void**, dev, size, s) */
 	GS_TORCH_HOOK_CACHING_FREE,   /* {THC,Native}CachingAllocator::free(void*) */
+	/* 2.15: DeviceCachingAllocator::mallocWithAddress(size, stream, ptr), from allocateWithAddress */
+	GS_TORCH_HOOK_MALLOC_WITH_ADDRESS,
 	GS_TORCH_HOOK__MAX,
 };
 

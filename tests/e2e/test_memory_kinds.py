@@ -9,9 +9,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, MiB, Gpusnoop, Workload, expect_eq, main, process, run_gpusnoop,
-                     stacks_by_function, test)
+from harness import (BIN, FIXTURES, MiB, Gpusnoop, Workload, expect_eq, main, process,
+                     run_gpusnoop, stacks_by_function, test)
 from test_record import expect_valid_trace, load_trace, slices
+from test_torch import tensors_by_function
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 
@@ -126,6 +127,29 @@ def vmm_mappings_in_a_recording():
     mem = [e["args"]["bytes"] for e in trace["traceEvents"]
            if e["ph"] == "C" and e["name"] == "CUDA memory"]
     expect_eq(mem, [2 * MiB, 4 * MiB, 6 * MiB, 26 * MiB, 6 * MiB], "CUDA memory counter")
+
+
+@test
+def torch_tensor_placed_at_an_address():
+    """PyTorch 2.15's allocateWithAddress calls DeviceCachingAllocator::mallocWithAddress, not
+    malloc: seen by each tensor source, the allocator's symbols (no USDT build) included."""
+    for variant, source in (("torch-symbols", "symbols"), ("torch", "usdt"),
+                            ("torch-nosdt", "report")):
+        env = {"LD_LIBRARY_PATH": os.path.join(FIXTURES, variant, "lib")}
+        status, out, err = run_gpusnoop("leaks", "--format", "json", "--",
+                                        os.path.join(BIN, "gs_torch_addr"), env=env)
+        expect_eq(status, 0, f"{variant}: gpusnoop status ({err})")
+        reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        expect_eq([r["report"] for r in reports], ["exit", "final"], f"{variant}: reports")
+        t = reports[0]["processes"][0]["torch"]
+        expect_eq(t["source"], source, f"{variant}: tensor source")
+        expect_eq(tensors_by_function(t, "/gs_torch_addr"),
+                  {("place_tensor()", "cuda:1"): (3 * MiB, 1)},
+                  f"{variant}: tensors (make_room's was freed)")
+        expect_eq([(d["device"], d["allocated_bytes"], d["tensors"], d["reserved_bytes"])
+                   for d in t["devices"]], [("cuda:1", 3 * MiB, 1, 20 * MiB)],
+                  f"{variant}: devices")
+        expect_eq(t["unknown_frees"], 0, f"{variant}: unknown frees")
 
 
 @test
