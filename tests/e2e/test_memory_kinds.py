@@ -9,12 +9,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, FIXTURES, MiB, Gpusnoop, Workload, expect_eq, main, process,
-                     run_gpusnoop, stacks_by_function, test)
+from harness import (BIN, FIXTURES, LIB, ROOT, MiB, Gpusnoop, Workload, expect_eq, main,
+                     process, run_gpusnoop, stacks_by_function, test)
 from test_record import expect_valid_trace, load_trace, slices
 from test_torch import tensors_by_function
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
+GPU_TEST_DIR = os.path.join(ROOT, "tests", "gpu")
 
 # gs_pinned: 4 MiB cudaMallocHost, 2 MiB cudaHostAlloc, 3 MiB cudaHostRegister kept; 1 MiB
 # registered and unregistered; 8 MiB cudaMalloc kept; one unregister of memory not pinned
@@ -127,6 +128,22 @@ def vmm_mappings_in_a_recording():
     mem = [e["args"]["bytes"] for e in trace["traceEvents"]
            if e["ph"] == "C" and e["name"] == "CUDA memory"]
     expect_eq(mem, [2 * MiB, 4 * MiB, 6 * MiB, 26 * MiB, 6 * MiB], "CUDA memory counter")
+
+
+@test
+def gpu_check_vmm_step_on_the_stand_in():
+    """gpu-test's step 4 (tests/gpu/vmm.py under leaks), with the stand-in runtime in place of
+    PyTorch's: what it runs on a GPU machine, checked here end to end."""
+    sys.path.insert(0, GPU_TEST_DIR)
+    import gpu_test
+    out = tempfile.mkdtemp()
+    v = gpu_test.vmm(sys.executable, out, cudart=os.path.join(LIB, "libcudart.so.13"))
+    expect_eq(v["problems"], [], "problems")
+    expect_eq(v["row"], {"kept_bytes": 6 * MiB, "kept_mappings": 3, "seen": [6 * MiB, 3]},
+              "mappings kept and seen")
+    expect_eq(gpu_test.vmm_lines(v)[-1],
+              "  vmm.py kept 6291456 bytes in 3 cuMemMap mappings; leaks 6291456 bytes in 3",
+              "summary line")
 
 
 @test
