@@ -279,6 +279,55 @@ int BPF_KPROBE(free_cpu_enter, void *data)
 }
 
 /*
+ * at::MapAllocator::MapAllocator(WithFd, string_view filename, int fd, int flags, size_t size)
+ * in libtorch_cpu.so: the file-backed shared memory of a CPU tensor (share_memory_(),
+ * tensors passed between processes). this in rdi; the empty WithFd takes rsi; the
+ * string_view rdx and rcx; fd r8, flags r9; size is the 7th argument, on the stack (2.5 and
+ * 2.15 alike). Keyed by the MapAllocator, which the tensor's DataPtr owns until its
+ * destructor. Counted at entry: a constructor that throws (shm_open failed) is not undone.
+ */
+SEC("uprobe")
+int BPF_KPROBE(map_allocator_enter, void *self)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
+	struct gs_torch_mem *e;
+	__u64 size = 0;
+
+	if (!self)
+		return 0;
+	e = reserve_mem(ctx, pid_tgid, true, &marks);
+	if (!e)
+		return 0;
+	if (bpf_probe_read_user(&size, sizeof(size), (void *)(PT_REGS_SP(ctx) + 8)))
+		gs_count(GS_STAT_USER_READ_FAILED);
+	e->ptr = (__u64)self;
+	e->size = size;
+	e->device_type = GS_TORCH_DEV_CPU;
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_CPU, GS_TORCH_OP_ALLOC, true, &marks);
+	return 0;
+}
+
+/* at::MapAllocator::~MapAllocator() (the base object destructor, which every other calls) */
+SEC("uprobe")
+int BPF_KPROBE(map_allocator_free, void *self)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
+	struct gs_torch_mem *e;
+
+	if (!self)
+		return 0;
+	e = reserve_mem(ctx, pid_tgid, false, &marks);
+	if (!e)
+		return 0;
+	e->ptr = (__u64)self;
+	e->device_type = GS_TORCH_DEV_CPU;
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_CPU, GS_TORCH_OP_FREE, true, &marks);
+	return 0;
+}
+
+/*
  * THCCachingAllocator::malloc(void **devPtr, int device, size_t size, cudaStream_t) (1.13),
  * NativeCachingAllocator::malloc(void **, int | DeviceIndex, size_t, cudaStream_t) (2.x):
  * this in rdi, devPtr rsi, device dl/edx, size rcx, stream r8.

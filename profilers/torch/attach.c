@@ -367,7 +367,39 @@ static void attach_cxx(struct gs_torch_attach *ta, const struct gs_mapping *m, i
 			who(scope, w, sizeof(w)), m->path, CXA_THROW, strerror(-err));
 }
 
-enum torch_file { FILE_C10, FILE_CXX, FILE_C10_CUDA };
+/*
+ * CPU tensors in file-backed shared memory (share_memory_(), tensors received from another
+ * process) come from at::MapAllocator in libtorch_cpu.so, not from c10::alloc_cpu.
+ */
+static void attach_torch_cpu(struct gs_torch_attach *ta, const struct gs_mapping *m, int fd,
+			     struct gs_elf *elf, pid_t scope)
+{
+	uint64_t ctor = 0, dtor = gs_elf__find_function(elf, GS_TORCH_MAP_ALLOCATOR_DTOR);
+	char path[32], w[32];
+	int err;
+
+	for (size_t i = 0; !ctor && gs_torch_map_allocator_ctors[i]; i++)
+		ctor = gs_elf__find_function(elf, gs_torch_map_allocator_ctors[i]);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	who(scope, w, sizeof(w));
+	if (!ctor || !dtor) {
+		gs_info("%s: %s: no at::MapAllocator of a known signature: CPU tensors in shared "
+			"memory not followed",
+			w, m->path);
+		return;
+	}
+	err = attach_at(ta, elf, path, scope, dtor, ta->skel->progs.map_allocator_free, false);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, ctor, ta->skel->progs.map_allocator_enter,
+				false);
+	if (err)
+		gs_warn("%s: %s: CPU tensors in shared memory not followed (at::MapAllocator: %s)",
+			w, m->path, strerror(-err));
+	else
+		gs_info("%s: %s: CPU tensors in shared memory from at::MapAllocator", w, m->path);
+}
+
+enum torch_file { FILE_C10, FILE_CXX, FILE_C10_CUDA, FILE_TORCH_CPU };
 
 /*
  * Attaches to one file the first time (scope, file) is seen. A file not root's is probed in
@@ -397,6 +429,9 @@ static void attach_file(struct gs_torch_attach *ta, const struct gs_maps *maps,
 		case FILE_C10_CUDA:
 			attach_c10_cuda(ta, maps, m, fd, elf, c10, scope, version);
 			break;
+		case FILE_TORCH_CPU:
+			attach_torch_cpu(ta, m, fd, elf, scope);
+			break;
 		}
 	}
 	close(fd);
@@ -404,7 +439,7 @@ static void attach_file(struct gs_torch_attach *ta, const struct gs_maps *maps,
 
 bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *maps, pid_t scope)
 {
-	const struct gs_mapping *c10 = NULL, *cuda = NULL, *cxx = NULL;
+	const struct gs_mapping *c10 = NULL, *cuda = NULL, *cxx = NULL, *cpu = NULL;
 	char root[64], version[64] = "";
 
 	for (size_t i = 0; i < maps->nr; i++) {
@@ -418,6 +453,8 @@ bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *map
 			cuda = m;
 		else if (!cxx && gs_is_libstdcxx_name(m->path))
 			cxx = m;
+		else if (!cpu && gs_is_torch_cpu_name(m->path))
+			cpu = m;
 	}
 	if (!c10)
 		return false;
@@ -428,5 +465,7 @@ bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *map
 		attach_file(ta, maps, cxx, scope, c10, version, FILE_CXX);
 	if (cuda)
 		attach_file(ta, maps, cuda, scope, c10, version, FILE_C10_CUDA);
+	if (cpu)
+		attach_file(ta, maps, cpu, scope, c10, version, FILE_TORCH_CPU);
 	return true;
 }

@@ -152,6 +152,19 @@ bool gs_is_c10_name(const char *path)
 	return !strncmp(b, "libc10.so", 9) || !strncmp(b, "libc10-", 7);
 }
 
+const char *const gs_torch_map_allocator_ctors[] = {
+	"_ZN2at12MapAllocatorC2ENS_6WithFdESt17basic_string_viewIcSt11char_traitsIcEEiim",
+	"_ZN2at12MapAllocatorC2ENS_6WithFdEN3c1017basic_string_viewIcEEiim",
+	NULL,
+};
+
+bool gs_is_torch_cpu_name(const char *path)
+{
+	const char *b = base_name(path);
+
+	return !strncmp(b, "libtorch_cpu.so", 15) || !strncmp(b, "libtorch_cpu-", 13);
+}
+
 bool gs_is_c10_cuda_name(const char *path)
 {
 	const char *b = base_name(path);

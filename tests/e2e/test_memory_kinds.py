@@ -9,13 +9,21 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, FIXTURES, LIB, ROOT, MiB, Gpusnoop, Workload, expect_eq, main,
+from harness import (BIN, FIXTURES, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main,
                      process, run_gpusnoop, stacks_by_function, test)
 from test_record import expect_valid_trace, load_trace, slices
 from test_torch import tensors_by_function
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 GPU_TEST_DIR = os.path.join(ROOT, "tests", "gpu")
+SHM_SCRIPT = os.path.join(ROOT, "tests", "fixtures", "workloads", "gs_torch_shm.py")
+# PyTorch from PyPI: 2.5.1 (scripts/setup.sh test) and 2.15, whose pinned memory and shared
+# memory paths this module is about
+TORCH_VENVS = {
+    "2.5": os.environ.get("GS_TORCH2_PYTHON", "/var/cache/gpusnoop-tests/venv/bin/python"),
+    "2.15": os.environ.get("GS_TORCH215_PYTHON",
+                           "/var/cache/gpusnoop-tests/venv-torch2.15/bin/python"),
+}
 
 # gs_pinned: 4 MiB cudaMallocHost, 2 MiB cudaHostAlloc, 3 MiB cudaHostRegister kept; 1 MiB
 # registered and unregistered; 8 MiB cudaMalloc kept; one unregister of memory not pinned
@@ -167,6 +175,67 @@ def torch_tensor_placed_at_an_address():
                    for d in t["devices"]], [("cuda:1", 3 * MiB, 1, 20 * MiB)],
                   f"{variant}: devices")
         expect_eq(t["unknown_frees"], 0, f"{variant}: unknown frees")
+
+
+class VenvScript(Workload):
+    """A fixture script of sync.h's protocol under a venv's interpreter (same pid: exec)."""
+
+    def __init__(self, python, script, *args):
+        if not os.access(python, os.X_OK):
+            raise Skip(f"{python} missing: scripts/setup.sh test installs it")
+        wrapper = os.path.join(tempfile.mkdtemp(), os.path.basename(script))
+        with open(wrapper, "w") as f:
+            f.write(f'#!/bin/sh\nexec "{python}" "{script}" "$@"\n')
+        os.chmod(wrapper, 0o755)
+        super().__init__(os.path.basename(script), *args, exe=wrapper)
+
+
+def shared_and_pinned(version):
+    """gs_torch_shm.py under `leaks -p` with this PyTorch: its shared-memory CPU tensors and
+    its tensor pinned through the stand-in runtime, exactly."""
+    w = VenvScript(TORCH_VENVS[version], SHM_SCRIPT, os.path.join(LIB, "libcudart.so.13"))
+    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
+    try:
+        g.wait_tracing()
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, "gpusnoop status")
+        proc = process(g.reports()[-1], w.pid)
+    finally:
+        g.kill()
+        w.finish()
+    assert "CPU tensors in shared memory from at::MapAllocator" in g.stderr_text(), \
+        g.stderr_text()
+    t = proc["torch"]
+    # 493828 + 1000 in shared memory, 262144 from alloc_cpu; the storages share_memory_()
+    # replaced and churn()'s tensors all given back
+    expect_eq([(d["device"], d["allocated_bytes"], d["tensors"]) for d in t["devices"]],
+              [("cpu", 493828 + 1000 + 262144, 3)], f"{version}: CPU tensors")
+    expect_eq(t["unknown_frees"], 0, f"{version}: unknown frees")
+    stacks = sorted((s["bytes"], s["allocations"], s["frames"][0]["symbol"].split("(")[0])
+                    for s in t["stacks"])
+    expect_eq(stacks, [(1000, 1, "at::MapAllocator::MapAllocator"),
+                       (262144, 1, "c10::DefaultCPUAllocator::allocate"),
+                       (493828, 1, "at::MapAllocator::MapAllocator")], f"{version}: stacks")
+    for s in t["stacks"]:
+        python = [f["symbol"] for f in s["frames"] if f.get("kind") == "python"]
+        assert ("keep_shared" if s["bytes"] != 262144 else "pin_tensor") in python, python
+    expect_eq([(s["api"], s["bytes"], s["allocations"], s["memory"]) for s in proc["stacks"]],
+              [("cudaHostRegister", 262144, 1, "host")], f"{version}: pinned through the stand-in")
+    python = [f["symbol"] for f in proc["stacks"][0]["frames"] if f.get("kind") == "python"]
+    assert "pin_tensor" in python, python
+    expect_eq((proc["pinned_host_bytes"], proc["device_bytes"]), (262144, 0),
+              f"{version}: pinned host memory, device memory")
+
+
+@test
+def torch215_shared_memory_and_pinned_tensors():
+    shared_and_pinned("2.15")
+
+
+@test
+def torch25_shared_memory_and_pinned_tensors():
+    shared_and_pinned("2.5")
 
 
 @test
