@@ -336,8 +336,8 @@ SEC("uprobe")
 int BPF_KPROBE(caching_malloc_enter, void *self, void *dev_ptr, long device, __u64 size,
 	       void *stream)
 {
-	return save_pending(size, (__u64)dev_ptr, (__s8)device, (__u64)stream,
-			    GS_TORCH_SRC_SYMBOLS, 0);
+	return save_pending(size, (__u64)dev_ptr, (__s8)device, (__u64)stream, GS_TORCH_SRC_SYMBOLS,
+			    0);
 }
 
 /*

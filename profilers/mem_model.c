@@ -87,8 +87,7 @@ static int raw_map(struct gs_mem_model *m, const struct gs_cuda_call *e, struct 
 	return gs_mem_accounting__alloc(&m->raw, &a, &fx->stack_id);
 }
 
-static int raw_unmap(struct gs_mem_model *m, const struct gs_cuda_call *e,
-		     struct gs_mem_effect *fx)
+static int raw_unmap(struct gs_mem_model *m, const struct gs_cuda_call *e, struct gs_mem_effect *fx)
 {
 	struct gs_mem_free f = { .hdr = e->hdr, .ptr = e->args[0], .api = e->api };
 	struct gs_alloc freed;
@@ -113,8 +112,9 @@ int gs_mem_model__cuda_call(struct gs_mem_model *m, const struct gs_cuda_call *e
 	 * got them through cuGetProcAddress (PyTorch 2.15) is seen like one that linked them.
 	 */
 	if (api->shape == GS_SHAPE_MAP) {
-		if (m->torch_on && gs_torch_acct__segment_map(&m->torch, &e->hdr, e->args[0],
-							      e->args[1], e->frames, e->nr_frames)) {
+		if (m->torch_on &&
+		    gs_torch_acct__segment_map(&m->torch, &e->hdr, e->args[0], e->args[1],
+					       e->frames, e->nr_frames)) {
 			fx->route = GS_ROUTE_SEGMENT;
 			return 0;
 		}

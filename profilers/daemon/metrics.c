@@ -114,9 +114,10 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 		    OUTSTANDING_BYTES);
 	proc_family(f, d, "gpusnoop_cuda_outstanding_allocations", "gauge",
 		    "CUDA allocations a process holds.", OUTSTANDING_ALLOCATIONS);
-	proc_family(f, d, "gpusnoop_cuda_pinned_host_bytes", "gauge",
-		    "Of the outstanding bytes, pinned host memory (cudaHostAlloc, cudaHostRegister).",
-		    PINNED_BYTES);
+	proc_family(
+		f, d, "gpusnoop_cuda_pinned_host_bytes", "gauge",
+		"Of the outstanding bytes, pinned host memory (cudaHostAlloc, cudaHostRegister).",
+		PINNED_BYTES);
 	proc_family(f, d, "gpusnoop_cuda_allocations_total", "counter",
 		    "Successful CUDA allocation calls since the daemon saw the process.",
 		    ALLOCATIONS);
