@@ -90,6 +90,7 @@ def bundle_holds_everything_and_needs_glibc_only():
               "share/man/man8/gpusnoop-leaks.8", "share/bash-completion/completions/gpusnoop",
               "lib/systemd/system/gpusnoop.service", "gpu-test/run", "gpu-test/gpu_test.py",
               "gpu-test/preflight.py", "gpu-test/train.py", "gpu-test/compare.py",
+              "gpu-test/vmm.py",
               "gpu-test/bin/gs_bench_floor", "README"):
         assert f"{NAME}/{f}" in names, f"{f} not in the bundle"
     d = os.path.join(BUNDLE, NAME)
