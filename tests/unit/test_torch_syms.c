@@ -55,6 +55,16 @@ GS_TEST(caching_allocator_of_every_version)
 		GS_EXPECT_EQ(gs_torch_classify_symbol(mallocs[i]), GS_TORCH_HOOK_CACHING_MALLOC);
 	for (size_t i = 0; i < sizeof(frees) / sizeof(frees[0]); i++)
 		GS_EXPECT_EQ(gs_torch_classify_symbol(frees[i]), GS_TORCH_HOOK_CACHING_FREE);
+	/* 2.15's libc10_cuda.so .symtab (allocateWithAddress calls it, not malloc) */
+	GS_EXPECT_EQ(
+		gs_torch_classify_symbol("_ZN3c104cuda20CUDACachingAllocator6Native22DeviceCach"
+					 "ingAllocator17mallocWithAddressEmP11CUstream_stPv"),
+		GS_TORCH_HOOK_MALLOC_WITH_ADDRESS);
+	/* NativeCachingAllocator::allocateWithAddress is not it (it returns a DataPtr) */
+	GS_EXPECT_EQ(
+		gs_torch_classify_symbol("_ZN3c104cuda20CUDACachingAllocator6Native22NativeCach"
+					 "ingAllocator19allocateWithAddressEmPv"),
+		GS_TORCH_HOOK_NONE);
 }
 
 GS_TEST(look_alikes_are_not_hooks)
@@ -115,6 +125,7 @@ GS_TEST(fixture_libraries)
 	GS_EXPECT_EQ(a.count[GS_TORCH_HOOK_FREE_CPU], 1);
 	GS_EXPECT_EQ(b.count[GS_TORCH_HOOK_CACHING_MALLOC], 1);
 	GS_EXPECT_EQ(b.count[GS_TORCH_HOOK_CACHING_FREE], 1);
+	GS_EXPECT_EQ(b.count[GS_TORCH_HOOK_MALLOC_WITH_ADDRESS], 1);
 out:
 	gs_elf__free(c10);
 	gs_elf__free(cuda);
@@ -130,6 +141,9 @@ GS_TEST(library_names)
 	GS_EXPECT(!gs_is_c10_cuda_name("/x/torch/lib/libc10.so"));
 	GS_EXPECT(gs_is_libstdcxx_name("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
 	GS_EXPECT(!gs_is_libstdcxx_name("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+	GS_EXPECT(gs_is_torch_cpu_name("/x/site-packages/torch/lib/libtorch_cpu.so"));
+	GS_EXPECT(!gs_is_torch_cpu_name("/x/site-packages/torch/lib/libtorch_cuda.so"));
+	GS_EXPECT(!gs_is_torch_cpu_name("/x/site-packages/torch/lib/libtorch.so"));
 }
 
 GS_TEST(version_py)
