@@ -7,11 +7,13 @@ import os
 import re
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, FIXTURES, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main,
                      process, run_gpusnoop, stacks_by_function, test)
 from test_record import expect_valid_trace, load_trace, slices
+from test_daemon import Daemon, metric
 from test_torch import tensors_by_function
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
@@ -107,6 +109,47 @@ def pinned_host_memory_in_a_recording():
     expect_eq(max(counters["CUDA memory"]), 8 * MiB, "device memory never counts pinned")
     events = [e for e in trace["traceEvents"] if e["ph"] != "M"]
     expect_eq(trace["metadata"]["events"], len(events), "metadata.events: slices and counters")
+
+
+@test
+def pinned_host_memory_in_the_daemons_oom_report_and_metrics():
+    d = Daemon()
+    w = None
+    try:
+        w = Workload("gs_pinned", env=dict(NO_DRIVER, GS_PINNED_OOM="1",
+                                           GS_FAKE_CUDA_MEM_LIMIT=str(256 * MiB)))
+        d.wait_probed()  # a runtime mapped by a process: probed by file, for every process
+        w.release()
+        w.wait_line("done")
+        deadline = time.monotonic() + 10
+        while not d.reports("cuda-oom-*.json") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        files = d.reports("cuda-oom-*.json")
+        expect_eq(len(files), 1, "OOM reports")
+        with open(files[0]) as f:
+            p = json.load(f)["processes"][0]
+        expect_eq((p["pid"], p["outstanding_bytes"], p["device_bytes"], p["pinned_host_bytes"],
+                   p["pinned_host_allocations"]), (w.pid, 17 * MiB, 8 * MiB, 9 * MiB, 3),
+                  "what the process held at the OOM")
+        with open(files[0][:-5] + ".txt") as f:
+            text = f.read()
+        assert "(device 8.0 MiB, pinned host 9.0 MiB)" in text, text
+        with open(files[0][:-5] + ".trace.json") as f:
+            trace = json.load(f)
+        counter = [e["args"]["bytes"] for e in trace["traceEvents"] if e["ph"] == "C"]
+        expect_eq(counter, [8 * MiB], "the flight trace's CUDA memory: device memory only")
+        deadline = time.monotonic() + 3
+        m = d.metrics()
+        while f'pid="{w.pid}"' not in m and time.monotonic() < deadline:
+            time.sleep(0.1)
+            m = d.metrics()
+        expect_eq((metric(m, "gpusnoop_cuda_outstanding_bytes", w.pid),
+                   metric(m, "gpusnoop_cuda_pinned_host_bytes", w.pid)), (17 * MiB, 9 * MiB),
+                  "outstanding and pinned host bytes metrics")
+    finally:
+        if w:
+            w.finish()
+        d.stop()
 
 
 # gs_vmm: cuMemCreate + cuMemMap through pointers from cudaGetDriverEntryPoint(ByVersion):
