@@ -14,6 +14,7 @@
 #include "torch.skel.h"
 #include "profilers/probe_quota.h"
 #include "profilers/torch/attach.h"
+#include "profilers/torch/dynsym.h"
 #include "profilers/torch/syms.h"
 #include "user/array.h"
 #include "user/elf_file.h"
@@ -132,9 +133,8 @@ static const char *who(pid_t scope, char *buf, size_t len)
  * (path: "/proc/self/fd/N"). A file that is not root's is probed in its process only: *scope
  * narrows to it. Returns the descriptor, which the caller closes, or -errno (logged).
  */
-static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
-			const struct gs_mapping *m, pid_t *scope, char *path, size_t len,
-			struct gs_elf **elf)
+static int open_checked(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			const struct gs_mapping *m, pid_t *scope, struct stat *stp)
 {
 	struct stat st;
 	int fd = gs_mapping__open(maps, m, &st);
@@ -161,6 +161,19 @@ static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			return -EDQUOT;
 		}
 	}
+	*stp = st;
+	return fd;
+}
+
+static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			const struct gs_mapping *m, pid_t *scope, char *path, size_t len,
+			struct gs_elf **elf)
+{
+	struct stat st;
+	int fd = open_checked(ta, maps, m, scope, &st);
+
+	if (fd < 0)
+		return fd;
 	*elf = gs_symcache__elf_fd(ta->symcache, m->path, fd, &st);
 	if (!*elf) {
 		gs_warn("%s: cannot read: %s", m->path, strerror(errno));
@@ -369,37 +382,50 @@ static void attach_cxx(struct gs_torch_attach *ta, const struct gs_mapping *m, i
 
 /*
  * CPU tensors in file-backed shared memory (share_memory_(), tensors received from another
- * process) come from at::MapAllocator in libtorch_cpu.so, not from c10::alloc_cpu.
+ * process) come from at::MapAllocator in libtorch_cpu.so, not from c10::alloc_cpu. Its two
+ * functions are found among the file's exports alone (profilers/torch/dynsym.h).
  */
-static void attach_torch_cpu(struct gs_torch_attach *ta, const struct gs_mapping *m, int fd,
-			     struct gs_elf *elf, pid_t scope)
+static void attach_torch_cpu(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			     const struct gs_mapping *m, pid_t scope)
 {
-	uint64_t ctor = 0, dtor = gs_elf__find_function(elf, GS_TORCH_MAP_ALLOCATOR_DTOR);
+	const char *names[] = { GS_TORCH_MAP_ALLOCATOR_DTOR, gs_torch_map_allocator_ctors[0],
+				gs_torch_map_allocator_ctors[1] };
+	uint64_t off[3] = { 0 }, ctor;
 	char path[32], w[32];
-	int err;
+	struct stat st;
+	int fd, err;
 
-	for (size_t i = 0; !ctor && gs_torch_map_allocator_ctors[i]; i++)
-		ctor = gs_elf__find_function(elf, gs_torch_map_allocator_ctors[i]);
+	if (known(ta, scope, m))
+		return;
+	fd = open_checked(ta, maps, m, &scope, &st);
+	if (fd < 0 || !first_time(ta, scope, m))
+		goto out_close;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	who(scope, w, sizeof(w));
-	if (!ctor || !dtor) {
+	err = gs_dynsym_offsets(fd, names, 3, off);
+	ctor = off[1] ?: off[2];
+	if (err || !off[0] || !ctor) {
 		gs_info("%s: %s: no at::MapAllocator of a known signature: CPU tensors in shared "
 			"memory not followed",
 			w, m->path);
-		return;
+		goto out_close;
 	}
-	err = attach_at(ta, elf, path, scope, dtor, ta->skel->progs.map_allocator_free, false);
+	err = gs_links__attach_uprobe(ta->links, ta->skel->progs.map_allocator_free, scope, path,
+				      off[0], false, 0);
 	if (!err)
-		err = attach_at(ta, elf, path, scope, ctor, ta->skel->progs.map_allocator_enter,
-				false);
+		err = gs_links__attach_uprobe(ta->links, ta->skel->progs.map_allocator_enter, scope,
+					      path, ctor, false, 0);
 	if (err)
 		gs_warn("%s: %s: CPU tensors in shared memory not followed (at::MapAllocator: %s)",
 			w, m->path, strerror(-err));
 	else
 		gs_info("%s: %s: CPU tensors in shared memory from at::MapAllocator", w, m->path);
+out_close:
+	if (fd >= 0)
+		close(fd);
 }
 
-enum torch_file { FILE_C10, FILE_CXX, FILE_C10_CUDA, FILE_TORCH_CPU };
+enum torch_file { FILE_C10, FILE_CXX, FILE_C10_CUDA };
 
 /*
  * Attaches to one file the first time (scope, file) is seen. A file not root's is probed in
@@ -428,9 +454,6 @@ static void attach_file(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			break;
 		case FILE_C10_CUDA:
 			attach_c10_cuda(ta, maps, m, fd, elf, c10, scope, version);
-			break;
-		case FILE_TORCH_CPU:
-			attach_torch_cpu(ta, m, fd, elf, scope);
 			break;
 		}
 	}
@@ -466,6 +489,6 @@ bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *map
 	if (cuda)
 		attach_file(ta, maps, cuda, scope, c10, version, FILE_C10_CUDA);
 	if (cpu)
-		attach_file(ta, maps, cpu, scope, c10, version, FILE_TORCH_CPU);
+		attach_torch_cpu(ta, maps, cpu, scope);
 	return true;
 }
