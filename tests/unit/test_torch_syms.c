@@ -2,11 +2,13 @@
 /* test_torch_syms.c: PyTorch hooks by demangled meaning across versions, versions, accounting. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "profilers/torch/accounting.h"
+#include "profilers/torch/dynsym.h"
 #include "profilers/torch/syms.h"
 #include "tests/unit/harness.h"
 #include "user/elf_file.h"
@@ -129,6 +131,32 @@ GS_TEST(fixture_libraries)
 out:
 	gs_elf__free(c10);
 	gs_elf__free(cuda);
+}
+
+/* exports found through .dynsym alone land where the full symbol load puts them */
+GS_TEST(exports_through_dynsym)
+{
+	const char *const names[] = { "cuMemMap", "cuMemUnmap", "no_such_function", "mem_alloc" };
+	struct gs_elf *elf = gs_elf__open(GS_FIXTURES "/lib/libcuda.so.1");
+	int fd = open(GS_FIXTURES "/lib/libcuda.so.1", O_RDONLY | O_CLOEXEC);
+	uint64_t off[4] = { 1, 1, 1, 1 }, want;
+
+	if (!GS_EXPECT(elf && fd >= 0))
+		goto out;
+	GS_EXPECT_EQ(gs_dynsym_offsets(fd, names, 4, off), 0);
+	for (int i = 0; i < 2; i++) {
+		GS_EXPECT_EQ(
+			gs_elf__vaddr_to_offset(elf, gs_elf__find_function(elf, names[i]), &want),
+			0);
+		GS_EXPECT_EQ(off[i], want);
+	}
+	GS_EXPECT_EQ(off[2], 0);
+	GS_EXPECT_EQ(off[3], 0); /* static: in .symtab only */
+	GS_EXPECT_EQ(gs_dynsym_offsets(fd, names, 9, off), -EINVAL);
+out:
+	if (fd >= 0)
+		close(fd);
+	gs_elf__free(elf);
 }
 
 GS_TEST(library_names)
@@ -462,7 +490,7 @@ GS_TEST(device_names)
 }
 
 GS_TEST_MAIN(profiler_hooks_of_every_version, caching_allocator_of_every_version,
-	     look_alikes_are_not_hooks, fixture_libraries, library_names, version_py,
-	     version_of_an_install, block_sizes, accounting_by_source, oom_once_per_out_of_memory,
-	     segments_by_caller_and_their_device, reported_reserved_follows_later_segments,
-	     device_names)
+	     look_alikes_are_not_hooks, fixture_libraries, exports_through_dynsym, library_names,
+	     version_py, version_of_an_install, block_sizes, accounting_by_source,
+	     oom_once_per_out_of_memory, segments_by_caller_and_their_device,
+	     reported_reserved_follows_later_segments, device_names)
