@@ -85,8 +85,8 @@ static bool is_pinned(uint16_t api_id)
 static int hold(struct gs_mem_proc *p, const struct gs_alloc *a, bool *replaced)
 {
 	const struct gs_alloc *old = gs_alloc_table__find(p->allocs, a->ptr);
-	uint64_t old_pinned = old && is_pinned(old->api) ? old->size : 0;
 	bool was_pinned = old && is_pinned(old->api);
+	uint64_t old_pinned = was_pinned ? old->size : 0;
 
 	if (gs_alloc_table__insert(p->allocs, a, replaced))
 		return -ENOMEM;
