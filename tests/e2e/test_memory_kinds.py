@@ -153,17 +153,20 @@ def pinned_host_memory_in_the_daemons_oom_report_and_metrics():
 
 
 # gs_vmm: cuMemCreate + cuMemMap through pointers from cudaGetDriverEntryPoint(ByVersion):
-# three 2 MiB pages kept by map_weights (through map_page), one 20 MiB page mapped and unmapped
+# three 2 MiB pages kept by map_weights (through map_page), one 20 MiB page mapped and unmapped;
+# then 1 MiB pinned with cuMemHostRegister, got the same way
 @test
 def vmm_mappings_through_entry_points():
     w, g = attach("gs_vmm", ("--format", "json"))
     proc = process(g.reports()[-1], w.pid)
-    expect_eq(by_function(proc), {"map_page": ("cuMemMap", 6 * MiB, 3, "device")},
-              "mapped device memory")
+    expect_eq(by_function(proc), {"map_page": ("cuMemMap", 6 * MiB, 3, "device"),
+                                   "pin_staging": ("cuMemHostRegister_v2", 1 * MiB, 1, "host")},
+              "mapped device memory; host memory pinned through the driver")
     frames = [f["symbol"] for f in proc["stacks"][0]["frames"][:3]]
     expect_eq(frames, ["map_page", "map_weights", "main"], "the mapping's stack")
-    expect_eq((proc["outstanding_bytes"], proc["device_bytes"], proc["unknown_frees"]),
-              (6 * MiB, 6 * MiB, 0), "outstanding; map_scratch's page given back")
+    expect_eq((proc["outstanding_bytes"], proc["device_bytes"], proc["pinned_host_bytes"],
+               proc["unknown_frees"]), (7 * MiB, 6 * MiB, 1 * MiB, 0),
+              "outstanding; map_scratch's page given back")
 
 
 @test
@@ -178,7 +181,13 @@ def vmm_mappings_in_a_recording():
     expect_eq(len(slices(trace, None, "cuMemUnmap")), 1, "unmaps")
     mem = [e["args"]["bytes"] for e in trace["traceEvents"]
            if e["ph"] == "C" and e["name"] == "CUDA memory"]
-    expect_eq(mem, [2 * MiB, 4 * MiB, 6 * MiB, 26 * MiB, 6 * MiB], "CUDA memory counter")
+    # the last sample comes with pin_staging's: pinned host memory has a track of its own
+    expect_eq(mem, [2 * MiB, 4 * MiB, 6 * MiB, 26 * MiB, 6 * MiB, 6 * MiB], "CUDA memory counter")
+    pinned = [e["args"]["bytes"] for e in trace["traceEvents"]
+              if e["ph"] == "C" and e["name"] == "CUDA pinned host memory"]
+    expect_eq(pinned, [1 * MiB], "CUDA pinned host memory counter")
+    expect_eq([e["args"]["bytes"] for e in slices(trace, None, "cuMemHostRegister_v2")],
+              [1 * MiB], "the driver's registration")
 
 
 @test
