@@ -155,6 +155,34 @@ int gs_mem_model__free_ret(struct gs_mem_model *m, const struct gs_mem_free_ret 
 	return 0;
 }
 
+/* A mapping made outside PyTorch (JAX, NCCL, a custom VMM allocator): raw device memory */
+static int raw_map(struct gs_mem_model *m, const struct gs_cuda_call *e, struct gs_mem_effect *fx)
+{
+	struct gs_mem_alloc a = {
+		.hdr = e->hdr,
+		.ptr = e->args[0],
+		.size = e->args[1],
+		.entry_ts_ns = e->entry_ts_ns,
+		.api = e->api,
+		.nr_frames = e->nr_frames < GS_MAX_STACK ? e->nr_frames : GS_MAX_STACK,
+	};
+
+	memcpy(a.frames, e->frames, a.nr_frames * sizeof(a.frames[0]));
+	fx->route = GS_ROUTE_RAW;
+	return gs_mem_accounting__alloc(&m->raw, &a, &fx->stack_id);
+}
+
+static int raw_unmap(struct gs_mem_model *m, const struct gs_cuda_call *e, struct gs_mem_effect *fx)
+{
+	struct gs_mem_free f = { .hdr = e->hdr, .ptr = e->args[0], .api = e->api };
+	struct gs_alloc freed;
+
+	fx->route = GS_ROUTE_RAW;
+	if (gs_mem_accounting__free(&m->raw, &f, &freed))
+		fx->freed_size = freed.size;
+	return gs_mem_accounting__find(&m->raw, (pid_t)e->hdr.pid) ? 0 : -ENOMEM;
+}
+
 int gs_mem_model__cuda_call(struct gs_mem_model *m, const struct gs_cuda_call *e,
 			    struct gs_mem_effect *fx)
 {
@@ -162,26 +190,36 @@ int gs_mem_model__cuda_call(struct gs_mem_model *m, const struct gs_cuda_call *e
 	struct gs_alloc seg = { .ptr = e->args[0],
 				.size = e->args[1],
 				.api = GS_TORCH_DEV_UNKNOWN };
-	bool segment = false, had = false;
+	bool had;
 
 	*fx = (struct gs_mem_effect){ .route = GS_ROUTE_NONE };
-	if (!m->torch_on || !api || e->ret)
+	if (!api || e->ret || (api->shape != GS_SHAPE_MAP && api->shape != GS_SHAPE_UNMAP))
 		return 0;
-	/* cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments */
+	/*
+	 * cuMemMap/cuMemUnmap: the pages of PyTorch's expandable segments, or device memory
+	 * of any other VMM user. The calls are probed on the driver's code, so a caller that
+	 * got them through cuGetProcAddress (PyTorch 2.15) is seen like one that linked them.
+	 */
 	if (api->shape == GS_SHAPE_MAP) {
-		segment = gs_torch_acct__segment_map(&m->torch, &e->hdr, e->args[0], e->args[1],
-						     e->frames, e->nr_frames);
-		if (segment && m->snap)
-			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_MAP, &seg, e->frames, e->nr_frames);
-	} else if (api->shape == GS_SHAPE_UNMAP) {
-		had = snap_segment(m, (pid_t)e->hdr.pid, e->args[0], &seg);
-		segment = gs_torch_acct__segment_unmap(&m->torch, &e->hdr, e->args[0]);
-		if (segment && had)
-			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_UNMAP, &seg, NULL, 0);
+		if (m->torch_on &&
+		    gs_torch_acct__segment_map(&m->torch, &e->hdr, e->args[0], e->args[1],
+					       e->frames, e->nr_frames)) {
+			if (m->snap)
+				snap_add(m, &e->hdr, GS_SNAP_SEGMENT_MAP, &seg, e->frames,
+					 e->nr_frames);
+			fx->route = GS_ROUTE_SEGMENT;
+			return 0;
+		}
+		return e->args[0] ? raw_map(m, e, fx) : 0;
 	}
-	if (segment)
+	had = snap_segment(m, (pid_t)e->hdr.pid, e->args[0], &seg);
+	if (m->torch_on && gs_torch_acct__segment_unmap(&m->torch, &e->hdr, e->args[0])) {
+		if (had)
+			snap_add(m, &e->hdr, GS_SNAP_SEGMENT_UNMAP, &seg, NULL, 0);
 		fx->route = GS_ROUTE_SEGMENT;
-	return 0;
+		return 0;
+	}
+	return raw_unmap(m, e, fx);
 }
 
 /* a copy of pid's tensor block at ptr, when snapshots are kept and there is one */
@@ -298,7 +336,7 @@ void gs_mem_model__proc_gone(struct gs_mem_model *m, pid_t pid, bool exec)
 	else if (tp)
 		gs_torch_acct__remove(&m->torch, tp);
 	if (p && exec)
-		gs_alloc_table__clear(p->allocs);
+		gs_mem_accounting__clear(p);
 	else if (p)
 		gs_mem_accounting__remove(&m->raw, p);
 }
@@ -319,6 +357,13 @@ uint64_t gs_mem_model__cuda_bytes(const struct gs_mem_model *m, pid_t pid)
 	const struct gs_mem_proc *p = gs_mem_accounting__find(&m->raw, pid);
 
 	return p ? gs_alloc_table__bytes(p->allocs) : 0;
+}
+
+uint64_t gs_mem_model__pinned_bytes(const struct gs_mem_model *m, pid_t pid)
+{
+	const struct gs_mem_proc *p = gs_mem_accounting__find(&m->raw, pid);
+
+	return p ? p->pinned_bytes : 0;
 }
 
 bool gs_mem_model__has_anything(const struct gs_mem_model *m, const struct gs_mem_proc *p)

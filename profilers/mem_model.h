@@ -93,8 +93,10 @@ void gs_mem_model__proc_gone(struct gs_mem_model *m, pid_t pid, bool exec);
 struct gs_mem_proc *gs_mem_model__proc(struct gs_mem_model *m, pid_t pid, bool create);
 /* The process's PyTorch state, NULL when it showed none. */
 struct gs_torch_proc *gs_mem_model__torch_proc(const struct gs_mem_model *m, pid_t pid);
-/* Raw CUDA bytes outstanding in pid: record's "CUDA memory" counter, the daemon's gauge. */
+/* Raw CUDA bytes outstanding in pid, pinned host memory included: the daemon's gauge. */
 uint64_t gs_mem_model__cuda_bytes(const struct gs_mem_model *m, pid_t pid);
+/* Of those, pinned host memory (cudaHostAlloc, cudaMallocHost, cudaHostRegister, ...). */
+uint64_t gs_mem_model__pinned_bytes(const struct gs_mem_model *m, pid_t pid);
 /* Whether a report of p would say anything: allocations, failures, or PyTorch state. */
 bool gs_mem_model__has_anything(const struct gs_mem_model *m, const struct gs_mem_proc *p);
 

@@ -43,6 +43,7 @@
 #define POLL_MS		100
 #define STATUS_EVERY_NS 1000000000ULL
 #define MEMORY_COUNTER	"CUDA memory"
+#define PINNED_COUNTER	"CUDA pinned host memory"
 /*
  * Records reach userspace from several CPUs through the ring buffer, and a call's slice only
  * when it returns: events are held this long and written in timestamp order. A slice that
@@ -282,13 +283,27 @@ static void end_slice(struct record *r, struct gs_json *j)
 	r->events++;
 }
 
+/* A counter sample is an event of the trace like a slice: metadata.events and the summary
+ * count it (a torch-mem recording holds little else). */
+static void counter_event(struct record *r, pid_t pid, const char *name, uint64_t ts_ns,
+			  uint64_t value)
+{
+	gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes", value);
+	render_end(r);
+	r->events++;
+}
+
+/* Device (and managed) memory, and pinned host memory on a track of its own once there is any. */
 static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 {
-	if (gs_mem_model__proc(&r->mem, pid, false)) {
-		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, MEMORY_COUNTER, ts_ns,
-					 "bytes", gs_mem_model__cuda_bytes(&r->mem, pid));
-		render_end(r);
-	}
+	struct gs_mem_proc *p = gs_mem_model__proc(&r->mem, pid, false);
+
+	if (!p)
+		return;
+	counter_event(r, pid, MEMORY_COUNTER, ts_ns,
+		      gs_mem_model__cuda_bytes(&r->mem, pid) - p->pinned_bytes);
+	if (p->pinned_seen)
+		counter_event(r, pid, PINNED_COUNTER, ts_ns, p->pinned_bytes);
 }
 
 /* Two counter tracks per device of a PyTorch process: allocated and reserved bytes. */
@@ -307,15 +322,11 @@ static void torch_counters(struct record *r, pid_t pid, uint64_t ts_ns)
 			continue; /* a new segment, until its first tensor names the device */
 		gs_torch_device_name(d->key, dev, sizeof(dev));
 		snprintf(name, sizeof(name), "PyTorch %s allocated", dev);
-		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes",
-					 d->allocated);
-		render_end(r);
+		counter_event(r, pid, name, ts_ns, d->allocated);
 		if (d->key >> 8 == GS_TORCH_DEV_CPU)
 			continue;
 		snprintf(name, sizeof(name), "PyTorch %s reserved", dev);
-		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes",
-					 d->reserved);
-		render_end(r);
+		counter_event(r, pid, name, ts_ns, d->reserved);
 	}
 }
 
@@ -329,6 +340,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 		fatal(r, err);
 		return;
 	}
+	gs_record_summary__torch_mem(r->summary, e->op == GS_TORCH_OP_ALLOC);
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
@@ -346,6 +358,7 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 		fatal(r, err);
 	if (!fx.torch_oom)
 		return;
+	gs_record_summary__torch_oom(r->summary);
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	j = gs_chrome_trace__event(render_begin(r, (pid_t)e->hdr.pid, e->hdr.ts_ns), "i",
 				   "PyTorch out of memory", "torch_oom", e->hdr.pid, e->hdr.tid,
@@ -506,13 +519,29 @@ static void learn_name(struct record *r, const struct gs_cuda_api *api,
 	gs_kernel_names__learn_call(r->names, api, e);
 }
 
+/* cuMemMap/cuMemUnmap: PyTorch's segment counters, or a raw mapping's slice and counter */
 static void record_segment_call(struct record *r, const struct gs_cuda_call *e)
 {
+	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
 	struct gs_mem_effect fx;
+	struct gs_json *j;
+	int err = gs_mem_model__cuda_call(&r->mem, e, &fx);
 
-	gs_mem_model__cuda_call(&r->mem, e, &fx);
+	if (err) {
+		fatal(r, err);
+		return;
+	}
 	if (fx.route == GS_ROUTE_SEGMENT)
 		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+	if (fx.route != GS_ROUTE_RAW || !(r->opts.families & GS_FAM_BIT(GS_FAM_MEM)))
+		return;
+	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
+	if (api && api->shape == GS_SHAPE_MAP)
+		gs_json__u64(j, "bytes", e->args[1]);
+	hex_arg(j, "ptr", e->args[0]);
+	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
+	end_slice(r, j);
+	memory_counter(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
 
 static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)

@@ -29,6 +29,7 @@ struct gs_record_summary {
 	size_t nr_syncs, cap_syncs;
 	struct gs_pid_index sync_index; /* pid -> position in syncs */
 	uint64_t copy_bytes[GS_COPY__MAX], copy_calls[GS_COPY__MAX];
+	uint64_t tensor_allocs, tensor_frees, torch_ooms; /* torch-mem */
 };
 
 struct gs_record_summary *gs_record_summary__new(void)
@@ -166,6 +167,19 @@ static void print_kernels(const struct gs_record_summary *s, FILE *f)
 	free(sorted);
 }
 
+void gs_record_summary__torch_mem(struct gs_record_summary *s, bool alloc)
+{
+	if (alloc)
+		s->tensor_allocs++;
+	else
+		s->tensor_frees++;
+}
+
+void gs_record_summary__torch_oom(struct gs_record_summary *s)
+{
+	s->torch_ooms++;
+}
+
 void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
 			      uint64_t dropped, double seconds)
 {
@@ -193,6 +207,11 @@ void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64
 		fprintf(f, "  copies %-7s %12s in %" PRIu64 " calls\n", gs_copy_kind_name(k), bytes,
 			s->copy_calls[k]);
 	}
+	if (s->tensor_allocs || s->tensor_frees || s->torch_ooms)
+		fprintf(f,
+			"  torch-mem: %" PRIu64 " tensor allocations, %" PRIu64 " frees, %" PRIu64
+			" out-of-memory\n",
+			s->tensor_allocs, s->tensor_frees, s->torch_ooms);
 	if (dropped)
 		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
 			dropped);

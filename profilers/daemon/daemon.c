@@ -141,7 +141,8 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 		else if (i == REPORT_TRACE)
 			err = gs_flight_trace__write(
 				f, d->flight, p->pid, gs_tracker__comm(d->tracker, p->pid), now,
-				gs_mem_model__cuda_bytes(&d->mem, p->pid), d->stacks, t);
+				gs_mem_model__cuda_bytes(&d->mem, p->pid) - p->pinned_bytes,
+				d->stacks, t);
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
 						i == REPORT_JSON, f);
