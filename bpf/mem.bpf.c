@@ -19,7 +19,7 @@ struct call {
 	__u64 height;
 	__u64 free_ptr;
 	__u32 kind;
-	__u32 pad;
+	__u32 given; /* cudaHostRegister: out_ptr is the memory itself, not where it is written */
 };
 
 /* a timeline draws every free with its duration; a leak report needs only the failures */
@@ -30,7 +30,7 @@ const volatile bool cfg_ustack = false;
 GS_CALLS_MAP(struct call);
 
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
-				       __u64 height)
+				       __u64 height, __u32 given)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
@@ -51,7 +51,7 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 	c->height = height;
 	c->free_ptr = 0;
 	c->kind = CALL_ALLOC;
-	c->pad = 0;
+	c->given = given;
 	return 0;
 }
 
@@ -59,14 +59,21 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 SEC("uprobe")
 int BPF_KPROBE(mem_alloc_enter, void *out_ptr, __u64 size)
 {
-	return enter_alloc(ctx, (__u64)out_ptr, size, 0, 0);
+	return enter_alloc(ctx, (__u64)out_ptr, size, 0, 0, 0);
+}
+
+/* cudaHostRegister(void *ptr, size_t size, flags), cuMemHostRegister_v2: memory the caller has */
+SEC("uprobe")
+int BPF_KPROBE(mem_register_enter, void *ptr, __u64 size)
+{
+	return enter_alloc(ctx, (__u64)ptr, size, 0, 0, 1);
 }
 
 /* cudaMallocPitch(void **, size_t *pitch, size_t width, size_t height), cuMemAllocPitch_v2 */
 SEC("uprobe")
 int BPF_KPROBE(mem_alloc_pitch_enter, void *out_ptr, void *pitch_ptr, __u64 width, __u64 height)
 {
-	return enter_alloc(ctx, (__u64)out_ptr, 0, (__u64)pitch_ptr, height);
+	return enter_alloc(ctx, (__u64)out_ptr, 0, (__u64)pitch_ptr, height, 0);
 }
 
 SEC("uretprobe")
@@ -100,7 +107,9 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	e->ptr = 0;
 	if (e->ret == 0) {
 		/* the pointer exists only now, in the out-parameter saved at entry */
-		if (bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)c->out_ptr))
+		if (c->given)
+			e->ptr = c->out_ptr;
+		else if (bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)c->out_ptr))
 			gs_count(GS_STAT_USER_READ_FAILED);
 		if (c->pitch_ptr) {
 			__u64 pitch = 0;
@@ -152,7 +161,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	c->out_ptr = c->size = c->pitch_ptr = c->height = 0;
 	c->free_ptr = ptr;
 	c->kind = CALL_FREE;
-	c->pad = 0;
+	c->given = 0;
 
 	e = gs_reserve(sizeof(*e));
 	if (!e)

@@ -25,7 +25,8 @@ struct pending {
 	__u64 stream;
 	__s8 device;
 	__u8 source; /* GS_TORCH_SRC_*; 0: the thread has no call pending */
-	__u8 pad[6];
+	__u8 given;  /* mallocWithAddress: out_ptr is the block's address itself */
+	__u8 pad[5];
 };
 
 /* in task storage: one slot per thread, written in place, no hash update and delete per call */
@@ -188,7 +189,7 @@ int BPF_KPROBE(torch_report_usage, void *ptr, long alloc_size, __u64 total_alloc
 }
 
 static __always_inline int save_pending(__u64 size, __u64 out_ptr, __s8 device, __u64 stream,
-					__u8 source)
+					__u8 source, __u8 given)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct pending *p;
@@ -205,6 +206,7 @@ static __always_inline int save_pending(__u64 size, __u64 out_ptr, __s8 device, 
 	p->stream = stream;
 	p->device = device;
 	p->source = source;
+	p->given = given;
 	return 0;
 }
 
@@ -226,7 +228,9 @@ static __always_inline int emit_pending(struct pt_regs *ctx, __u64 ret, __u8 sou
 	e->size = p->size;
 	e->device = p->device;
 	e->stream = p->stream;
-	if (p->out_ptr) {
+	if (p->given) {
+		e->ptr = p->out_ptr;
+	} else if (p->out_ptr) {
 		if (bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)p->out_ptr))
 			gs_count(GS_STAT_USER_READ_FAILED);
 	} else {
@@ -246,7 +250,7 @@ static __always_inline int emit_pending(struct pt_regs *ctx, __u64 ret, __u8 sou
 SEC("uprobe")
 int BPF_KPROBE(alloc_cpu_enter, __u64 nbytes)
 {
-	return save_pending(nbytes, 0, -1, 0, GS_TORCH_SRC_CPU);
+	return save_pending(nbytes, 0, -1, 0, GS_TORCH_SRC_CPU, 0);
 }
 
 SEC("uretprobe")
@@ -275,6 +279,55 @@ int BPF_KPROBE(free_cpu_enter, void *data)
 }
 
 /*
+ * at::MapAllocator::MapAllocator(WithFd, string_view filename, int fd, int flags, size_t size)
+ * in libtorch_cpu.so: the file-backed shared memory of a CPU tensor (share_memory_(),
+ * tensors passed between processes). this in rdi; the empty WithFd takes rsi; the
+ * string_view rdx and rcx; fd r8, flags r9; size is the 7th argument, on the stack (2.5 and
+ * 2.15 alike). Keyed by the MapAllocator, which the tensor's DataPtr owns until its
+ * destructor. Counted at entry: a constructor that throws (shm_open failed) is not undone.
+ */
+SEC("uprobe")
+int BPF_KPROBE(map_allocator_enter, void *self)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
+	struct gs_torch_mem *e;
+	__u64 size = 0;
+
+	if (!self)
+		return 0;
+	e = reserve_mem(ctx, pid_tgid, true, &marks);
+	if (!e)
+		return 0;
+	if (bpf_probe_read_user(&size, sizeof(size), (void *)(PT_REGS_SP(ctx) + 8)))
+		gs_count(GS_STAT_USER_READ_FAILED);
+	e->ptr = (__u64)self;
+	e->size = size;
+	e->device_type = GS_TORCH_DEV_CPU;
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_CPU, GS_TORCH_OP_ALLOC, true, &marks);
+	return 0;
+}
+
+/* at::MapAllocator::~MapAllocator() (the base object destructor, which every other calls) */
+SEC("uprobe")
+int BPF_KPROBE(map_allocator_free, void *self)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct stack_marks marks;
+	struct gs_torch_mem *e;
+
+	if (!self)
+		return 0;
+	e = reserve_mem(ctx, pid_tgid, false, &marks);
+	if (!e)
+		return 0;
+	e->ptr = (__u64)self;
+	e->device_type = GS_TORCH_DEV_CPU;
+	submit_mem(ctx, e, pid_tgid, GS_TORCH_SRC_CPU, GS_TORCH_OP_FREE, true, &marks);
+	return 0;
+}
+
+/*
  * THCCachingAllocator::malloc(void **devPtr, int device, size_t size, cudaStream_t) (1.13),
  * NativeCachingAllocator::malloc(void **, int | DeviceIndex, size_t, cudaStream_t) (2.x):
  * this in rdi, devPtr rsi, device dl/edx, size rcx, stream r8.
@@ -283,8 +336,20 @@ SEC("uprobe")
 int BPF_KPROBE(caching_malloc_enter, void *self, void *dev_ptr, long device, __u64 size,
 	       void *stream)
 {
-	return save_pending(size, (__u64)dev_ptr, (__s8)device, (__u64)stream,
-			    GS_TORCH_SRC_SYMBOLS);
+	return save_pending(size, (__u64)dev_ptr, (__s8)device, (__u64)stream, GS_TORCH_SRC_SYMBOLS,
+			    0);
+}
+
+/*
+ * DeviceCachingAllocator::mallocWithAddress(size_t size, cudaStream_t stream, void *ptr)
+ * (2.15, called by allocateWithAddress without going through malloc): this in rdi, size
+ * rsi, stream rdx, ptr rcx. The block it returns starts at ptr; the device is the
+ * segment's (userspace). caching_malloc_returned sits after its call sites too.
+ */
+SEC("uprobe")
+int BPF_KPROBE(malloc_with_address_enter, void *self, __u64 size, void *stream, void *ptr)
+{
+	return save_pending(size, (__u64)ptr, -1, (__u64)stream, GS_TORCH_SRC_SYMBOLS, 1);
 }
 
 /*

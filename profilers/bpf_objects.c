@@ -175,7 +175,7 @@ static void objects_for(uint32_t families, bool *mem, bool *cuda)
 		if (!(families & GS_FAM_BIT(apis[i].family)))
 			continue;
 		if (apis[i].shape == GS_SHAPE_ALLOC || apis[i].shape == GS_SHAPE_ALLOC_PITCH ||
-		    apis[i].shape == GS_SHAPE_FREE)
+		    apis[i].shape == GS_SHAPE_FREE || apis[i].shape == GS_SHAPE_REGISTER)
 			*mem = true;
 		else
 			*cuda = true;

@@ -120,6 +120,11 @@ static void text_proc(FILE *f, const struct gs_leak_report *r, const struct gs_l
 		: p->exited ? " exited holding"
 			    : "",
 		total, p->outstanding_allocations, p->outstanding_allocations == 1 ? "" : "s");
+	if (p->pinned_allocations) {
+		gs_format_bytes(p->outstanding_bytes - p->pinned_bytes, total, sizeof(total));
+		gs_format_bytes(p->pinned_bytes, b, sizeof(b));
+		fprintf(f, " (device %s, pinned host %s)", total, b);
+	}
 	if (p->failed_allocations)
 		fprintf(f, ", %" PRIu64 " failed allocation%s", p->failed_allocations,
 			p->failed_allocations == 1 ? "" : "s");
@@ -310,6 +315,10 @@ static void json_proc(struct gs_json *j, const struct gs_leak_report *r,
 	gs_json__bool(j, "exec", p->exec);
 	gs_json__u64(j, "outstanding_bytes", p->outstanding_bytes);
 	gs_json__u64(j, "outstanding_allocations", p->outstanding_allocations);
+	/* pinned host memory is CUDA's but not the GPU's: apart, for an OOM's reader */
+	gs_json__u64(j, "device_bytes", p->outstanding_bytes - p->pinned_bytes);
+	gs_json__u64(j, "pinned_host_bytes", p->pinned_bytes);
+	gs_json__u64(j, "pinned_host_allocations", p->pinned_allocations);
 	gs_json__u64(j, "failed_allocations", p->failed_allocations);
 	gs_json__u64(j, "failed_frees", p->failed_frees);
 	gs_json__u64(j, "unknown_frees", p->unknown_frees);
@@ -542,6 +551,14 @@ int gs_leak_proc_report__build(struct gs_leak_proc_report *out, const struct gs_
 	out->unknown_frees = p->unknown_frees;
 	err = gs_leak_group_table(p->allocs, now, min_age_ns, &out->groups, &out->nr_groups,
 				  &out->outstanding_bytes, &out->outstanding_allocations);
+	for (size_t i = 0; !err && i < out->nr_groups; i++) {
+		const struct gs_cuda_api *api = gs_cuda_api_get(out->groups[i].api);
+
+		if (api && api->mem_kind == GS_MEM_HOST) {
+			out->pinned_bytes += out->groups[i].bytes;
+			out->pinned_allocations += out->groups[i].count;
+		}
+	}
 	if (!err && tp) {
 		gs_torch_proc__update(tp);
 		out->torch = tp;

@@ -33,6 +33,7 @@ struct gs_leak_proc_report {
 	bool exited;		  /* what it held when it exited (or replaced itself by exec) */
 	bool exec;
 	uint64_t outstanding_bytes, outstanding_allocations;
+	uint64_t pinned_bytes, pinned_allocations; /* of the outstanding: pinned host memory */
 	uint64_t failed_allocations, failed_frees, unknown_frees;
 	struct gs_leak_group *groups; /* sorted by bytes, largest first */
 	size_t nr_groups;

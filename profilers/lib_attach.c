@@ -178,6 +178,10 @@ static void programs_for(struct gs_lib_attach *la, const struct gs_cuda_api *api
 		*entry = mem->progs.mem_alloc_pitch_enter;
 		*ret = mem->progs.mem_alloc_exit;
 		break;
+	case GS_SHAPE_REGISTER:
+		*entry = mem->progs.mem_register_enter;
+		*ret = mem->progs.mem_alloc_exit;
+		break;
 	case GS_SHAPE_FREE:
 		*entry = mem->progs.mem_free_enter;
 		*ret = mem->progs.mem_free_exit;

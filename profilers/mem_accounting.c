@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "profilers/cuda/api.h"
 #include "profilers/mem_accounting.h"
 #include "user/array.h"
 #include "user/log.h"
@@ -73,6 +74,51 @@ void gs_mem_accounting__remove(struct gs_mem_accounting *a, struct gs_mem_proc *
 		gs_pid_index__set(&a->index, a->procs[pos]->pid, pos);
 }
 
+static bool is_pinned(uint16_t api_id)
+{
+	const struct gs_cuda_api *api = gs_cuda_api_get(api_id);
+
+	return api && api->mem_kind == GS_MEM_HOST;
+}
+
+/* The table and the pinned totals change together: every insert and removal goes here. */
+static int hold(struct gs_mem_proc *p, const struct gs_alloc *a, bool *replaced)
+{
+	const struct gs_alloc *old = gs_alloc_table__find(p->allocs, a->ptr);
+	bool was_pinned = old && is_pinned(old->api);
+	uint64_t old_pinned = was_pinned ? old->size : 0;
+
+	if (gs_alloc_table__insert(p->allocs, a, replaced))
+		return -ENOMEM;
+	if (was_pinned) {
+		p->pinned_bytes -= old_pinned;
+		p->pinned_allocations--;
+	}
+	if (is_pinned(a->api)) {
+		p->pinned_bytes += a->size;
+		p->pinned_allocations++;
+		p->pinned_seen = true;
+	}
+	return 0;
+}
+
+static bool drop(struct gs_mem_proc *p, uint64_t ptr, struct gs_alloc *removed)
+{
+	if (!gs_alloc_table__remove(p->allocs, ptr, removed))
+		return false;
+	if (is_pinned(removed->api)) {
+		p->pinned_bytes -= removed->size;
+		p->pinned_allocations--;
+	}
+	return true;
+}
+
+void gs_mem_accounting__clear(struct gs_mem_proc *p)
+{
+	gs_alloc_table__clear(p->allocs);
+	p->pinned_bytes = p->pinned_allocations = 0;
+}
+
 static int note_failure(struct gs_mem_proc *p, const struct gs_mem_alloc *e, uint32_t stack_id)
 {
 	p->failed_allocations++;
@@ -107,7 +153,7 @@ int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_al
 		.stack_id = (uint32_t)id,
 		.api = e->api,
 	};
-	if (gs_alloc_table__insert(p->allocs, &entry, &replaced))
+	if (hold(p, &entry, &replaced))
 		return -ENOMEM;
 	if (replaced)
 		gs_dbg("pid %u: 0x%llx allocated again without a free we saw", e->hdr.pid,
@@ -127,8 +173,16 @@ bool gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_fr
 	p->frees++;
 	if (!e->ptr) /* cudaFree(NULL) is a documented no-op */
 		return false;
-	if (!gs_alloc_table__remove(p->allocs, e->ptr, &removed)) {
+	if (!drop(p, e->ptr, &removed)) {
 		p->unknown_frees++;
+		/*
+		 * A successful free leaves its pending entry (only failures are reported at
+		 * return): this free of the same pointer again, which fails, must not bring the
+		 * allocation back from it.
+		 */
+		for (size_t i = 0; i < GS_PENDING_FREES; i++)
+			if (p->pending[i].tid == e->hdr.tid && p->pending[i].alloc.ptr == e->ptr)
+				p->pending[i].alloc.in_use = 0;
 		return false;
 	}
 	/* kept until the call returns: a failed free leaves the allocation in place */
@@ -156,7 +210,7 @@ bool gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_me
 		pf->alloc.in_use = 0;
 		if (gs_alloc_table__contains(p->allocs, e->ptr))
 			return false; /* allocated again meanwhile: that one stands */
-		return !gs_alloc_table__insert(p->allocs, &pf->alloc, &replaced);
+		return !hold(p, &pf->alloc, &replaced);
 	}
 	return false;
 }

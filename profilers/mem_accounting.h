@@ -27,6 +27,9 @@ struct gs_mem_proc {
 	struct gs_alloc_table *allocs;
 	uint64_t allocations, frees; /* successful allocation calls; free calls (NULL too) */
 	uint64_t failed_allocations, failed_frees, unknown_frees;
+	/* of allocs, what is pinned host memory (cudaHostAlloc, cudaHostRegister, ...) */
+	uint64_t pinned_bytes, pinned_allocations;
+	bool pinned_seen; /* the process has held pinned memory: record draws its track */
 	struct gs_fail_groups fails; /* hashed and capped: a flood of call sites stays bounded */
 	struct gs_pending_free pending[GS_PENDING_FREES];
 	size_t next_pending;
@@ -63,6 +66,8 @@ int gs_mem_accounting__alloc(struct gs_mem_accounting *a, const struct gs_mem_al
  */
 bool gs_mem_accounting__free(struct gs_mem_accounting *a, const struct gs_mem_free *e,
 			     struct gs_alloc *freed);
+/* Forgets every allocation p holds (an exec replaced its image); its counts stay. */
+void gs_mem_accounting__clear(struct gs_mem_proc *p);
 /* A failed free leaves the allocation in place: it is restored (true when it was). */
 bool gs_mem_accounting__free_ret(struct gs_mem_accounting *a, const struct gs_mem_free_ret *e);
 

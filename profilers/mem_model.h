@@ -5,11 +5,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 #include "profilers/mem_accounting.h"
 #include "profilers/torch/accounting.h"
+#include "profilers/torch/snapshot.h"
 
 struct gs_stack_table;
 struct gs_symcache;
@@ -29,6 +31,8 @@ struct gs_mem_model {
 	 * file earlier segments under one accounting and their frees under the other.
 	 */
 	bool torch_on;
+	/* PyTorch's memory history for snapshots (gs_mem_model__snapshots), NULL: not kept */
+	struct gs_torch_snap *snap;
 };
 
 /* where an event went */
@@ -54,6 +58,13 @@ struct gs_mem_effect {
 void gs_mem_model__init(struct gs_mem_model *m, struct gs_stack_table *stacks,
 			struct gs_symcache *symcache, bool torch_on);
 void gs_mem_model__release(struct gs_mem_model *m);
+/*
+ * Keeps the last max_entries allocator actions of each PyTorch process (0: PyTorch's
+ * default), what gs_mem_model__write_snapshot() writes as device_traces. Returns 0 or -ENOMEM.
+ */
+int gs_mem_model__snapshots(struct gs_mem_model *m, size_t max_entries);
+/* pid's PyTorch memory snapshot, as a pickle, to f (gs_torch_snap__write). 0 or -errno. */
+int gs_mem_model__write_snapshot(struct gs_mem_model *m, pid_t pid, uint64_t now_ns, FILE *f);
 
 /*
  * The events, as the tracker hands them over. Each fills *fx (never NULL) and returns 0,
@@ -82,8 +93,10 @@ void gs_mem_model__proc_gone(struct gs_mem_model *m, pid_t pid, bool exec);
 struct gs_mem_proc *gs_mem_model__proc(struct gs_mem_model *m, pid_t pid, bool create);
 /* The process's PyTorch state, NULL when it showed none. */
 struct gs_torch_proc *gs_mem_model__torch_proc(const struct gs_mem_model *m, pid_t pid);
-/* Raw CUDA bytes outstanding in pid: record's "CUDA memory" counter, the daemon's gauge. */
+/* Raw CUDA bytes outstanding in pid, pinned host memory included: the daemon's gauge. */
 uint64_t gs_mem_model__cuda_bytes(const struct gs_mem_model *m, pid_t pid);
+/* Of those, pinned host memory (cudaHostAlloc, cudaMallocHost, cudaHostRegister, ...). */
+uint64_t gs_mem_model__pinned_bytes(const struct gs_mem_model *m, pid_t pid);
 /* Whether a report of p would say anything: allocations, failures, or PyTorch state. */
 bool gs_mem_model__has_anything(const struct gs_mem_model *m, const struct gs_mem_proc *p);
 

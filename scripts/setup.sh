@@ -57,11 +57,17 @@ esac
 # whose ranges `record -e nvtx` reads as it reads torch.cuda.nvtx's (test_nvtx.py).
 # kubernetes-validate: the Kubernetes object schema, offline, for scripts/deploy/*.yaml
 # (test_daemon_config.py).
+# A second one holds PyTorch 2.15 (its CUDA 13 build), whose memory snapshot format and
+# allocator paths the memory snapshot tests check too (test_memory_snapshot.py).
 TEST_CACHE=/var/cache/gpusnoop-tests
 VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3 nvtx==0.2.17
 	kubernetes-validate==1.37.0)
+VENV215_PACKAGES=(torch==2.15.0)
+# venv_ready DIR PACKAGE...: DIR's interpreter has each package, at the version pinned
 venv_ready() {
-	"$TEST_CACHE/venv/bin/python" - "${VENV_PACKAGES[@]}" 2>/dev/null <<-'EOF'
+	local dir=$1
+	shift
+	"$dir/bin/python" - "$@" 2>/dev/null <<-'EOF'
 		import re, sys
 		from importlib.metadata import version
 		for req in sys.argv[1:]:
@@ -70,13 +76,16 @@ venv_ready() {
 		    assert op != "==" or got == want, (name, got, want)
 	EOF
 }
+# setup_venv DIR PACKAGE...: made once; a second run finds them and downloads nothing
 setup_venv() {
-	venv_ready && return 0
-	echo "setup: installing ${VENV_PACKAGES[*]} in $TEST_CACHE/venv" >&2
+	local dir=$1
+	shift
+	venv_ready "$dir" "$@" && return 0
+	echo "setup: installing $* in $dir" >&2
 	mkdir -p "$TEST_CACHE"
-	[ -x "$TEST_CACHE/venv/bin/python" ] || python3 -m venv "$TEST_CACHE/venv"
-	PIP_CACHE_DIR="$TEST_CACHE/pip" "$TEST_CACHE/venv/bin/pip" install -q "${VENV_PACKAGES[@]}"
-	venv_ready
+	[ -x "$dir/bin/python" ] || python3 -m venv "$dir"
+	PIP_CACHE_DIR="$TEST_CACHE/pip" "$dir/bin/pip" install -q "$@"
+	venv_ready "$dir" "$@"
 }
 
 missing=()
@@ -94,7 +103,8 @@ if [ ${#missing[@]} -ne 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ "$mode" = test ]; then
-	setup_venv
+	setup_venv "$TEST_CACHE/venv" "${VENV_PACKAGES[@]}"
+	setup_venv "$TEST_CACHE/venv-torch2.15" "${VENV215_PACKAGES[@]}"
 	# Debian unstable's python3.14, python3.15 and PyTorch (tests/e2e/test_python314.py), made
 	# once and cached; a failure here is the tests' to report, with roots.sh's own message
 	"$(dirname "$0")/bundle/roots.sh" sid-torch >/dev/null ||

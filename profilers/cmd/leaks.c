@@ -13,6 +13,7 @@
 #include "profilers/options.h"
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
+#include "profilers/snapshot_file.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/tracker.h"
 #include "user/clock.h"
@@ -25,15 +26,17 @@
 #define POLL_MS		100
 #define STATUS_EVERY_NS 1000000000ULL
 
-enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH, OPT_MAX_STACKS };
+enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH, OPT_MAX_STACKS, OPT_MAX_ENTRIES };
 
 struct leaks_opts {
 	struct gs_common_opts common;
 	double interval_s;
 	double min_age_s;
 	size_t top;
-	size_t max_stacks; /* distinct stacks kept per process; 0: the table's default */
+	size_t max_stacks;  /* distinct stacks kept per process; 0: the table's default */
+	size_t max_entries; /* --format memory-snapshot: trace entries kept per process */
 	bool json;
+	bool snapshot; /* --format memory-snapshot */
 	bool no_torch;
 	bool on_oom;
 };
@@ -50,7 +53,10 @@ struct leaks {
 	struct gs_out *out;
 	/* --interval's reports; interval_ns 0: none */
 	uint64_t interval_ns, next_report_ns;
-	int error;			       /* first fatal error inside a callback */
+	int error; /* first fatal error inside a callback */
+	/* memory-snapshot: the target whose file is -o's name itself (0: none), files numbered */
+	pid_t primary;
+	unsigned int snap_seq;
 	struct gs_loss_window loss_window;     /* since the previous report */
 	uint64_t seen_allocations, seen_bytes; /* successful CUDA allocations, all processes */
 	uint64_t events;		       /* memory records handled, for the status line */
@@ -156,6 +162,25 @@ static void tree_facts(struct leaks *l, struct gs_leak_proc_report *out)
 	}
 }
 
+/*
+ * --format memory-snapshot: a PyTorch memory snapshot file per process. -o's name holds the
+ * target's last state (at its exit or the end); interval and OOM reports are numbered
+ * (snap.1.pickle, ...); processes other than the one -p or -- named get ".PID" in the name.
+ */
+static int write_snapshots(struct leaks *l, const char *reason, struct gs_mem_proc *only)
+{
+	bool moment = !strcmp(reason, "interval") || !strcmp(reason, "trigger");
+	int err;
+
+	gs_stack_table__resymbolize(l->stacks);
+	err = gs_snapshot_files_write(&l->mem, l->opts.common.output, l->primary,
+				      only ? only->pid : 0, moment ? ++l->snap_seq : 0, reason,
+				      gs_clock_ns(CLOCK_MONOTONIC));
+	if (err && !l->error)
+		l->error = err;
+	return err;
+}
+
 /* Writes one report over the given processes (all of them when only is NULL). */
 static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc *only,
 			const struct gs_leak_trigger *trigger)
@@ -171,6 +196,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 	};
 	int err = 0;
 
+	if (l->opts.snapshot)
+		return write_snapshots(l, reason, only);
 	/* names from debug files fetched since the stacks were taken (debuginfod, bounded) */
 	gs_stack_table__resymbolize(l->stacks);
 	r.procs = calloc(l->mem.raw.nr_procs + 1, sizeof(*r.procs));
@@ -231,7 +258,12 @@ static const struct argp_option leaks_options[] = {
 	{ "interval", 'i', "SECS", 0, "Also report every SECS seconds", 0 },
 	{ "min-age", 'm', "SECS", 0, "Only allocations at least SECS old", 0 },
 	{ "top", 't', "N", 0, "Stacks shown per process (default 10, 0: all)", 0 },
-	{ "format", 'f', "FMT", 0, "text (default) or json: one JSON document per report", 0 },
+	{ "format", 'f', "FMT", 0,
+	  "text (default), json (one JSON document per report) or memory-snapshot (PyTorch's "
+	  "memory snapshot pickle per process, for torch.cuda._memory_viz; needs -o)",
+	  0 },
+	{ "max-entries", OPT_MAX_ENTRIES, "N", 0,
+	  "memory-snapshot: allocator actions kept per process for the trace (default 100000)", 0 },
 	{ "on-oom", OPT_ON_OOM, NULL, 0,
 	  "Also report at each out-of-memory: PyTorch's, or a CUDA allocation failing with error 2",
 	  0 },
@@ -279,8 +311,17 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_TORCH:
 		o->no_torch = true;
 		break;
+	case OPT_MAX_ENTRIES:
+		o->max_entries = strtoul(arg, &end, 10);
+		if (*end || *arg == '-' || !o->max_entries || o->max_entries > GS_SNAP_MAX_ENTRIES)
+			argp_error(state, "invalid --max-entries '%s' (1 to %u)", arg,
+				   GS_SNAP_MAX_ENTRIES);
+		break;
 	case 'f':
-		gs_parse_report_format(state, arg, &o->json);
+		if (!strcmp(arg, "memory-snapshot"))
+			o->snapshot = true;
+		else
+			gs_parse_report_format(state, arg, &o->json);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -306,7 +347,11 @@ static const char leaks_doc[] =
 	"  gpusnoop leaks -p 1234 -i 10 -m 5     # every 10 s, what is over 5 s old\n"
 	"  gpusnoop leaks -f json -- ./train     # run ./train, JSON report at its exit\n"
 	"  gpusnoop leaks -a -d 60 -o leaks.txt  # every CUDA process on the host\n"
-	"  gpusnoop leaks --on-oom -p 1234       # who held what when PyTorch ran out";
+	"  gpusnoop leaks --on-oom -p 1234       # who held what when PyTorch ran out\n"
+	"  gpusnoop leaks -f memory-snapshot -o snap.pickle --on-oom -p 1234\n"
+	"\nWith -f memory-snapshot, each process's PyTorch memory snapshot (at an OOM: "
+	"snap.1.pickle, ...; at the end: snap.pickle) opens in PyTorch's viewer: python -m "
+	"torch.cuda._memory_viz trace_plot snap.pickle -o snap.html";
 
 static const struct argp leaks_argp = {
 	leaks_options, leaks_parse, "[-p PID ... | -a | -- CMD ARGS]", leaks_doc, leaks_children,
@@ -401,12 +446,20 @@ int gs_cmd_leaks(int argc, char **argv)
 	err = gs_common_opts__finish(&l.opts.common);
 	if (err)
 		return gs_exit_status(err);
+	if (l.opts.snapshot && (!l.opts.common.output || !strcmp(l.opts.common.output, "-"))) {
+		gs_err("--format memory-snapshot writes files: give one with -o FILE");
+		return GS_EXIT_USAGE;
+	}
+	if (l.opts.max_entries && !l.opts.snapshot) {
+		gs_err("--max-entries: it needs --format memory-snapshot");
+		return GS_EXIT_USAGE;
+	}
 	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));
 	topts.torch = !l.opts.no_torch;
 	if (gs_tracker__open(&l.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */
-	if (gs_out__open(&l.out, l.opts.common.output, GS_OUT_PLAIN))
+	if (!l.opts.snapshot && gs_out__open(&l.out, l.opts.common.output, GS_OUT_PLAIN))
 		goto out_free;
 	l.stacks = gs_stack_table__new(gs_tracker__symcache(l.tracker));
 	if (!l.stacks) {
@@ -415,8 +468,16 @@ int gs_cmd_leaks(int argc, char **argv)
 	}
 	gs_stack_table__set_max_per_process(l.stacks, l.opts.max_stacks);
 	gs_mem_model__init(&l.mem, l.stacks, gs_tracker__symcache(l.tracker), !l.opts.no_torch);
+	if (l.opts.snapshot && gs_mem_model__snapshots(&l.mem, l.opts.max_entries)) {
+		gs_err("out of memory");
+		goto out_free;
+	}
 	if (gs_tracker__start(l.tracker))
 		goto out_free;
+	if (l.opts.snapshot && l.opts.common.nr_pids == 1)
+		l.primary = l.opts.common.pids[0];
+	else if (l.opts.snapshot && l.opts.common.argv)
+		l.primary = gs_tracker__child(l.tracker);
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
 		l.opts.common.all ? " of every process" : "");
 	err = run(&l);
@@ -427,7 +488,7 @@ int gs_cmd_leaks(int argc, char **argv)
 		goto out_free;
 	}
 	/* the reports are whole and in place before the probes go */
-	if (!err) {
+	if (!err && l.out) {
 		err = gs_out__close(l.out);
 		l.out = NULL;
 	}

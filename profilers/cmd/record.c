@@ -16,11 +16,13 @@
 #include "profilers/cuda/call.h"
 #include "profilers/cuda/kernel_names.h"
 #include "profilers/mem_model.h"
+#include "profilers/snapshot_file.h"
 #include "profilers/options.h"
 #include "profilers/proc_tree.h"
 #include "profilers/run_loop.h"
 #include "profilers/cmd/record_gpu.h"
 #include "profilers/cmd/record_nvtx.h"
+#include "profilers/cmd/record_summary.h"
 #include "profilers/cmd/trace_stats.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/torch/accounting.h"
@@ -42,6 +44,7 @@
 #define POLL_MS		100
 #define STATUS_EVERY_NS 1000000000ULL
 #define MEMORY_COUNTER	"CUDA memory"
+#define PINNED_COUNTER	"CUDA pinned host memory"
 /*
  * Records reach userspace from several CPUs through the ring buffer, and a call's slice only
  * when it returns: events are held this long and written in timestamp order. A slice that
@@ -52,7 +55,7 @@
 /* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
 #define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
-enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES };
+enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES, OPT_MEMORY_SNAPSHOT };
 
 /* --max-bytes: what the trace's end needs at most (held events are not written then) */
 #define CAP_MIN_MARGIN (256 * 1024ULL)
@@ -68,7 +71,8 @@ struct record_opts {
 	const char *freq; /* -F, validated after parsing */
 	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 	bool output_fd_gz;
-	uint64_t max_bytes; /* --max-bytes: the daemon's cap on a user's recording; 0: none */
+	uint64_t max_bytes;   /* --max-bytes: the daemon's cap on a user's recording; 0: none */
+	const char *snapshot; /* --memory-snapshot FILE: PyTorch's memory snapshot there too */
 };
 
 struct record {
@@ -298,13 +302,27 @@ static void end_slice(struct record *r, struct gs_json *j)
 	r->row.ph = 0;
 }
 
+/* A counter sample is an event of the trace like a slice: metadata.events and the summary
+ * count it (a torch-mem recording holds little else). */
+static void counter_event(struct record *r, pid_t pid, const char *name, uint64_t ts_ns,
+			  uint64_t value)
+{
+	gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes", value);
+	render_end(r);
+	r->events++;
+}
+
+/* Device (and managed) memory, and pinned host memory on a track of its own once there is any. */
 static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 {
-	if (gs_mem_model__proc(&r->mem, pid, false)) {
-		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, MEMORY_COUNTER, ts_ns,
-					 "bytes", gs_mem_model__cuda_bytes(&r->mem, pid));
-		render_end(r);
-	}
+	struct gs_mem_proc *p = gs_mem_model__proc(&r->mem, pid, false);
+
+	if (!p)
+		return;
+	counter_event(r, pid, MEMORY_COUNTER, ts_ns,
+		      gs_mem_model__cuda_bytes(&r->mem, pid) - p->pinned_bytes);
+	if (p->pinned_seen)
+		counter_event(r, pid, PINNED_COUNTER, ts_ns, p->pinned_bytes);
 }
 
 /* Two counter tracks per device of a PyTorch process: allocated and reserved bytes. */
@@ -323,15 +341,11 @@ static void torch_counters(struct record *r, pid_t pid, uint64_t ts_ns)
 			continue; /* a new segment, until its first tensor names the device */
 		gs_torch_device_name(d->key, dev, sizeof(dev));
 		snprintf(name, sizeof(name), "PyTorch %s allocated", dev);
-		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes",
-					 d->allocated);
-		render_end(r);
+		counter_event(r, pid, name, ts_ns, d->allocated);
 		if (d->key >> 8 == GS_TORCH_DEV_CPU)
 			continue;
 		snprintf(name, sizeof(name), "PyTorch %s reserved", dev);
-		gs_chrome_trace__counter(render_begin(r, pid, ts_ns), pid, name, ts_ns, "bytes",
-					 d->reserved);
-		render_end(r);
+		counter_event(r, pid, name, ts_ns, d->reserved);
 	}
 }
 
@@ -345,6 +359,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 		fatal(r, err);
 		return;
 	}
+	gs_record_summary__torch_mem(gs_trace_stats__record_summary(r->stats), e->op == GS_TORCH_OP_ALLOC);
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
@@ -362,6 +377,7 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 		fatal(r, err);
 	if (!fx.torch_oom)
 		return;
+	gs_record_summary__torch_oom(gs_trace_stats__record_summary(r->stats));
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	j = gs_chrome_trace__event(render_begin(r, (pid_t)e->hdr.pid, e->hdr.ts_ns), "i",
 				   "PyTorch out of memory", "torch_oom", e->hdr.pid, e->hdr.tid,
@@ -522,13 +538,29 @@ static void learn_name(struct record *r, const struct gs_cuda_api *api,
 	gs_kernel_names__learn_call(r->names, api, e);
 }
 
+/* cuMemMap/cuMemUnmap: PyTorch's segment counters, or a raw mapping's slice and counter */
 static void record_segment_call(struct record *r, const struct gs_cuda_call *e)
 {
+	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
 	struct gs_mem_effect fx;
+	struct gs_json *j;
+	int err = gs_mem_model__cuda_call(&r->mem, e, &fx);
 
-	gs_mem_model__cuda_call(&r->mem, e, &fx);
+	if (err) {
+		fatal(r, err);
+		return;
+	}
 	if (fx.route == GS_ROUTE_SEGMENT)
 		torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
+	if (fx.route != GS_ROUTE_RAW || !(r->opts.families & GS_FAM_BIT(GS_FAM_MEM)))
+		return;
+	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
+	if (api && api->shape == GS_SHAPE_MAP)
+		gs_json__u64(j, "bytes", e->args[1]);
+	hex_arg(j, "ptr", e->args[0]);
+	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
+	end_slice(r, j);
+	memory_counter(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
 
 static void on_cuda_call(void *ctx, const struct gs_cuda_call *e)
@@ -688,6 +720,8 @@ static void gpu_row(void *ctx, const struct gs_stats_row *row)
 		fatal(r, -ENOMEM);
 }
 
+static pid_t snapshot_target(struct record *r);
+
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 {
 	struct record *r = ctx;
@@ -697,6 +731,10 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	gs_record_nvtx__proc_gone(r->nvtx, pid, gs_clock_ns(CLOCK_MONOTONIC));
 
 	gs_kernel_names__forget(r->names, pid);
+	/* an exited process's last memory state, before the model forgets it */
+	if (r->opts.snapshot && !exec && gs_mem_model__torch_proc(&r->mem, pid))
+		gs_snapshot_files_write(&r->mem, r->opts.snapshot, snapshot_target(r), pid, 0,
+					"exit", gs_clock_ns(CLOCK_MONOTONIC));
 	gs_mem_model__proc_gone(&r->mem, pid, exec);
 	/* what the old image held is gone with it */
 	if (exec)
@@ -887,6 +925,11 @@ static const struct argp_option record_options[] = {
 	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
 	  "(ptrace; risks in the README)",
 	  0 },
+	{ "memory-snapshot", OPT_MEMORY_SNAPSHOT, "FILE", 0,
+	  "With -e torch-mem: also write PyTorch's memory snapshot (torch.cuda._memory_viz's "
+	  "pickle) of each PyTorch process to FILE (FILE.PID for processes the command started) "
+	  "at its exit or the recording's end",
+	  0 },
 	/* internal: the daemon caps what a user's recording writes */
 	{ "max-bytes", OPT_MAX_BYTES, "BYTES", OPTION_HIDDEN,
 	  "With --output-fd: stop, the trace complete, before it passes BYTES", 0 },
@@ -952,6 +995,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_INJECT:
 		o->inject = true;
 		break;
+	case OPT_MEMORY_SNAPSHOT:
+		o->snapshot = arg;
+		break;
 	case OPT_OUTPUT_FD: {
 		char *end;
 		long fd;
@@ -1005,6 +1051,7 @@ static const char record_doc[] =
 	"  gpusnoop record -e gpu -o t.json -- ./train      # + GPU work, NVTX\n"
 	"  gpusnoop record -e nvtx,cuda-launch -o t.json -- ./train  # NVTX ranges\n"
 	"  gpusnoop record -e gpu -o traces/ -- torchrun ... # one file per rank\n"
+	"  gpusnoop record -e torch-mem --memory-snapshot m.pickle -- ./train\n"
 	"  gpusnoop record -a -d 5 -o all.json.gz           # every CUDA process";
 
 static const struct argp record_argp = {
@@ -1034,6 +1081,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 	}
 	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
 		gs_err("-o DIR/ writes a file per process or rank: not with -a; name a file");
+		return -EINVAL;
+	}
+	if (o->snapshot && !(o->families & GS_FAM_BIT(GS_FAM_TORCH))) {
+		gs_err("--memory-snapshot: it needs -e torch-mem");
 		return -EINVAL;
 	}
 	if (o->inject && (!o->gpu || !o->common.nr_pids)) {
@@ -1149,9 +1200,33 @@ static int print_summary(const struct record *r)
 		fprintf(stderr,
 			"  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
 			dropped);
+	/* record's own lines: what the trace holds no rows of */
+	gs_record_summary__print_torch(gs_trace_stats__record_summary(r->stats), stderr);
 	gs_record_gpu__summary(r->gpu, stderr);
 	gs_record_nvtx__summary(r->nvtx, stderr, r->opts.nvtx_named);
 	return 0;
+}
+
+/* --memory-snapshot: whose file is FILE itself (-p PID, -- CMD) */
+static pid_t snapshot_target(struct record *r)
+{
+	return r->opts.common.nr_pids == 1 ? r->opts.common.pids[0] : gs_tracker__child(r->tracker);
+}
+
+/*
+ * --memory-snapshot: the processes still running, their state at the end (the exited ones
+ * wrote theirs). -1: FILE was the target's, written at its exit (or it showed no PyTorch).
+ */
+static int end_snapshots(struct record *r)
+{
+	pid_t target = snapshot_target(r);
+	pid_t primary = gs_mem_model__torch_proc(&r->mem, target) ? target : -1;
+
+	if (!r->opts.snapshot)
+		return 0;
+	gs_stack_table__resymbolize(r->stacks);
+	return gs_snapshot_files_write(&r->mem, r->opts.snapshot, primary, 0, 0, "end",
+				       gs_clock_ns(CLOCK_MONOTONIC));
 }
 
 int gs_cmd_record(int argc, char **argv)
@@ -1199,6 +1274,8 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	gs_mem_model__init(&r.mem, r.stacks, gs_tracker__symcache(r.tracker),
 			   r.opts.families & GS_FAM_BIT(GS_FAM_TORCH));
+	if (r.opts.snapshot && gs_mem_model__snapshots(&r.mem, 0))
+		goto out_free; /* ENOMEM */
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	if (r.gpu)
@@ -1215,7 +1292,7 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
-	err = gs_out__close(r.out) ?: err;
+	err = gs_out__close(r.out) ?: err ?: end_snapshots(&r);
 	r.out = NULL;
 	if (err)
 		goto out_free;

@@ -29,6 +29,7 @@ struct gs_record_summary {
 	size_t nr_syncs, cap_syncs;
 	struct gs_pid_index sync_index; /* pid -> position in syncs */
 	uint64_t copy_bytes[GS_COPY__MAX], copy_calls[GS_COPY__MAX];
+	uint64_t tensor_allocs, tensor_frees, torch_ooms; /* torch-mem */
 };
 
 struct gs_record_summary *gs_record_summary__new(void)
@@ -174,12 +175,26 @@ void gs_record_summary__name(struct gs_record_summary *s, pid_t pid, const char 
 		snprintf(s->syncs[pos].comm, sizeof(s->syncs[pos].comm), "%s", comm);
 }
 
+void gs_record_summary__torch_mem(struct gs_record_summary *s, bool alloc)
+{
+	if (alloc)
+		s->tensor_allocs++;
+	else
+		s->tensor_frees++;
+}
+
+void gs_record_summary__torch_oom(struct gs_record_summary *s)
+{
+	s->torch_ooms++;
+}
+
 void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
 			      uint64_t dropped, double seconds)
 {
 	fprintf(f, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n", events,
 		seconds, dropped);
 	gs_record_summary__print_tables(s, f);
+	gs_record_summary__print_torch(s, f);
 	if (dropped)
 		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
 			dropped);
@@ -209,4 +224,13 @@ void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f)
 		fprintf(f, "  copies %-7s %12s in %" PRIu64 " calls\n", gs_copy_kind_name(k), bytes,
 			s->copy_calls[k]);
 	}
+}
+
+void gs_record_summary__print_torch(const struct gs_record_summary *s, FILE *f)
+{
+	if (s->tensor_allocs || s->tensor_frees || s->torch_ooms)
+		fprintf(f,
+			"  torch-mem: %" PRIu64 " tensor allocations, %" PRIu64 " frees, %" PRIu64
+			" out-of-memory\n",
+			s->tensor_allocs, s->tensor_frees, s->torch_ooms);
 }

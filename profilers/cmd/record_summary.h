@@ -3,6 +3,7 @@
 #ifndef GS_RECORD_SUMMARY_H
 #define GS_RECORD_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -18,6 +19,14 @@ void gs_record_summary__launch(struct gs_record_summary *s, const char *kernel);
 void gs_record_summary__sync(struct gs_record_summary *s, pid_t pid, const char *comm,
 			     uint64_t dur_ns);
 void gs_record_summary__copy(struct gs_record_summary *s, unsigned int kind, uint64_t bytes);
+/* torch-mem: a tensor block allocated (alloc) or freed; a PyTorch out-of-memory */
+void gs_record_summary__torch_mem(struct gs_record_summary *s, bool alloc);
+void gs_record_summary__torch_oom(struct gs_record_summary *s);
+/*
+ * The torch-mem line (tensor allocations, frees, out-of-memory): tensors are counters in the
+ * trace, not rows, so this line is record's own, not part of the tables stats reproduces.
+ */
+void gs_record_summary__print_torch(const struct gs_record_summary *s, FILE *f);
 
 /* Names the process pid in the sync lines (its trace label), when it has some. */
 void gs_record_summary__name(struct gs_record_summary *s, pid_t pid, const char *comm);

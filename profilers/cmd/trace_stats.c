@@ -434,6 +434,11 @@ int gs_trace_stats__add(struct gs_trace_stats *s, const struct gs_stats_row *row
 	return 0;
 }
 
+struct gs_record_summary *gs_trace_stats__record_summary(struct gs_trace_stats *s)
+{
+	return s->cpu;
+}
+
 void gs_trace_stats__print_summary(struct gs_trace_stats *s, FILE *f)
 {
 	for (size_t i = 0; i < s->nr_labels; i++)

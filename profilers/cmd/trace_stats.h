@@ -51,6 +51,11 @@ uint64_t gs_trace_stats__rows(const struct gs_trace_stats *s);
  */
 void gs_trace_stats__print_summary(struct gs_trace_stats *s, FILE *f);
 /*
+ * The record summary the engine feeds, for what record counts beside the rows (torch-mem
+ * tensor events: counters in the trace), printed with gs_record_summary__print_torch().
+ */
+struct gs_record_summary *gs_trace_stats__record_summary(struct gs_trace_stats *s);
+/*
  * `gpusnoop stats`: CUDA API calls (count, total, mean, p50, p99), kernels by GPU time, copies
  * by kind and size, memory operations, NVTX ranges by time, each per process (or device),
  * as aligned text, CSV (one header, then a row per entry, its table's id first) or one JSON

@@ -69,6 +69,9 @@ static struct gs_cuda_api apis[] = {
 	RT_MEM(cudaFreeAsync, FREE, DEVICE),
 	RT_MEM(cudaFreeAsync_ptsz, FREE, DEVICE),
 	RT_MEM(cudaFreeHost, FREE, HOST),
+	/* pinned host memory of the caller's own (PyTorch 2.15's pinned option) */
+	RT_MEM(cudaHostRegister, REGISTER, HOST),
+	RT_MEM(cudaHostUnregister, FREE, HOST),
 	DRV_MEM(cuMemAlloc_v2, ALLOC, DEVICE),
 	DRV_MEM(cuMemAllocAsync, ALLOC, DEVICE),
 	DRV_MEM(cuMemAllocAsync_ptsz, ALLOC, DEVICE),
@@ -82,6 +85,8 @@ static struct gs_cuda_api apis[] = {
 	DRV_MEM(cuMemFreeAsync, FREE, DEVICE),
 	DRV_MEM(cuMemFreeAsync_ptsz, FREE, DEVICE),
 	DRV_MEM(cuMemFreeHost, FREE, HOST),
+	DRV_MEM(cuMemHostRegister_v2, REGISTER, HOST),
+	DRV_MEM(cuMemHostUnregister, FREE, HOST),
 	/* virtual memory management: PyTorch's expandable segments (profilers/torch/accounting.c) */
 	DRV_MEM(cuMemMap, MAP, DEVICE),
 	DRV_MEM(cuMemUnmap, UNMAP, DEVICE),

@@ -30,6 +30,7 @@ enum gs_api_shape {
 	GS_SHAPE_ALLOC,	      /* (T **out, size_t size, ...) */
 	GS_SHAPE_ALLOC_PITCH, /* (T **out, size_t *pitch, size_t width, size_t height) */
 	GS_SHAPE_FREE,	      /* (T *ptr, ...) */
+	GS_SHAPE_REGISTER,    /* (void *ptr, size_t size, ...): the caller's memory, pinned */
 	/* bpf/cuda.bpf.c: generic calls, decoded by profilers/cuda/call.c */
 	GS_SHAPE_LAUNCH_RT,	    /* (func, dim3 grid, dim3 block, args, size_t shmem, stream) */
 	GS_SHAPE_LAUNCH_RT_CONFIG,  /* (const cudaLaunchConfig_t *, func, args) */

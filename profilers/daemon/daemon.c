@@ -37,6 +37,8 @@
 #define POLL_MS		  100
 #define METRICS_EVERY_NS  1000000000ULL
 #define FLIGHT_MAX_EVENTS 16384 /* per process: ~0.8 MiB at most */
+/* allocator actions kept per PyTorch process for its OOM snapshot: ~0.5 MiB at most */
+#define SNAPSHOT_ENTRIES 10000
 
 static volatile sig_atomic_t reload_requested;
 
@@ -102,7 +104,7 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 }
 
 /* The JSON report comes last: once it is in place, so are the files beside it. */
-enum report_output { REPORT_TEXT, REPORT_TRACE, REPORT_JSON, REPORT__MAX };
+enum report_output { REPORT_TEXT, REPORT_TRACE, REPORT_SNAPSHOT, REPORT_JSON, REPORT__MAX };
 
 /*
  * Writes the report as KIND-PID-TIME.txt and .json under the output directory, and for a
@@ -111,7 +113,8 @@ enum report_output { REPORT_TEXT, REPORT_TRACE, REPORT_JSON, REPORT__MAX };
 static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const char *kind,
 			      const struct gs_leak_trigger *t, char *json_path, size_t len)
 {
-	static const char *const exts[] = { ".txt", ".trace.json", ".json" };
+	static const char *const exts[] = { ".txt", ".trace.json", ".memory_snapshot.pickle",
+					    ".json" };
 	char stamp[48], name[160], path[512];
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
 	int err = 0;
@@ -123,6 +126,9 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 
 		if (i == REPORT_TRACE && !(t && d->flight))
 			continue;
+		/* a PyTorch process's trigger: its memory as torch.cuda._memory_viz draws it */
+		if (i == REPORT_SNAPSHOT && !(t && gs_mem_model__torch_proc(&d->mem, p->pid)))
+			continue;
 
 		snprintf(name, sizeof(name), "%s-%d-%s%s", kind, (int)p->pid, stamp, exts[i]);
 		/* written beside its name, renamed when complete: no partial report is left */
@@ -130,10 +136,13 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 		if (err)
 			break;
 		f = gs_out__file(out);
-		if (i == REPORT_TRACE)
+		if (i == REPORT_SNAPSHOT)
+			err = gs_mem_model__write_snapshot(&d->mem, p->pid, now, f);
+		else if (i == REPORT_TRACE)
 			err = gs_flight_trace__write(
 				f, d->flight, p->pid, gs_tracker__comm(d->tracker, p->pid), now,
-				gs_mem_model__cuda_bytes(&d->mem, p->pid), d->stacks, t);
+				gs_mem_model__cuda_bytes(&d->mem, p->pid) - p->pinned_bytes,
+				d->stacks, t);
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
 						i == REPORT_JSON, f);
@@ -896,6 +905,10 @@ int gs_cmd_daemon(int argc, char **argv)
 		goto out_free;
 	}
 	gs_mem_model__init(&d.mem, d.stacks, gs_tracker__symcache(d.tracker), d.cfg.torch);
+	if (d.cfg.torch && gs_mem_model__snapshots(&d.mem, SNAPSHOT_ENTRIES)) {
+		gs_err("out of memory");
+		goto out_free;
+	}
 	if (d.cfg.flight_recorder_s > 0) {
 		d.flight = gs_flight_recorder__new((uint64_t)(d.cfg.flight_recorder_s * 1e9),
 						   FLIGHT_MAX_EVENTS);

@@ -26,8 +26,13 @@ struct writer {
 	size_t nr_tids;
 };
 
+/* what an event did to the device memory counter: pinned host memory is not the GPU's */
 static int64_t delta(const struct gs_flight_event *e)
 {
+	const struct gs_cuda_api *api = gs_cuda_api_get(e->api);
+
+	if (api && api->mem_kind == GS_MEM_HOST)
+		return 0;
 	if (e->kind == GS_FLIGHT_ALLOC)
 		return (int64_t)e->size;
 	if (e->kind == GS_FLIGHT_FREE)

@@ -15,6 +15,7 @@ static void metric_header(FILE *f, const char *name, const char *type, const cha
 enum proc_value {
 	OUTSTANDING_BYTES,
 	OUTSTANDING_ALLOCATIONS,
+	PINNED_BYTES,
 	ALLOCATIONS,
 	FREES,
 	FAILED_ALLOCATIONS,
@@ -33,6 +34,8 @@ static double proc_value(struct gs_daemon *d, const struct gs_daemon_proc *st,
 		return p ? (double)gs_alloc_table__bytes(p->allocs) : 0;
 	case OUTSTANDING_ALLOCATIONS:
 		return p ? (double)gs_alloc_table__count(p->allocs) : 0;
+	case PINNED_BYTES:
+		return p ? (double)p->pinned_bytes : 0;
 	case ALLOCATIONS:
 		return p ? (double)p->allocations : 0;
 	case FREES:
@@ -111,6 +114,10 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 		    OUTSTANDING_BYTES);
 	proc_family(f, d, "gpusnoop_cuda_outstanding_allocations", "gauge",
 		    "CUDA allocations a process holds.", OUTSTANDING_ALLOCATIONS);
+	proc_family(
+		f, d, "gpusnoop_cuda_pinned_host_bytes", "gauge",
+		"Of the outstanding bytes, pinned host memory (cudaHostAlloc, cudaHostRegister).",
+		PINNED_BYTES);
 	proc_family(f, d, "gpusnoop_cuda_allocations_total", "counter",
 		    "Successful CUDA allocation calls since the daemon saw the process.",
 		    ALLOCATIONS);

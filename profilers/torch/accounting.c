@@ -176,6 +176,21 @@ static void infer_segment_device(struct gs_torch_proc *p, uint64_t ptr, uint64_t
 	}
 }
 
+/*
+ * The device of the segment that holds ptr: a block placed at an address (2.15's
+ * mallocWithAddress, symbol source) comes with none of its own.
+ */
+static uint16_t segment_device(const struct gs_torch_proc *p, uint64_t ptr)
+{
+	for (size_t i = 0, n = gs_alloc_table__slots(p->segments); i < n; i++) {
+		const struct gs_alloc *s = gs_alloc_table__at(p->segments, i);
+
+		if (s && ptr >= s->ptr && ptr - s->ptr < s->size)
+			return s->api;
+	}
+	return GS_TORCH_DEV_UNKNOWN;
+}
+
 int gs_torch_acct__tensor(struct gs_torch_acct *m, const struct gs_torch_mem *e)
 {
 	struct gs_torch_proc *p = get_proc(m, (pid_t)e->hdr.pid);
@@ -196,6 +211,8 @@ int gs_torch_acct__tensor(struct gs_torch_acct *m, const struct gs_torch_mem *e)
 	} else if (p->source != e->source) {
 		return 0; /* one source per process (-a may probe a file with two) */
 	}
+	if (!cpu && e->device < 0 && e->op == GS_TORCH_OP_ALLOC)
+		key = segment_device(p, e->ptr);
 	if (e->op == GS_TORCH_OP_FREE) {
 		if (!gs_alloc_table__remove(p->blocks, e->ptr, &a)) {
 			p->unknown_frees++;

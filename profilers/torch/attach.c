@@ -14,6 +14,7 @@
 #include "torch.skel.h"
 #include "profilers/probe_quota.h"
 #include "profilers/torch/attach.h"
+#include "profilers/torch/dynsym.h"
 #include "profilers/torch/syms.h"
 #include "user/array.h"
 #include "user/elf_file.h"
@@ -132,9 +133,8 @@ static const char *who(pid_t scope, char *buf, size_t len)
  * (path: "/proc/self/fd/N"). A file that is not root's is probed in its process only: *scope
  * narrows to it. Returns the descriptor, which the caller closes, or -errno (logged).
  */
-static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
-			const struct gs_mapping *m, pid_t *scope, char *path, size_t len,
-			struct gs_elf **elf)
+static int open_checked(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			const struct gs_mapping *m, pid_t *scope, struct stat *stp)
 {
 	struct stat st;
 	int fd = gs_mapping__open(maps, m, &st);
@@ -161,6 +161,19 @@ static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			return -EDQUOT;
 		}
 	}
+	*stp = st;
+	return fd;
+}
+
+static int open_mapping(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			const struct gs_mapping *m, pid_t *scope, char *path, size_t len,
+			struct gs_elf **elf)
+{
+	struct stat st;
+	int fd = open_checked(ta, maps, m, scope, &st);
+
+	if (fd < 0)
+		return fd;
 	*elf = gs_symcache__elf_fd(ta->symcache, m->path, fd, &st);
 	if (!*elf) {
 		gs_warn("%s: cannot read: %s", m->path, strerror(errno));
@@ -270,6 +283,30 @@ static int attach_usdt(struct gs_torch_attach *ta, const char *path, pid_t scope
 						path, "pytorch", "free", 0);
 }
 
+/*
+ * 2.15's allocateWithAddress reaches DeviceCachingAllocator::mallocWithAddress without
+ * NativeCachingAllocator::malloc: its blocks need probes of their own (optional: older
+ * versions have no such function).
+ */
+static void attach_malloc_with_address(struct gs_torch_attach *ta, struct gs_elf *elf, int fd,
+				       const char *path, pid_t scope, const struct hooks *h,
+				       const char *w)
+{
+	uint64_t target = h->vaddr[GS_TORCH_HOOK_MALLOC_WITH_ADDRESS];
+	int err;
+
+	if (!target)
+		return;
+	err = attach_return_sites(ta, elf, fd, path, scope, target,
+				  ta->skel->progs.caching_malloc_returned);
+	if (!err)
+		err = attach_at(ta, elf, path, scope, target,
+				ta->skel->progs.malloc_with_address_enter, false);
+	if (err)
+		gs_warn("%s: cannot probe %s (%s): tensors placed at an address are missed", w,
+			gs_torch_hook_name(GS_TORCH_HOOK_MALLOC_WITH_ADDRESS), strerror(-err));
+}
+
 /* The best tensor source this libc10_cuda offers, given the libc10 beside it. */
 static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *maps,
 			    const struct gs_mapping *m, int fd, struct gs_elf *elf,
@@ -316,6 +353,7 @@ static void attach_c10_cuda(struct gs_torch_attach *ta, const struct gs_maps *ma
 		err = attach_at(ta, elf, path, scope, h.vaddr[GS_TORCH_HOOK_CACHING_FREE],
 				s->progs.caching_free_enter, false);
 	if (!err) {
+		attach_malloc_with_address(ta, elf, fd, path, scope, &h, w);
 		how = "the caching allocator's malloc/free (.symtab)";
 		goto out_log;
 	}
@@ -340,6 +378,51 @@ static void attach_cxx(struct gs_torch_attach *ta, const struct gs_mapping *m, i
 	if (err)
 		gs_warn("%s: %s: cannot probe %s (%s): OOMs only from the profiler hook",
 			who(scope, w, sizeof(w)), m->path, CXA_THROW, strerror(-err));
+}
+
+/*
+ * CPU tensors in file-backed shared memory (share_memory_(), tensors received from another
+ * process) come from at::MapAllocator in libtorch_cpu.so, not from c10::alloc_cpu. Its two
+ * functions are found among the file's exports alone (profilers/torch/dynsym.h).
+ */
+static void attach_torch_cpu(struct gs_torch_attach *ta, const struct gs_maps *maps,
+			     const struct gs_mapping *m, pid_t scope)
+{
+	const char *names[] = { GS_TORCH_MAP_ALLOCATOR_DTOR, gs_torch_map_allocator_ctors[0],
+				gs_torch_map_allocator_ctors[1] };
+	uint64_t off[3] = { 0 }, ctor;
+	char path[32], w[32];
+	struct stat st;
+	int fd, err;
+
+	if (known(ta, scope, m))
+		return;
+	fd = open_checked(ta, maps, m, &scope, &st);
+	if (fd < 0 || !first_time(ta, scope, m))
+		goto out_close;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	who(scope, w, sizeof(w));
+	err = gs_dynsym_offsets(fd, names, 3, off);
+	ctor = off[1] ?: off[2];
+	if (err || !off[0] || !ctor) {
+		gs_info("%s: %s: no at::MapAllocator of a known signature: CPU tensors in shared "
+			"memory not followed",
+			w, m->path);
+		goto out_close;
+	}
+	err = gs_links__attach_uprobe(ta->links, ta->skel->progs.map_allocator_free, scope, path,
+				      off[0], false, 0);
+	if (!err)
+		err = gs_links__attach_uprobe(ta->links, ta->skel->progs.map_allocator_enter, scope,
+					      path, ctor, false, 0);
+	if (err)
+		gs_warn("%s: %s: CPU tensors in shared memory not followed (at::MapAllocator: %s)",
+			w, m->path, strerror(-err));
+	else
+		gs_info("%s: %s: CPU tensors in shared memory from at::MapAllocator", w, m->path);
+out_close:
+	if (fd >= 0)
+		close(fd);
 }
 
 enum torch_file { FILE_C10, FILE_CXX, FILE_C10_CUDA };
@@ -379,7 +462,7 @@ static void attach_file(struct gs_torch_attach *ta, const struct gs_maps *maps,
 
 bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *maps, pid_t scope)
 {
-	const struct gs_mapping *c10 = NULL, *cuda = NULL, *cxx = NULL;
+	const struct gs_mapping *c10 = NULL, *cuda = NULL, *cxx = NULL, *cpu = NULL;
 	char root[64], version[64] = "";
 
 	for (size_t i = 0; i < maps->nr; i++) {
@@ -393,6 +476,8 @@ bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *map
 			cuda = m;
 		else if (!cxx && gs_is_libstdcxx_name(m->path))
 			cxx = m;
+		else if (!cpu && gs_is_torch_cpu_name(m->path))
+			cpu = m;
 	}
 	if (!c10)
 		return false;
@@ -403,5 +488,7 @@ bool gs_torch_attach__scan(struct gs_torch_attach *ta, const struct gs_maps *map
 		attach_file(ta, maps, cxx, scope, c10, version, FILE_CXX);
 	if (cuda)
 		attach_file(ta, maps, cuda, scope, c10, version, FILE_C10_CUDA);
+	if (cpu)
+		attach_torch_cpu(ta, maps, cpu, scope);
 	return true;
 }

@@ -85,6 +85,10 @@ static enum gs_torch_hook classify_demangled(const char *d)
 		return GS_TORCH_HOOK_CACHING_MALLOC;
 	if (is_caching_method(d, len, "free") && !strcmp(params, "(void*)"))
 		return GS_TORCH_HOOK_CACHING_FREE;
+	if (len == strlen(ALLOCATOR_NS "Native::DeviceCachingAllocator::mallocWithAddress") &&
+	    starts_with(d, ALLOCATOR_NS "Native::DeviceCachingAllocator::mallocWithAddress") &&
+	    starts_with(params, "(unsigned long, ") && count_params(params) == 3)
+		return GS_TORCH_HOOK_MALLOC_WITH_ADDRESS;
 	return GS_TORCH_HOOK_NONE;
 }
 
@@ -97,6 +101,7 @@ enum gs_torch_hook gs_torch_classify_symbol(const char *mangled)
 		"free_cpu",
 		"CachingAllocator6malloc",
 		"CachingAllocator4free",
+		"mallocWithAddress",
 	};
 	enum gs_torch_hook hook = GS_TORCH_HOOK_NONE;
 	bool maybe = false;
@@ -126,6 +131,7 @@ const char *gs_torch_hook_name(enum gs_torch_hook hook)
 		[GS_TORCH_HOOK_FREE_CPU] = "c10::free_cpu",
 		[GS_TORCH_HOOK_CACHING_MALLOC] = "CachingAllocator::malloc",
 		[GS_TORCH_HOOK_CACHING_FREE] = "CachingAllocator::free",
+		[GS_TORCH_HOOK_MALLOC_WITH_ADDRESS] = "DeviceCachingAllocator::mallocWithAddress",
 	};
 
 	return hook < GS_TORCH_HOOK__MAX ? names[hook] : "none";
@@ -144,6 +150,19 @@ bool gs_is_c10_name(const char *path)
 	const char *b = base_name(path);
 
 	return !strncmp(b, "libc10.so", 9) || !strncmp(b, "libc10-", 7);
+}
+
+const char *const gs_torch_map_allocator_ctors[] = {
+	"_ZN2at12MapAllocatorC2ENS_6WithFdESt17basic_string_viewIcSt11char_traitsIcEEiim",
+	"_ZN2at12MapAllocatorC2ENS_6WithFdEN3c1017basic_string_viewIcEEiim",
+	NULL,
+};
+
+bool gs_is_torch_cpu_name(const char *path)
+{
+	const char *b = base_name(path);
+
+	return !strncmp(b, "libtorch_cpu.so", 15) || !strncmp(b, "libtorch_cpu-", 13);
 }
 
 bool gs_is_c10_cuda_name(const char *path)

@@ -16,6 +16,8 @@ enum gs_torch_hook {
 	GS_TORCH_HOOK_FREE_CPU,	      /* c10::free_cpu(void*) */
 	GS_TORCH_HOOK_CACHING_MALLOC, /* {THC,Native}CachingAllocator::malloc(void**, dev, size, s) */
 	GS_TORCH_HOOK_CACHING_FREE,   /* {THC,Native}CachingAllocator::free(void*) */
+	/* 2.15: DeviceCachingAllocator::mallocWithAddress(size, stream, ptr), from allocateWithAddress */
+	GS_TORCH_HOOK_MALLOC_WITH_ADDRESS,
 	GS_TORCH_HOOK__MAX,
 };
 
@@ -27,8 +29,18 @@ enum gs_torch_hook {
 enum gs_torch_hook gs_torch_classify_symbol(const char *mangled);
 const char *gs_torch_hook_name(enum gs_torch_hook hook);
 
+/*
+ * at::MapAllocator's constructor (WithFd, string_view, fd, flags, size) and base object
+ * destructor in libtorch_cpu.so, by their exported mangled names: 2.x's c10::string_view
+ * (2.0..2.5) and std::string_view (later) spellings. NULL-terminated lists.
+ */
+extern const char *const gs_torch_map_allocator_ctors[];
+#define GS_TORCH_MAP_ALLOCATOR_DTOR "_ZN2at12MapAllocatorD2Ev"
+
 /* libc10.so, libc10.so.1.13 (not libc10_cuda) / libc10_cuda.so* / libstdc++.so* */
 bool gs_is_c10_name(const char *path);
+/* libtorch_cpu.so (a vendored libtorch_cpu-<hash>.so too) */
+bool gs_is_torch_cpu_name(const char *path);
 bool gs_is_c10_cuda_name(const char *path);
 bool gs_is_libstdcxx_name(const char *path);
 

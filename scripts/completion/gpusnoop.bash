@@ -83,12 +83,13 @@ _gpusnoop()
 	-f | --format)
 		case $cmd in
 		profile) COMPREPLY=($(compgen -W "folded pprof" -- "$cur")) ;;
+		leaks) COMPREPLY=($(compgen -W "text json memory-snapshot" -- "$cur")) ;;
 		stats) COMPREPLY=($(compgen -W "text csv json" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "text json" -- "$cur")) ;;
 		esac
 		return
 		;;
-	-o | --output | --config | --check-config | --socket)
+	-o | --output | --config | --check-config | --socket | --memory-snapshot)
 		_gpusnoop_files -f "$cur"
 		return
 		;;

@@ -91,6 +91,7 @@ def bundle_holds_everything_and_needs_glibc_only():
               "lib/systemd/system/gpusnoop.service", "etc/gpusnoop.conf",
               "share/man/man5/gpusnoop.conf.5", "gpu-test/run", "gpu-test/gpu_test.py",
               "gpu-test/preflight.py", "gpu-test/train.py", "gpu-test/compare.py",
+              "gpu-test/vmm.py",
               "gpu-test/bin/gs_bench_floor", "README"):
         assert f"{NAME}/{f}" in names, f"{f} not in the bundle"
     d = os.path.join(BUNDLE, NAME)

@@ -425,9 +425,11 @@ def record_with_summary(events, workload, env=None):
     expect_eq(status, 0, f"record status ({err})")
     lines = err.splitlines()
     start = next(i for i, l in enumerate(lines) if l.startswith("gpusnoop record: "))
-    summary = [l for l in lines[start + 1:]
-               if not l.startswith("  GPU records:") and not l.startswith("  WARNING")]
-    return out, summary
+    # the engine's lines, then record's own (facts the trace has no rows of)
+    own = ("  WARNING", "  torch-mem:", "  GPU records:", "  NVTX")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(own)),
+               len(lines))
+    return out, lines[start + 1:end]
 
 
 @test

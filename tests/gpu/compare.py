@@ -155,3 +155,23 @@ def launch_costs(samples, baseline="untraced", floors=None):
         if floor in med and med[floor] - base > 0:
             out[mode]["vs_floor"] = (m - base) / (med[floor] - base)
     return out
+
+
+def compare_vmm(reports, result):
+    """vmm.py's mappings against `leaks`' exit report of its process: every page it kept, as
+    cuMemMap allocations, exactly; the one it unmapped gone. Returns (row, problems)."""
+    pid, kept = result["pid"], result["kept"]
+    want = (sum(size for _, size in kept), len(kept))
+    seen, problems = None, []
+    for r in reports:
+        for proc in r.get("processes", []):
+            if r.get("report") == "exit" and proc.get("pid") == pid:
+                maps = [s for s in proc.get("stacks", []) if s.get("api") == "cuMemMap"]
+                seen = (sum(s["bytes"] for s in maps), sum(s["allocations"] for s in maps))
+    if seen is None:
+        problems.append("vmm: no exit report of pid %d" % pid)
+    elif seen != want:
+        problems.append("vmm: leaks saw %d bytes in %d cuMemMap mappings, vmm.py kept %d in %d"
+                        % (seen + want))
+    return {"kept_bytes": want[0], "kept_mappings": want[1],
+            "seen": list(seen) if seen else None}, problems

@@ -8,6 +8,9 @@
    memory_reserved() at five checkpoints (pauses of the script);
 3. a launch-bound loop untraced, with the injection library dormant, under empty probes (the
    floor), `record -p` and `record -e gpu -p`: ns per launch, medians of interleaved rounds.
+4. tests/gpu/vmm.py under `gpusnoop leaks`: device memory mapped with cuMemCreate/cuMemMap
+   through pointers from cudaGetDriverEntryPointByVersion (PyTorch 2.15's expandable
+   segments' way): every mapping it keeps, exactly, as cuMemMap allocations.
 
 Standard library only; the PyTorch interpreter is $PYTHON, else the first of python3 on PATH
 and /usr/bin/python3 that imports torch. Writes OUT/summary.txt and OUT/summary.json (OUT:
@@ -50,6 +53,7 @@ else:
     INJECTION = os.path.join(ROOT, "libgpusnoop-cupti.so")
     FLOOR = os.path.join(ROOT, ".output", "bench", "gs_bench_floor")
 TRAIN = os.path.join(HERE, "train.py")
+VMM = os.path.join(HERE, "vmm.py")
 TIMEOUT = 600  # seconds for any one run (PyTorch's import under gpusnoop included)
 READY_TIMEOUT = 180  # seconds for a tool to have its probes in place
 DEADLINE = float("inf")  # time.monotonic() when gpu-test/run's --budget is spent
@@ -225,6 +229,16 @@ def memory(py, out):
     return {"rows": rows, "problems": problems}
 
 
+def vmm(py, out, cudart=None, env=None):
+    """Part 4: mappings made through driver entry points, each seen by leaks. cudart: the
+    stand-in runtime (a machine without a GPU); else the one PyTorch maps."""
+    reports, res = os.path.join(out, "vmm-leaks.json"), os.path.join(out, "vmm.json")
+    run([GPUSNOOP, "leaks", "--format", "json", "-o", reports, "--", py, VMM, res]
+        + (["--cudart", cudart] if cudart else []), "vmm", out, env)
+    row, problems = compare.compare_vmm(compare.leaks_reports(reports), load_json(res))
+    return {"row": row, "problems": problems}
+
+
 def wait_file_text(path, text, proc, what):
     """Until the file a tool writes its stderr to holds text; Failure if it exits first."""
     deadline = time.monotonic() + READY_TIMEOUT
@@ -396,6 +410,14 @@ def memory_lines(m):
     return lines
 
 
+def vmm_lines(v):
+    r = v["row"]
+    seen = "%d bytes in %d" % tuple(r["seen"]) if r["seen"] else "no report"
+    return ["", "4. leaks vs mappings made through cudaGetDriverEntryPointByVersion pointers",
+            "  vmm.py kept %d bytes in %d cuMemMap mappings; leaks %s" % (
+                r["kept_bytes"], r["kept_mappings"], seen)]
+
+
 def cost_lines(c):
     lines = ["", "3. cost per launch: %d x tensor.add_ (one kernel each), median of %d "
              "interleaved rounds%s" % (c["launches"], c["rounds"], (
@@ -421,7 +443,7 @@ def summary_text(s):
     if s.get("machine"):
         lines += ([""] if lines else []) + header_lines(s)
     for key, fmt in (("accuracy", accuracy_lines), ("memory", memory_lines),
-                     ("cost", cost_lines), ("binding", binding_lines)):
+                     ("vmm", vmm_lines), ("cost", cost_lines), ("binding", binding_lines)):
         if s.get(key):
             lines += fmt(s[key])
     problems, not_run = s.get("problems", []), s.get("not_run", [])
@@ -465,10 +487,12 @@ def main():
              "machine": machine, "accuracy": accuracy(py, args.out, args.steps)}
         print("gpu-test: memory checkpoints...", file=sys.stderr)
         s["memory"] = memory(py, args.out)
+        print("gpu-test: mappings through driver entry points...", file=sys.stderr)
+        s["vmm"] = vmm(py, args.out)
         print("gpu-test: cost per launch, %d rounds..." % args.rounds, file=sys.stderr)
         s["cost"] = launch_cost(py, args.out, args.rounds, args.launches)
         s["problems"] = (s["accuracy"]["problems"] + s["memory"]["problems"]
-                         + s["cost"]["problems"])
+                         + s["vmm"]["problems"] + s["cost"]["problems"])
         write_summary(args.out, s)
         if s["problems"]:
             raise Failure("%d problems, first: %s (summary in %s)"
@@ -499,8 +523,8 @@ def run_part(s, out, key, fn):
         s["problems"].append("%s: %s timed out after %d s" % (key, e.cmd[0], e.timeout))
     write_summary(out, s, echo=False)
     if s.get(key):
-        print("\n".join({"accuracy": accuracy_lines, "memory": memory_lines, "cost": cost_lines,
-                         "binding": binding_lines}[key](s[key])), flush=True)
+        print("\n".join({"accuracy": accuracy_lines, "memory": memory_lines, "vmm": vmm_lines,
+                         "cost": cost_lines, "binding": binding_lines}[key](s[key])), flush=True)
 
 
 def bpf_unusable(pf):
@@ -551,12 +575,13 @@ def main_run(argv=None):
     if no_bpf:
         s["not_run"] += ["%s: %s" % (c, no_bpf) for c in (
             "1. kernels vs Kineto", "2. leaks vs torch's counters",
-            "3. cost of record and record -e gpu")]
+            "3. cost of record and record -e gpu", "4. mappings through entry points")]
         run_part(s, args.out, "cost", lambda: launch_cost(
             python, args.out, args.rounds, args.launches, ["untraced", "dormant"]))
     else:
         run_part(s, args.out, "accuracy", lambda: accuracy(python, args.out, args.steps))
         run_part(s, args.out, "memory", lambda: memory(python, args.out))
+        run_part(s, args.out, "vmm", lambda: vmm(python, args.out))
         run_part(s, args.out, "cost", lambda: launch_cost(python, args.out, args.rounds,
                                                            args.launches))
     run_part(s, args.out, "binding", lambda: cupti_binding((s.get("cost") or {}).get("dormant")))

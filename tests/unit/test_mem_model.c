@@ -344,6 +344,118 @@ GS_TEST(pid_index_survives_churn)
 	GS_EXPECT(!gs_pid_index__get(&x, 128, &pos));
 }
 
+static void api_alloc(struct world *w, const char *api, uint64_t ptr, uint64_t size)
+{
+	struct gs_mem_alloc e = {
+		.hdr = { .type = GS_EV_MEM_ALLOC, .ts_ns = 100, .pid = (__u32)w->pid, .tid = 7 },
+		.ptr = ptr,
+		.size = size,
+		.api = api_id(api),
+		.nr_frames = 1,
+		.frames = { w->weights },
+	};
+	struct gs_mem_effect fx;
+
+	GS_EXPECT_EQ(gs_mem_model__alloc(&w->m, &e, &fx), 0);
+	GS_EXPECT_EQ(fx.route, GS_ROUTE_RAW);
+}
+
+static struct gs_mem_effect api_free(struct world *w, const char *api, uint64_t ptr)
+{
+	struct gs_mem_free e = {
+		.hdr = { .type = GS_EV_MEM_FREE, .pid = (__u32)w->pid, .tid = 7 },
+		.ptr = ptr,
+		.api = api_id(api),
+	};
+	struct gs_mem_effect fx;
+
+	GS_EXPECT_EQ(gs_mem_model__free(&w->m, &e, &fx), 0);
+	return fx;
+}
+
+/* pinned host memory is held with the rest, and counted apart from device memory */
+GS_TEST(pinned_host_memory_apart)
+{
+	struct gs_leak_proc_report r = { 0 };
+	struct gs_mem_effect fx;
+	struct gs_mem_proc *p;
+	struct world w;
+
+	if (!GS_EXPECT(world_open(&w, true)))
+		goto out;
+	api_alloc(&w, "cudaMalloc", 0x1000, 8 * MiB);
+	api_alloc(&w, "cudaHostAlloc", 0x2000, 2 * MiB);
+	api_alloc(&w, "cudaHostRegister", 0x3000, 3 * MiB);
+	api_alloc(&w, "cudaHostRegister", 0x4000, 1 * MiB);
+	api_alloc(&w, "cudaHostRegister", 0x2000, 4 * MiB); /* 0x2000's free was missed */
+	fx = api_free(&w, "cudaHostUnregister", 0x4000);
+	GS_EXPECT_EQ(fx.freed_size, 1 * MiB);
+	/* unregistered again: unknown, and its failure must not bring 0x4000 back */
+	fx = api_free(&w, "cudaHostUnregister", 0x4000);
+	GS_EXPECT_EQ(fx.freed_size, 0);
+	fx = free_returned(&w, 0x4000, 713);
+	GS_EXPECT(!fx.restored);
+	p = gs_mem_model__proc(&w.m, w.pid, false);
+	if (!GS_EXPECT(p))
+		goto out;
+	GS_EXPECT_EQ(p->pinned_bytes, 7 * MiB);
+	GS_EXPECT_EQ(p->pinned_allocations, 2);
+	GS_EXPECT_EQ(gs_mem_model__pinned_bytes(&w.m, w.pid), 7 * MiB);
+	GS_EXPECT_EQ(gs_mem_model__cuda_bytes(&w.m, w.pid), 15 * MiB);
+	if (!GS_EXPECT_EQ(gs_leak_proc_report__build(&r, &w.m, p, "t", 1000, 0), 0))
+		goto out;
+	GS_EXPECT_EQ(r.outstanding_bytes, 15 * MiB);
+	GS_EXPECT_EQ(r.pinned_bytes, 7 * MiB);
+	GS_EXPECT_EQ(r.pinned_allocations, 2);
+	GS_EXPECT_EQ(r.unknown_frees, 1);
+	gs_mem_model__proc_gone(&w.m, w.pid, true); /* exec: what the old image held goes */
+	GS_EXPECT_EQ(p->pinned_bytes, 0);
+	GS_EXPECT_EQ(p->pinned_allocations, 0);
+out:
+	gs_leak_proc_report__release(&r);
+	world_close(&w);
+}
+
+static struct gs_mem_effect vmm_call(struct world *w, const char *api, uint64_t ptr, uint64_t size,
+				     uint64_t site)
+{
+	struct gs_cuda_call e = {
+		.hdr = { .type = GS_EV_CUDA_CALL, .ts_ns = 100, .pid = (__u32)w->pid, .tid = 7 },
+		.args = { ptr, size },
+		.api = api_id(api),
+		.nr_frames = 1,
+		.frames = { site },
+	};
+	struct gs_mem_effect fx;
+
+	GS_EXPECT_EQ(gs_mem_model__cuda_call(&w->m, &e, &fx), 0);
+	return fx;
+}
+
+/* cuMemMap outside the caching allocator is device memory of its caller; inside, a segment */
+GS_TEST(vmm_mappings_raw_or_segment)
+{
+	struct gs_mem_effect fx;
+	struct world w;
+
+	if (!GS_EXPECT(world_open(&w, true)))
+		goto out;
+	fx = vmm_call(&w, "cuMemMap", 0x10000000, 2 * MiB, w.weights);
+	GS_EXPECT_EQ(fx.route, GS_ROUTE_RAW);
+	fx = vmm_call(&w, "cuMemMap", 0x10200000, 2 * MiB, w.weights);
+	fx = vmm_call(&w, "cuMemMap", 0x20000000, 20 * MiB, w.allocator);
+	GS_EXPECT_EQ(fx.route, GS_ROUTE_SEGMENT);
+	GS_EXPECT_EQ(gs_mem_model__cuda_bytes(&w.m, w.pid), 4 * MiB);
+	fx = vmm_call(&w, "cuMemUnmap", 0x10000000, 2 * MiB, w.weights);
+	GS_EXPECT_EQ(fx.route, GS_ROUTE_RAW);
+	GS_EXPECT_EQ(fx.freed_size, 2 * MiB);
+	fx = vmm_call(&w, "cuMemUnmap", 0x20000000, 20 * MiB, w.allocator);
+	GS_EXPECT_EQ(fx.route, GS_ROUTE_SEGMENT);
+	GS_EXPECT_EQ(gs_mem_model__cuda_bytes(&w.m, w.pid), 2 * MiB);
+out:
+	world_close(&w);
+}
+
 GS_TEST_MAIN(one_sequence_three_commands, torch_off_segments_are_raw,
 	     exec_keeps_the_process_exit_forgets_it, entries_keep_their_address,
-	     pid_index_survives_churn)
+	     pid_index_survives_churn, pinned_host_memory_apart, vmm_mappings_raw_or_segment)

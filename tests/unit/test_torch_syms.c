@@ -2,11 +2,13 @@
 /* test_torch_syms.c: PyTorch hooks by demangled meaning across versions, versions, accounting. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "profilers/torch/accounting.h"
+#include "profilers/torch/dynsym.h"
 #include "profilers/torch/syms.h"
 #include "tests/unit/harness.h"
 #include "user/elf_file.h"
@@ -55,6 +57,16 @@ GS_TEST(caching_allocator_of_every_version)
 		GS_EXPECT_EQ(gs_torch_classify_symbol(mallocs[i]), GS_TORCH_HOOK_CACHING_MALLOC);
 	for (size_t i = 0; i < sizeof(frees) / sizeof(frees[0]); i++)
 		GS_EXPECT_EQ(gs_torch_classify_symbol(frees[i]), GS_TORCH_HOOK_CACHING_FREE);
+	/* 2.15's libc10_cuda.so .symtab (allocateWithAddress calls it, not malloc) */
+	GS_EXPECT_EQ(
+		gs_torch_classify_symbol("_ZN3c104cuda20CUDACachingAllocator6Native22DeviceCach"
+					 "ingAllocator17mallocWithAddressEmP11CUstream_stPv"),
+		GS_TORCH_HOOK_MALLOC_WITH_ADDRESS);
+	/* NativeCachingAllocator::allocateWithAddress is not it (it returns a DataPtr) */
+	GS_EXPECT_EQ(
+		gs_torch_classify_symbol("_ZN3c104cuda20CUDACachingAllocator6Native22NativeCach"
+					 "ingAllocator19allocateWithAddressEmPv"),
+		GS_TORCH_HOOK_NONE);
 }
 
 GS_TEST(look_alikes_are_not_hooks)
@@ -115,9 +127,36 @@ GS_TEST(fixture_libraries)
 	GS_EXPECT_EQ(a.count[GS_TORCH_HOOK_FREE_CPU], 1);
 	GS_EXPECT_EQ(b.count[GS_TORCH_HOOK_CACHING_MALLOC], 1);
 	GS_EXPECT_EQ(b.count[GS_TORCH_HOOK_CACHING_FREE], 1);
+	GS_EXPECT_EQ(b.count[GS_TORCH_HOOK_MALLOC_WITH_ADDRESS], 1);
 out:
 	gs_elf__free(c10);
 	gs_elf__free(cuda);
+}
+
+/* exports found through .dynsym alone land where the full symbol load puts them */
+GS_TEST(exports_through_dynsym)
+{
+	const char *const names[] = { "cuMemMap", "cuMemUnmap", "no_such_function", "mem_alloc" };
+	struct gs_elf *elf = gs_elf__open(GS_FIXTURES "/lib/libcuda.so.1");
+	int fd = open(GS_FIXTURES "/lib/libcuda.so.1", O_RDONLY | O_CLOEXEC);
+	uint64_t off[4] = { 1, 1, 1, 1 }, want;
+
+	if (!GS_EXPECT(elf && fd >= 0))
+		goto out;
+	GS_EXPECT_EQ(gs_dynsym_offsets(fd, names, 4, off), 0);
+	for (int i = 0; i < 2; i++) {
+		GS_EXPECT_EQ(
+			gs_elf__vaddr_to_offset(elf, gs_elf__find_function(elf, names[i]), &want),
+			0);
+		GS_EXPECT_EQ(off[i], want);
+	}
+	GS_EXPECT_EQ(off[2], 0);
+	GS_EXPECT_EQ(off[3], 0); /* static: in .symtab only */
+	GS_EXPECT_EQ(gs_dynsym_offsets(fd, names, 9, off), -EINVAL);
+out:
+	if (fd >= 0)
+		close(fd);
+	gs_elf__free(elf);
 }
 
 GS_TEST(library_names)
@@ -130,6 +169,9 @@ GS_TEST(library_names)
 	GS_EXPECT(!gs_is_c10_cuda_name("/x/torch/lib/libc10.so"));
 	GS_EXPECT(gs_is_libstdcxx_name("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
 	GS_EXPECT(!gs_is_libstdcxx_name("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+	GS_EXPECT(gs_is_torch_cpu_name("/x/site-packages/torch/lib/libtorch_cpu.so"));
+	GS_EXPECT(!gs_is_torch_cpu_name("/x/site-packages/torch/lib/libtorch_cuda.so"));
+	GS_EXPECT(!gs_is_torch_cpu_name("/x/site-packages/torch/lib/libtorch.so"));
 }
 
 GS_TEST(version_py)
@@ -448,7 +490,7 @@ GS_TEST(device_names)
 }
 
 GS_TEST_MAIN(profiler_hooks_of_every_version, caching_allocator_of_every_version,
-	     look_alikes_are_not_hooks, fixture_libraries, library_names, version_py,
-	     version_of_an_install, block_sizes, accounting_by_source, oom_once_per_out_of_memory,
-	     segments_by_caller_and_their_device, reported_reserved_follows_later_segments,
-	     device_names)
+	     look_alikes_are_not_hooks, fixture_libraries, exports_through_dynsym, library_names,
+	     version_py, version_of_an_install, block_sizes, accounting_by_source,
+	     oom_once_per_out_of_memory, segments_by_caller_and_their_device,
+	     reported_reserved_follows_later_segments, device_names)
