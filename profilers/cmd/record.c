@@ -359,7 +359,8 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 		fatal(r, err);
 		return;
 	}
-	gs_record_summary__torch_mem(gs_trace_stats__record_summary(r->stats), e->op == GS_TORCH_OP_ALLOC);
+	gs_record_summary__torch_mem(gs_trace_stats__record_summary(r->stats),
+				     e->op == GS_TORCH_OP_ALLOC);
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
