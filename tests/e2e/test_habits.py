@@ -27,6 +27,16 @@ COMPLETION = os.path.join(ROOT, "scripts", "completion", "gpusnoop.bash")
 LOAD_TIMEOUT = 120  # record -e gpu loads several BPF objects: slow on a busy 2-core machine
 
 
+def end(w):
+    """Lets a workload exit (released or not: a failed test must leave none held)."""
+    try:
+        w.finish()
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        w.kill()
+
+
 def final_report(g):
     reports = g.reports()
     expect_eq([r["report"] for r in reports][-1:], ["final"], "last report")
@@ -55,7 +65,7 @@ def pid_list_with_commas_and_repeats():
     finally:
         g.kill()
         for w in (a, b, c):
-            w.finish()
+            end(w)
     status, _, err = run_gpusnoop("leaks", "-p", "1,x", "-d", "1")
     expect_eq(status, 64, f"a bad list is a usage error ({err})")
     assert "invalid pid list '1,x'" in err, err
@@ -112,7 +122,7 @@ def leaks_says_everything_allocated_was_freed():
                 assert "no CUDA allocations seen" not in text, text
         finally:
             g.kill()
-            w.finish()
+            end(w)
     # and nothing seen at all says so
     w = Workload("gs_leaky", env=NO_DRIVER)
     try:
@@ -250,7 +260,7 @@ def record_gpu_by_pid_suggests_inject():
         assert want in g.err.lines, g.stderr_text()
     finally:
         g.kill()
-        w.finish()
+        end(w)
 
 
 def bash_complete(line, cwd):
@@ -347,7 +357,7 @@ def filtered_report(args, cg):
     finally:
         g.kill()
         for w in ws.values():
-            w.finish()
+            end(w)
 
 
 @test
@@ -396,7 +406,7 @@ def record_comm_keeps_the_matching_processes_only():
     finally:
         g.kill()
         for w in (leaky, threads):
-            w.finish()
+            end(w)
 
 
 @test
