@@ -123,7 +123,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Werror=undef \
 	-DGS_VERSION='"$(VERSION)"' -I. -I$(OUTPUT) $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
 	$(FUZZ_SAN)
 FUZZ_TARGETS := elf perf_map proc_maps daemon_config ctl_request trace gpu_record python_lines \
-	pickle
+	pickle stats
 # what each harness links besides itself: a link error naming a gs_ function means its file
 # belongs on the list (gs_log* come from tests/fuzz/fuzz_log.c, which formats and drops them)
 FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c user/demangle.c user/proc_maps.c user/proc_info.c user/safe_open.c
@@ -137,6 +137,10 @@ FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
 FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c
 FUZZ_SRCS_python_lines := user/python_lines.c
 FUZZ_SRCS_pickle := user/pickle_writer.c
+FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
+	profilers/cmd/record_summary.c profilers/cmd/record_gpu_summary.c profilers/cuda/api.c \
+	profilers/cuda/gpu_activity.c stitch/trace_parse.c user/text_escape.c user/addr_map.c \
+	user/histogram.c user/json.c user/pid_index.c user/busy_union.c user/array.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_OUT)/obj/%.o: %.c

@@ -214,8 +214,17 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	fputc('\n', f);
 	if (r->trigger)
 		text_trigger(f, r->trigger, stacks);
-	if (!r->nr_procs)
+	if (!r->nr_procs && r->seen_allocations) {
+		char b[32];
+
+		gs_format_bytes(r->seen_bytes, b, sizeof(b));
+		fprintf(f,
+			"no outstanding CUDA allocations: everything allocated was freed "
+			"(%" PRIu64 " allocation%s, %s)\n",
+			r->seen_allocations, r->seen_allocations == 1 ? "" : "s", b);
+	} else if (!r->nr_procs) {
 		fprintf(f, "no CUDA allocations seen\n");
+	}
 	for (size_t i = 0; i < r->nr_procs; i++)
 		text_proc(f, r, &r->procs[i], stacks);
 	if (dropped)
@@ -415,6 +424,8 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	for (size_t i = 0; i < r->nr_procs; i++)
 		json_proc(&j, r, &r->procs[i], stacks);
 	gs_json__end_array(&j);
+	gs_json__u64(&j, "allocations_seen", r->seen_allocations);
+	gs_json__u64(&j, "bytes_allocated_seen", r->seen_bytes);
 	gs_losses_write_json(&j, r->stats);
 	/* whether this report's own window lost events, not only the session */
 	gs_json__u64(&j, "window_lost_events", r->window_lost);

@@ -75,6 +75,8 @@ struct gs_leak_report {
 	/* events lost since window_start_ns (0: the session's start), the previous report */
 	uint64_t window_lost;
 	uint64_t window_start_ns;
+	/* successful CUDA allocations since the start, so that "none left" tells "none made" */
+	uint64_t seen_allocations, seen_bytes;
 };
 
 /*

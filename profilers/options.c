@@ -4,10 +4,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "profilers/options.h"
 #include "user/log.h"
 
-enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_NO_PYTHON, OPT_CHILDREN, OPT_NO_CHILDREN };
+enum {
+	OPT_RINGBUF = 0x1000,
+	OPT_STACKS,
+	OPT_NO_PYTHON,
+	OPT_CHILDREN,
+	OPT_NO_CHILDREN,
+	OPT_COMM,
+	OPT_CGROUP,
+};
 
 /*
  * --stacks dwarf sends a 16 KiB stack slice with each record: 8 MiB would hold only ~500
@@ -17,7 +26,9 @@ enum { OPT_RINGBUF = 0x1000, OPT_STACKS, OPT_NO_PYTHON, OPT_CHILDREN, OPT_NO_CHI
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0,
-	  "Trace this process (repeatable); only the processes listed, unless --children", 0 },
+	  "Trace these processes (PID[,PID...], repeatable); only the processes listed, unless "
+	  "--children",
+	  0 },
 	{ "children", OPT_CHILDREN, NULL, 0,
 	  "With -p: also the processes' descendants, those running and those started later", 0 },
 	{ "no-children", OPT_NO_CHILDREN, NULL, 0,
@@ -52,6 +63,49 @@ void gs_parse_report_format(struct argp_state *state, const char *arg, bool *jso
 		argp_error(state, "unknown format '%s' (text or json)", arg);
 }
 
+/*
+ * -p 1,2 and -p "1 2" (what `pgrep` prints for two matches, newline-separated, inside
+ * "$(...)") as well as repeated -p; duplicates are kept once.
+ */
+static void parse_pids(struct argp_state *state, struct gs_common_opts *o, const char *arg)
+{
+	const char *p = arg;
+	char *end;
+	long v;
+
+	for (;;) {
+		while (*p == ',' || *p == ' ' || *p == '\n' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > 0x3fffffff ||
+		    (*end && *end != ',' && *end != ' ' && *end != '\n' && *end != '\t'))
+			argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
+		p = end;
+		for (size_t i = 0; i < o->nr_pids; i++)
+			if (o->pids[i] == (pid_t)v)
+				goto next;
+		if (o->nr_pids == GS_MAX_PIDS)
+			argp_error(state, "at most %d pids", GS_MAX_PIDS);
+		o->pids[o->nr_pids++] = (pid_t)v;
+	next:;
+	}
+	if (p == arg || !o->nr_pids)
+		argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
+}
+
+int gs_refuse_binary_tty(const char *output, const char *format)
+{
+	if (output && strcmp(output, "-") && strcmp(output, "/dev/stdout"))
+		return 0;
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	gs_err("%s is binary: not written to a terminal; give -o FILE or redirect stdout", format);
+	return -EINVAL;
+}
+
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct gs_common_opts *o = state->input;
@@ -60,13 +114,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || v <= 0 || v > 0x3fffffff)
-			argp_error(state, "invalid pid '%s'", arg);
-		if (o->nr_pids == GS_MAX_PIDS)
-			argp_error(state, "at most %d -p options", GS_MAX_PIDS);
-		o->pids[o->nr_pids++] = (pid_t)v;
+		parse_pids(state, o, arg);
 		break;
 	case 'a':
 		o->all = true;
@@ -134,6 +182,42 @@ static error_t parse_stacks(int key, char *arg, struct argp_state *state)
 
 const struct argp gs_stacks_argp = { stacks_options, parse_stacks, NULL, NULL, NULL, NULL, NULL };
 
+#define COMM_OPTION                                                                       \
+	{                                                                                 \
+		"comm", OPT_COMM, "REGEX", 0,                                             \
+			"Only processes whose name (comm) matches this extended regular " \
+			"expression, those "                                              \
+			"running and those started later (alone: implies -a)",            \
+			0                                                                 \
+	}
+
+static const struct argp_option filter_options[] = {
+	COMM_OPTION,
+	{ "cgroup", OPT_CGROUP, "PATH", 0,
+	  "Only processes in this cgroup directory or below it (v2, or a v1 hierarchy's; alone: "
+	  "implies -a)",
+	  0 },
+	{ 0 },
+};
+
+static error_t parse_filter(int key, char *arg, struct argp_state *state)
+{
+	struct gs_common_opts *o = state->input;
+
+	if (key == OPT_COMM)
+		o->comm_re = arg;
+	else if (key == OPT_CGROUP)
+		o->cgroup = arg;
+	else
+		return ARGP_ERR_UNKNOWN;
+	return 0;
+}
+
+const struct argp gs_filter_argp = { filter_options, parse_filter, NULL, NULL, NULL, NULL, NULL };
+static const struct argp_option comm_options[] = { COMM_OPTION, { 0 } };
+
+const struct argp gs_comm_argp = { comm_options, parse_filter, NULL, NULL, NULL, NULL, NULL };
+
 /* argp knows --help and -?; -h is what perf, git and bcc's tools answer too */
 static const struct argp_option help_options[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Give this help list", -1 },
@@ -157,10 +241,16 @@ static void on_stop_signal(int sig)
 	gs_stop_requested = sig;
 }
 
-int gs_common_opts__finish(const struct gs_common_opts *opts)
+int gs_common_opts__finish(struct gs_common_opts *opts)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
-	int modes = (opts->nr_pids > 0) + opts->all + (opts->argv != NULL);
+	int modes = (opts->nr_pids > 0) + opts->all + (opts->argv != NULL), err;
+
+	/* a filter alone watches every process for the ones it keeps, as profile --cgroup */
+	if ((opts->comm_re || opts->cgroup) && !modes) {
+		opts->all = true;
+		modes = 1;
+	}
 
 	gs_log_set_level(opts->verbosity >= 2	? GS_LOG_LIBBPF
 			 : opts->verbosity == 1 ? GS_LOG_DEBUG
@@ -174,6 +264,11 @@ int gs_common_opts__finish(const struct gs_common_opts *opts)
 	if (opts->children != GS_CHILDREN_DEFAULT && !opts->nr_pids && !opts->argv) {
 		gs_err("--children and --no-children go with -p PID or -- CMD ARGS");
 		return -EINVAL;
+	}
+	if (opts->comm_re || opts->cgroup) {
+		err = gs_proc_filter__new(&opts->filter, opts->comm_re, opts->cgroup);
+		if (err)
+			return err;
 	}
 	/* before any output is created: a wrong pid must leave an existing -o file alone */
 	for (size_t i = 0; i < opts->nr_pids; i++) {
@@ -203,6 +298,7 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 				 : opts->stacks == GS_STACKS_DWARF ? DWARF_RINGBUF_BYTES
 								   : 0,
 		.families = families,
+		.filter = opts->filter,
 		.stacks = opts->stacks,
 		.python = !opts->no_python,
 	};

@@ -9,9 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "profilers/proc_filter.h"
 #include "profilers/tracker.h"
 
 #define GS_MAX_PIDS 256
+/* sysexits' EX_USAGE: every usage error (argp's and ours) exits with it */
+#define GS_EXIT_USAGE 64
+/* The exit status for a failed setup step: GS_EXIT_USAGE for -EINVAL, else 1. */
+static inline int gs_exit_status(int err)
+{
+	return err == -EINVAL ? GS_EXIT_USAGE : 1;
+}
 
 /* --children / --no-children; the default depends on the target mode */
 enum gs_children { GS_CHILDREN_DEFAULT = 0, GS_CHILDREN_ON, GS_CHILDREN_OFF };
@@ -29,12 +37,23 @@ struct gs_common_opts {
 	enum gs_stack_mode stacks; /* --stacks */
 	bool no_python;		   /* --no-python */
 	const char *other_target;  /* a subcommand's own way to name targets, for messages */
+	const char *comm_re;	   /* --comm REGEX (gs_filter_argp) */
+	const char *cgroup;	   /* --cgroup PATH (gs_filter_argp) */
+	/* made by gs_common_opts__finish() from the two above; lives as long as the command */
+	struct gs_proc_filter *filter;
 };
 
 /* Pass as an argp child with the opts as input (see profilers/cmd/leaks.c). */
 extern const struct argp gs_common_argp;
 /* --stacks fp|dwarf, for the subcommands that honor it: another child, same input. */
 extern const struct argp gs_stacks_argp;
+/*
+ * --comm REGEX and --cgroup PATH: only the processes whose comm matches, in that cgroup or
+ * below; either alone implies -a. Another child, same input. gs_comm_argp: --comm alone, for
+ * a subcommand with a --cgroup of its own.
+ */
+extern const struct argp gs_filter_argp;
+extern const struct argp gs_comm_argp;
 /* -h as --help: a child of every subcommand's argp, needing no input. */
 extern const struct argp gs_help_argp;
 
@@ -45,7 +64,7 @@ extern volatile sig_atomic_t gs_stop_requested;
  * After argp: applies -v, checks that exactly one target mode was given (logs and returns
  * -EINVAL otherwise), and turns SIGINT/SIGTERM into gs_stop_requested.
  */
-int gs_common_opts__finish(const struct gs_common_opts *opts);
+int gs_common_opts__finish(struct gs_common_opts *opts);
 /* The tracker's view of the common options, probing the given API families. */
 struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts,
 					       uint32_t families);
@@ -55,6 +74,11 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
  */
 #define GS_SECONDS_MAX (365 * 86400.0)
 int gs_parse_seconds(const char *s, double *out);
+/*
+ * A binary format (pprof, gzip) is not written to a terminal: with output NULL, "-" or
+ * /dev/stdout while stdout is one, logs and returns -EINVAL (a usage error), else 0.
+ */
+int gs_refuse_binary_tty(const char *output, const char *format);
 /* -f text|json of the commands that print reports: sets *json, argp_error() on anything else. */
 void gs_parse_report_format(struct argp_state *state, const char *arg, bool *json);
 

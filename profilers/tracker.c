@@ -23,6 +23,7 @@
 #include "profilers/stop_set.h"
 #include "profilers/watchdog.h"
 #include "profilers/tracker.h"
+#include "profilers/proc_filter.h"
 #include "profilers/drain_budget.h"
 #include "profilers/oom_queue.h"
 #include "user/array.h"
@@ -504,12 +505,32 @@ static void on_torch_oom(struct gs_tracker *t, const struct gs_torch_oom *e)
 		t->ops.torch_oom(t->ops.ctx, e);
 }
 
+/* --comm/--cgroup: whether a record of this type from this process is dropped */
+static bool filtered_out(struct gs_tracker *t, int type, pid_t pid)
+{
+	switch (type) {
+	case GS_EV_PROC_EXEC: /* judged again at its next record: its name may change */
+	case GS_EV_PROC_EXIT:
+		gs_proc_filter__forget(t->opts.filter, pid);
+		return false;
+	case GS_EV_LIBS_CHANGED:
+	case GS_EV_PROC_FORK:
+	case GS_EV_PYCODE:
+	case -EINVAL:
+		return false;
+	default:
+		return !gs_proc_filter__match(t->opts.filter, pid);
+	}
+}
+
 /* Each validated record to its handler. */
 static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 {
 	const struct gs_event_hdr *hdr = data;
 	int type = gs_event_decode(data, size);
 
+	if (t->opts.filter && filtered_out(t, type, (pid_t)hdr->pid))
+		return;
 	if (t->closing) {
 		if ((type == GS_EV_LIBS_CHANGED && (hdr->flags & GS_LIBS_F_STOPPED)) ||
 		    (type == GS_EV_PROC_EXEC && (hdr->flags & GS_EXEC_F_STOPPED)))

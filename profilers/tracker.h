@@ -14,6 +14,7 @@ struct bpf_map;
 struct gs_symcache;
 struct gs_tracker;
 struct gs_proc_tree_entry;
+struct gs_proc_filter;
 
 /* --stacks: how user stacks are unwound */
 enum gs_stack_mode {
@@ -37,6 +38,8 @@ struct gs_tracker_opts {
 	bool python; /* Python frames merged into the stacks of CPython processes */
 	/* a tree's process stops at every exec, its image probed or not (its rank is read there) */
 	bool stop_every_exec;
+	/* --comm/--cgroup: the records of processes it does not keep are not handed on */
+	struct gs_proc_filter *filter;
 };
 
 /* What the tracker hands to a subcommand. Records are borrowed for the call. */

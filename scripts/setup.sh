@@ -15,6 +15,7 @@ BUILD_PACKAGES=(
 	liblzma-dev # MiniDebugInfo (.gnu_debugdata, xz): symbols of stripped files (user/debuginfo.c)
 	systemtap-sdt-dev # <sys/sdt.h>: the USDT probes of the PyTorch-like demo/test fixtures
 	help2man # make man/install: the man pages, made from each subcommand's --help
+	bash-completion # loads scripts/completion/gpusnoop.bash once installed (make install)
 )
 TEST_PACKAGES=(
 	python3 jq # the e2e tests

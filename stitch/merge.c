@@ -822,8 +822,14 @@ static void write_metadata(struct stitch *st)
 	if (st->opts->argv) {
 		gs_json__begin_array(j, "command_line");
 		gs_json__string(j, NULL, "gpusnoop");
-		for (int i = 0; i < st->opts->argc; i++)
-			gs_json__string(j, NULL, st->opts->argv[i]);
+		/* argv as given: the CLI named argv[0] "gpusnoop stitch" for argp */
+		for (int i = 0; i < st->opts->argc; i++) {
+			const char *a = st->opts->argv[i];
+
+			if (!i && !strncmp(a, "gpusnoop ", 9))
+				a += 9;
+			gs_json__string(j, NULL, a);
+		}
 		gs_json__end_array(j);
 	}
 	/* every event is in the document by now (the metadata comes last) */

@@ -2,6 +2,7 @@
 /* leaks.c: `gpusnoop leaks`, outstanding CUDA allocations per process grouped by stack. */
 #include <argp.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,10 @@
 #include "user/out_file.h"
 #include "user/losses.h"
 #include "user/stack_table.h"
+#include "user/status_line.h"
 
-#define POLL_MS 100
+#define POLL_MS		100
+#define STATUS_EVERY_NS 1000000000ULL
 
 enum { OPT_ON_OOM = 0x2000, OPT_NO_TORCH, OPT_MAX_STACKS, OPT_MAX_ENTRIES };
 
@@ -54,7 +57,10 @@ struct leaks {
 	/* memory-snapshot: the target whose file is -o's name itself (0: none), files numbered */
 	pid_t primary;
 	unsigned int snap_seq;
-	struct gs_loss_window loss_window; /* since the previous report */
+	struct gs_loss_window loss_window;     /* since the previous report */
+	uint64_t seen_allocations, seen_bytes; /* successful CUDA allocations, all processes */
+	uint64_t events;		       /* memory records handled, for the status line */
+	uint64_t start_ns, last_status_ns;
 };
 
 static void fatal(struct leaks *l, int err)
@@ -75,6 +81,11 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__alloc(&l->mem, e, &fx);
 
+	l->events++;
+	if (!e->ret) {
+		l->seen_allocations++;
+		l->seen_bytes += e->size;
+	}
 	if (err) {
 		fatal(l, err);
 	} else if (l->opts.on_oom && fx.cuda_oom) {
@@ -90,6 +101,7 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__free(&l->mem, e, &fx);
 
+	l->events++;
 	if (err)
 		fatal(l, err);
 }
@@ -116,6 +128,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 	struct gs_mem_effect fx;
 	int err = gs_mem_model__tensor(&l->mem, e, &fx);
 
+	l->events++;
 	if (err)
 		fatal(l, err);
 }
@@ -178,6 +191,8 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		.min_age_s = l->opts.min_age_s,
 		.top = l->opts.top,
 		.trigger = trigger,
+		.seen_allocations = l->seen_allocations,
+		.seen_bytes = l->seen_bytes,
 	};
 	int err = 0;
 
@@ -270,6 +285,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
+		state->child_inputs[2] = &o->common;
 		break;
 	case 'i':
 		if (gs_parse_seconds(arg, &o->interval_s) || o->interval_s <= 0)
@@ -316,6 +332,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child leaks_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_filter_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
@@ -342,15 +359,40 @@ static const struct argp leaks_argp = {
 };
 
 /* The interval reports; a failed one stops the loop through l->error (gs_out__sync). */
+/* A live status line, only for a person watching a terminal (never into a pipe). */
+static void show_status(struct leaks *l, uint64_t now_ns)
+{
+	uint64_t held = 0;
+	char b[32];
+
+	if (now_ns - l->last_status_ns < STATUS_EVERY_NS)
+		return;
+	l->last_status_ns = now_ns;
+	for (size_t i = 0; i < l->mem.raw.nr_procs; i++)
+		held += gs_mem_model__cuda_bytes(&l->mem, l->mem.raw.procs[i]->pid);
+	gs_format_bytes(held, b, sizeof(b));
+	gs_status_line__show("tracing: %.0f s, %" PRIu64 " events, %s outstanding in %zu "
+			     "processes, %" PRIu64 " dropped",
+			     (double)(now_ns - l->start_ns) / 1e9, l->events, b,
+			     l->mem.raw.nr_procs, gs_tracker__dropped(l->tracker));
+}
+
 static int tick(void *ctx, uint64_t now_ns)
 {
 	struct leaks *l = ctx;
 
+	show_status(l, now_ns);
 	if (l->interval_ns && now_ns >= l->next_report_ns) {
 		write_report(l, "interval", NULL, NULL);
 		l->next_report_ns += l->interval_ns;
 	}
 	return 0;
+}
+
+/* whether there was anything to report on: -a waits for CUDA users, -p/-- CMD needs one */
+static bool saw_cuda(const struct leaks *l)
+{
+	return l->opts.common.all || gs_tracker__saw_cuda(l->tracker);
 }
 
 static int run(struct leaks *l)
@@ -369,11 +411,16 @@ static int run(struct leaks *l)
 
 	l->interval_ns = (uint64_t)(l->opts.interval_s * 1e9);
 	l->next_report_ns = loop.start_ns + l->interval_ns;
+	l->start_ns = l->last_status_ns = loop.start_ns;
 	err = gs_run_loop(&loop, &end);
+	gs_status_line__clear();
 	if (err)
 		return err;
 	/* each target's exit report was its last word; a followed tree ends with the whole tree */
 	if (end == GS_RUN_TARGETS_GONE && !gs_tracker__children(l->tracker))
+		return 0;
+	/* gs_cmd_leaks says so: stdout still gets the (empty) report, a file is not made */
+	if (!saw_cuda(l) && l->opts.common.output && strcmp(l->opts.common.output, "-"))
 		return 0;
 	return write_report(l, "final", NULL, NULL);
 }
@@ -396,15 +443,16 @@ int gs_cmd_leaks(int argc, char **argv)
 
 	if (argp_parse(&leaks_argp, argc, argv, ARGP_IN_ORDER, NULL, &l.opts))
 		return 1;
-	if (gs_common_opts__finish(&l.opts.common))
-		return 1;
+	err = gs_common_opts__finish(&l.opts.common);
+	if (err)
+		return gs_exit_status(err);
 	if (l.opts.snapshot && (!l.opts.common.output || !strcmp(l.opts.common.output, "-"))) {
 		gs_err("--format memory-snapshot writes files: give one with -o FILE");
-		return 1;
+		return GS_EXIT_USAGE;
 	}
 	if (l.opts.max_entries && !l.opts.snapshot) {
 		gs_err("--max-entries: it needs --format memory-snapshot");
-		return 1;
+		return GS_EXIT_USAGE;
 	}
 	topts = gs_common_opts__tracker(&l.opts.common, GS_FAM_BIT(GS_FAM_MEM));
 	topts.torch = !l.opts.no_torch;
@@ -433,17 +481,18 @@ int gs_cmd_leaks(int argc, char **argv)
 	gs_info("tracing CUDA allocations%s; Ctrl-C to stop",
 		l.opts.common.all ? " of every process" : "");
 	err = run(&l);
+	if (!err && !saw_cuda(&l)) {
+		/* a failure: out_free removes a file, which no report was written to */
+		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
+		       "or PyTorch (libc10)");
+		goto out_free;
+	}
 	/* the reports are whole and in place before the probes go */
 	if (!err && l.out) {
 		err = gs_out__close(l.out);
 		l.out = NULL;
 	}
 	status = err ? 1 : 0;
-	if (!err && !gs_tracker__saw_cuda(l.tracker) && !l.opts.common.all) {
-		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart) "
-		       "or PyTorch (libc10)");
-		status = 1;
-	}
 
 out_free:
 	gs_mem_model__release(&l.mem);

@@ -3,6 +3,7 @@
 #include <argp.h>
 #include <stdio.h>
 #include <string.h>
+#include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 
 /*
@@ -32,6 +33,7 @@ static const struct subcommand subcommands[] = {
 	{ "ctl", "ask the daemon: status, leaks PID, snapshot PID, record PID SECONDS",
 	  gs_cmd_ctl },
 	{ "stitch", "merge gpusnoop and PyTorch (Kineto) traces into one timeline", gs_cmd_stitch },
+	{ "stats", "tables of a trace: API calls, kernels, copies, memory, NVTX", gs_cmd_stats },
 	{ "check", "this kernel's BPF features and what each command can do here", gs_cmd_check },
 };
 
@@ -78,15 +80,16 @@ int main(int argc, char **argv)
 {
 	const struct subcommand *cmd;
 
+	argp_err_exit_status = GS_EXIT_USAGE;
 	if (argc < 2) {
 		usage(stderr);
-		return 1;
+		return GS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "help") && argc > 2) {
 		char *help_argv[] = { NULL, "--help", NULL };
 
 		cmd = find_subcommand(argv[2]);
-		return cmd ? run_subcommand(cmd, 2, help_argv) : 1;
+		return cmd ? run_subcommand(cmd, 2, help_argv) : GS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -103,5 +106,5 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	cmd = find_subcommand(argv[1]);
-	return cmd ? run_subcommand(cmd, argc - 1, argv + 1) : 1;
+	return cmd ? run_subcommand(cmd, argc - 1, argv + 1) : GS_EXIT_USAGE;
 }

@@ -20,6 +20,7 @@
 #include "user/python.h"
 #include "user/stack_marks.h"
 #include "user/stack_table.h"
+#include "user/status_line.h"
 
 #define POLL_MS		 100
 #define DRAIN_EVERY_NS	 1000000000ULL
@@ -51,6 +52,8 @@ struct profile {
 	struct gs_profile_mappings *mappings; /* pprof's Mappings of the user frames */
 	uint64_t lost_stacks;		      /* user stacks the stack map had no room for */
 	uint64_t last_drain_ns;		      /* when the counts last left the kernel */
+	uint64_t start_ns, last_status_ns;    /* the status line's clock */
+	struct gs_out *out; /* opened before the work, so a bad -o fails at once */
 	int error;
 };
 
@@ -174,6 +177,11 @@ static void add_count(struct profile *p, const struct gs_cpu_key *key, const __u
 static void on_count(void *ctx, const struct gs_cpu_key *key, const __u64 *user, uint32_t nr_user,
 		     const __u64 *kernel, uint32_t nr_kernel, uint64_t count)
 {
+	struct profile *p = ctx;
+
+	/* --comm: counted in the kernel for every process, kept here for the matching ones */
+	if (p->opts.common.filter && !gs_proc_filter__match(p->opts.common.filter, key->pid))
+		return;
 	add_count(ctx, key, user, nr_user, kernel, nr_kernel, count, true);
 }
 
@@ -211,6 +219,22 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 }
 
 /* Counts are moved out of the kernel's map once a second: it stays small. */
+/* A live status line, only for a person watching a terminal (never into a pipe). */
+static void show_status(struct profile *p, uint64_t now_ns)
+{
+	uint64_t stats[GS_STAT__MAX];
+
+	if (now_ns - p->last_status_ns < DRAIN_EVERY_NS)
+		return;
+	p->last_status_ns = now_ns;
+	gs_tracker__stats(p->tracker, stats);
+	gs_status_line__show("profiling: %.0f s, %" PRIu64 " samples in %zu stacks, %" PRIu64
+			     " lost",
+			     (double)(now_ns - p->start_ns) / 1e9, gs_profile__total(p->profile),
+			     gs_profile__nr_stacks(p->profile),
+			     stats[GS_STAT_CPU_STACK_LOST] + stats[GS_STAT_CPU_COUNTS_FULL]);
+}
+
 static int tick(void *ctx, uint64_t now_ns)
 {
 	struct profile *p = ctx;
@@ -219,6 +243,7 @@ static int tick(void *ctx, uint64_t now_ns)
 		drain(p);
 		p->last_drain_ns = now_ns;
 	}
+	show_status(p, now_ns);
 	return 0;
 }
 
@@ -235,7 +260,9 @@ static int run_loop(struct profile *p)
 	int err;
 
 	p->last_drain_ns = gs_clock_ns(CLOCK_MONOTONIC);
+	p->start_ns = p->last_status_ns = p->last_drain_ns;
 	err = gs_run_loop(&loop, NULL);
+	gs_status_line__clear();
 	drain(p);
 	return err ?: p->error;
 }
@@ -274,6 +301,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
+		state->child_inputs[2] = &o->common;
 		o->common.other_target = "--cgroup PATH";
 		break;
 	case 'U':
@@ -315,6 +343,7 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child profile_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_comm_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
@@ -377,19 +406,15 @@ static int add_tid_process(struct profile_opts *o)
 
 static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t duration_ns)
 {
-	const char *path = p->opts.common.output;
 	struct gs_pprof_info info = {
 		.period_ns = 1000000000ULL / p->hz,
 		.time_ns = start_real_ns,
 		.duration_ns = duration_ns,
 	};
-	struct gs_out *out;
+	struct gs_out *out = p->out;
 	int err;
 
-	/* pprof is gzip whatever the name (its writer compresses); folded only for a .gz name */
-	err = gs_out__open(&out, path, p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
-	if (err)
-		return err;
+	p->out = NULL;
 	if (p->opts.format == FORMAT_PPROF)
 		err = gs_profile__write_pprof(p->profile, &info, gs_out__file(out));
 	else
@@ -397,6 +422,17 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
 	if (err)
 		return gs_out__fail(out, err);
 	return gs_out__close(out); /* complete and in place, or the old file left as it was */
+}
+
+/*
+ * After the targets were checked (a bad -p leaves an existing file as it was), before the
+ * work: a bad -o fails now, not after the run. pprof is gzip whatever the name (its writer
+ * compresses); folded only for a .gz name. Returns 0 or -errno (logged).
+ */
+static int open_output(struct profile *p)
+{
+	return gs_out__open(&p->out, p->opts.common.output,
+			    p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
 }
 
 int gs_cmd_profile(int argc, char **argv)
@@ -416,13 +452,18 @@ int gs_cmd_profile(int argc, char **argv)
 		p.opts.common.all = true;
 	if (p.opts.tid && add_tid_process(&p.opts))
 		return 1;
-	if (gs_common_opts__finish(&p.opts.common))
-		return 1;
-	if (p.opts.freq && gs_cpu_parse_hz(p.opts.freq, &p.hz))
-		return 1;
+	err = gs_common_opts__finish(&p.opts.common);
+	if (!err && p.opts.freq)
+		err = gs_cpu_parse_hz(p.opts.freq, &p.hz);
+	if (!err && p.opts.format == FORMAT_PPROF)
+		err = gs_refuse_binary_tty(p.opts.common.output, "pprof");
+	if (err)
+		return gs_exit_status(err);
 	topts = gs_common_opts__tracker(&p.opts.common, 0); /* no CUDA probes */
 	if (gs_tracker__open(&p.tracker, &topts, &ops))
 		return 1;
+	if (open_output(&p))
+		goto out_free;
 	sopts = (struct gs_cpu_sampler_opts){
 		.freq_hz = p.hz,
 		.all = p.opts.common.all,
@@ -463,6 +504,7 @@ int gs_cmd_profile(int argc, char **argv)
 	status = err ? 1 : 0;
 
 out_free:
+	gs_out__abort(p.out); /* a failure before the run: no file is made */
 	gs_cpu_sampler__free(p.sampler);
 	gs_profile__free(p.profile);
 	gs_profile_mappings__free(p.mappings);

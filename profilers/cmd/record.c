@@ -23,6 +23,7 @@
 #include "profilers/cmd/record_gpu.h"
 #include "profilers/cmd/record_nvtx.h"
 #include "profilers/cmd/record_summary.h"
+#include "profilers/cmd/trace_stats.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/torch/accounting.h"
 #include "profilers/tracker.h"
@@ -83,7 +84,9 @@ struct record {
 	struct gs_kernel_names *names;
 	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
 	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
-	struct gs_record_summary *summary;
+	/* record's summary, counted from the rows as written (gpusnoop stats: from the file) */
+	struct gs_trace_stats *stats;
+	struct gs_stats_row row;     /* the slice being written; ph 0: none */
 	struct gs_record_gpu *gpu;   /* -e gpu */
 	struct gs_record_nvtx *nvtx; /* -e nvtx */
 	/* the output file: each event rendered alone, then written in timestamp order; with
@@ -161,6 +164,11 @@ static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 				   gs_tracker__comm(r->tracker, pid), label, sizeof(label));
 		gs_chrome_trace__process_name(render_begin(r, pid, ts_ns), pid, label);
 		render_end(r);
+		if (gs_trace_stats__add(r->stats, &(struct gs_stats_row){ .ph = 'M',
+									  .name = "process_name",
+									  .pid = pid,
+									  .label = label }))
+			fatal(r, -ENOMEM);
 		gs_addr_map__set(r->named, pid, 0, 1);
 	}
 	if (!gs_addr_map__get(r->named, pid, (uint64_t)tid, &seen)) {
@@ -193,6 +201,13 @@ static struct gs_json *begin_slice(struct record *r, const struct gs_event_hdr *
 	gs_chrome_trace_format_us(hdr->ts_ns - start, dur, sizeof(dur));
 	gs_json__raw(j, "dur", dur);
 	gs_json__begin_object(j, "args");
+	/* what the summary counts of the row; the call sites add its args, end_slice hands it */
+	r->row = (struct gs_stats_row){ .ph = 'X',
+					.name = gs_cuda_api_name(api_id),
+					.cat = category(api),
+					.pid = hdr->pid,
+					.ts_ns = (int64_t)start,
+					.dur_ns = hdr->ts_ns - start };
 	return j;
 }
 
@@ -204,12 +219,13 @@ static void hex_arg(struct gs_json *j, const char *key, uint64_t value)
 	gs_json__string(j, key, buf);
 }
 
-static void error_args(struct gs_json *j, uint16_t api_id, int32_t ret)
+static void error_args(struct record *r, struct gs_json *j, uint16_t api_id, int32_t ret)
 {
 	const struct gs_cuda_api *api = gs_cuda_api_get(api_id);
 
 	if (!ret)
 		return;
+	r->row.error = true;
 	gs_json__i64(j, "error", ret);
 	gs_json__string(j, "error_name", gs_cuda_error_name(api ? api->lib : GS_LIB_RUNTIME, ret));
 }
@@ -281,6 +297,9 @@ static void end_slice(struct record *r, struct gs_json *j)
 	gs_chrome_trace__end_event(r->render);
 	render_end(r);
 	r->events++;
+	if (r->row.ph && gs_trace_stats__add(r->stats, &r->row))
+		fatal(r, -ENOMEM);
+	r->row.ph = 0;
 }
 
 /* A counter sample is an event of the trace like a slice: metadata.events and the summary
@@ -340,7 +359,8 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 		fatal(r, err);
 		return;
 	}
-	gs_record_summary__torch_mem(r->summary, e->op == GS_TORCH_OP_ALLOC);
+	gs_record_summary__torch_mem(gs_trace_stats__record_summary(r->stats),
+				     e->op == GS_TORCH_OP_ALLOC);
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	torch_counters(r, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 }
@@ -358,7 +378,7 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 		fatal(r, err);
 	if (!fx.torch_oom)
 		return;
-	gs_record_summary__torch_oom(r->summary);
+	gs_record_summary__torch_oom(gs_trace_stats__record_summary(r->stats));
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	j = gs_chrome_trace__event(render_begin(r, (pid_t)e->hdr.pid, e->hdr.ts_ns), "i",
 				   "PyTorch out of memory", "torch_oom", e->hdr.pid, e->hdr.tid,
@@ -389,9 +409,11 @@ static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
 		return; /* probed for torch-mem's segments only */
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
 	gs_json__u64(j, "bytes", e->size);
+	r->row.has_bytes = true;
+	r->row.bytes = e->size;
 	if (!e->ret)
 		hex_arg(j, "ptr", e->ptr);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
 	if (!e->ret && fx.route == GS_ROUTE_RAW)
@@ -424,7 +446,7 @@ static void on_free_ret(void *ctx, const struct gs_mem_free_ret *e)
 		return;
 	j = begin_slice(r, &e->hdr, e->api, e->entry_ts_ns);
 	hex_arg(j, "ptr", e->ptr);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
 	if (e->ret)
@@ -466,13 +488,13 @@ static void record_launch(struct record *r, const struct gs_cuda_api *api,
 	} else {
 		kernel = gs_kernel_names__resolve(r->names, (pid_t)e->hdr.pid, l.func);
 		gs_json__string(j, "kernel", kernel);
-		gs_record_summary__launch(r->summary, kernel);
+		r->row.kernel = kernel;
 		dims_arg(j, "grid", l.grid);
 		dims_arg(j, "block", l.block);
 		gs_json__u64(j, "shared memory", l.shared_mem);
 	}
 	hex_arg(j, "stream", l.stream);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	gpu_slice_end(r, j, api, e);
 }
@@ -487,12 +509,9 @@ static void record_sync(struct record *r, const struct gs_cuda_api *api,
 		hex_arg(j, api->handle_name, handle);
 	else
 		gs_json__string(j, "scope", api->handle_name);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	end_slice(r, j);
-	gs_record_summary__sync(r->summary, (pid_t)e->hdr.pid,
-				gs_tracker__comm(r->tracker, (pid_t)e->hdr.pid),
-				e->hdr.ts_ns - e->entry_ts_ns);
 }
 
 static void record_copy(struct record *r, const struct gs_cuda_api *api,
@@ -504,13 +523,14 @@ static void record_copy(struct record *r, const struct gs_cuda_api *api,
 	gs_decode_copy(api, e, &c);
 	gs_json__u64(j, "bytes", c.bytes);
 	gs_json__string(j, "kind", gs_copy_kind_name(c.kind));
+	r->row.has_bytes = true;
+	r->row.bytes = c.bytes;
+	r->row.kind = gs_copy_kind_name(c.kind);
 	if (c.has_stream)
 		hex_arg(j, "stream", c.stream);
-	error_args(j, e->api, e->ret);
+	error_args(r, j, e->api, e->ret);
 	stack_arg(r, j, (pid_t)e->hdr.pid, e->frames, e->nr_frames);
 	gpu_slice_end(r, j, api, e);
-	if (!e->ret)
-		gs_record_summary__copy(r->summary, c.kind, c.bytes);
 }
 
 static void learn_name(struct record *r, const struct gs_cuda_api *api,
@@ -693,6 +713,14 @@ static void gpu_render_end(void *ctx)
 	r->events++;
 }
 
+static void gpu_row(void *ctx, const struct gs_stats_row *row)
+{
+	struct record *r = ctx;
+
+	if (gs_trace_stats__add(r->stats, row))
+		fatal(r, -ENOMEM);
+}
+
 static pid_t snapshot_target(struct record *r);
 
 static void on_proc_gone(void *ctx, pid_t pid, bool exec)
@@ -747,8 +775,11 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__i64(j, "monotonic_to_realtime_ns", (int64_t)(r->start_real_ns - r->start_mono_ns));
 	gs_json__begin_array(j, "command_line");
 	gs_json__string(j, NULL, "gpusnoop");
+	/* argv as given: main named the subcommand's argv[0] "gpusnoop record" for argp */
 	for (int i = 0; i < r->argc; i++)
-		gs_json__string(j, NULL, r->argv[i]);
+		gs_json__string(j, NULL,
+				i || strncmp(r->argv[0], "gpusnoop ", 9) ? r->argv[i]
+									 : r->argv[0] + 9);
 	gs_json__end_array(j);
 	gs_json__u64(j, "events", r->events);
 	gs_losses_write_json(j, stats);
@@ -952,6 +983,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &o->common;
 		state->child_inputs[1] = &o->common;
+		state->child_inputs[2] = &o->common;
 		break;
 	case 'e':
 		if (parse_events(arg, o))
@@ -997,6 +1029,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 static const struct argp_child record_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
 	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_filter_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },
 };
@@ -1031,6 +1064,8 @@ static const struct argp record_argp = {
 /* -F only with -e cpu; one output. Returns 0 or -EINVAL (logged). */
 static int check_opts(const struct record_opts *o, unsigned int *hz)
 {
+	int err;
+
 	*hz = GS_CPU_DEFAULT_HZ;
 	if (o->freq && (!o->cpu || gs_cpu_parse_hz(o->freq, hz))) {
 		if (!o->cpu)
@@ -1062,8 +1097,9 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 		gs_info("NVTX ranges come only from processes started with NVTX_INJECTION64_PATH: "
 			"injecting adds GPU activity only");
 	/* -e gpu -- CMD: the command inherits CUDA_INJECTION64_PATH; -e nvtx: NVTX's too */
-	if (o->gpu && o->common.argv && gs_record_gpu_setenv())
-		return -EINVAL;
+	err = o->gpu && o->common.argv ? gs_record_gpu_setenv() : 0;
+	if (err) /* not a usage error (64): the environment names another library, or none is built */
+		return err == -EINVAL ? -EIO : err;
 	return o->nvtx && o->common.argv ? gs_record_nvtx_setenv(o->nvtx_named) : 0;
 }
 
@@ -1086,7 +1122,7 @@ static int open_parts(struct record *r)
 	r->stacks = gs_stack_table__new(gs_tracker__symcache(r->tracker));
 	r->names = gs_kernel_names__new(gs_tracker__symcache(r->tracker));
 	r->named = gs_addr_map__new();
-	r->summary = gs_record_summary__new();
+	r->stats = gs_trace_stats__new();
 	/* the document begins here; a failure before the end removes its temporary file */
 	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
 	if (r->writer && r->opts.max_bytes)
@@ -1095,7 +1131,8 @@ static int open_parts(struct record *r)
 		r->gpu = gs_record_gpu__new(&(struct gs_record_gpu_emit){ .ctx = r,
 									  .begin = gpu_render_begin,
 									  .end = gpu_render_end,
-									  .output = gpu_output });
+									  .output = gpu_output,
+									  .row = gpu_row });
 		if (r->gpu && r->opts.common.argv)
 			gs_record_gpu__default_rank(r->gpu);
 	}
@@ -1106,7 +1143,7 @@ static int open_parts(struct record *r)
 						       .end = gpu_render_end,
 						       .track = nvtx_track,
 						       .name_thread = nvtx_name_thread });
-	if (!r->stacks || !r->names || !r->named || !r->summary || !r->writer ||
+	if (!r->stacks || !r->names || !r->named || !r->stats || !r->writer ||
 	    (r->opts.gpu && !r->gpu) || (r->opts.nvtx && !r->nvtx)) {
 		gs_err("out of memory");
 		return -ENOMEM;
@@ -1132,6 +1169,8 @@ static int start_targets(struct record *r)
 {
 	int err = gs_tracker__start(r->tracker);
 
+	if (!err && r->opts.gpu && !r->opts.inject)
+		gs_record_gpu_check_env(r->opts.common.pids, r->opts.common.nr_pids);
 	if (err || !r->opts.inject)
 		return err;
 	err = gs_record_gpu_inject(r->opts.common.pids, r->opts.common.nr_pids);
@@ -1139,17 +1178,33 @@ static int start_targets(struct record *r)
 	return err;
 }
 
-/* Once the file is final: the summary; 1 when no target ever used CUDA. */
-static int print_summary(const struct record *r)
+/* Whether a CUDA family had a target to trace; logs the failure when not. */
+static bool saw_cuda(const struct record *r)
 {
-	gs_record_summary__print(r->summary, stderr, r->events, gs_tracker__dropped(r->tracker),
-				 (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9);
-	gs_record_gpu__summary(r->gpu, stderr);
-	gs_record_nvtx__summary(r->nvtx, stderr, r->opts.nvtx_named);
 	if (r->opts.families && !gs_tracker__saw_cuda(r->tracker) && !r->opts.common.all) {
 		gs_err("no target loaded a CUDA library (libcudart, libcuda or a static cudart)");
-		return 1;
+		return false;
 	}
+	return true;
+}
+
+/* Once the file is final: the summary (what `gpusnoop stats` prints of the file, too). */
+static int print_summary(const struct record *r)
+{
+	uint64_t dropped = gs_tracker__dropped(r->tracker);
+
+	fprintf(stderr, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n",
+		r->events, (double)(gs_clock_ns(CLOCK_MONOTONIC) - r->start_mono_ns) / 1e9,
+		dropped);
+	gs_trace_stats__print_summary(r->stats, stderr);
+	if (dropped)
+		fprintf(stderr,
+			"  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
+			dropped);
+	/* record's own lines: what the trace holds no rows of */
+	gs_record_summary__print_torch(gs_trace_stats__record_summary(r->stats), stderr);
+	gs_record_gpu__summary(r->gpu, stderr);
+	gs_record_nvtx__summary(r->nvtx, stderr, r->opts.nvtx_named);
 	return 0;
 }
 
@@ -1196,10 +1251,9 @@ int gs_cmd_record(int argc, char **argv)
 	if (parse_events(DEFAULT_EVENTS, &r.opts) ||
 	    argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, &r.opts))
 		return 1;
-	if (gs_common_opts__finish(&r.opts.common))
-		return 1;
-	if (check_opts(&r.opts, &r.hz))
-		return 1;
+	err = gs_common_opts__finish(&r.opts.common) ?: check_opts(&r.opts, &r.hz);
+	if (err)
+		return gs_exit_status(err);
 	/* past the daemon's RLIMIT_FSIZE a write fails (EFBIG, the recording too), not the
 	 * process: its log lines may go to a file already longer than the cap */
 	if (r.opts.max_bytes)
@@ -1234,7 +1288,8 @@ int gs_cmd_record(int argc, char **argv)
 		err = run_loop(&r);
 	}
 	write_metadata(&r);
-	if (err) /* a failed start or recording replaces no file: out_free removes its temporary */
+	/* a failed start or recording, or no CUDA user, leaves no file: out_free removes it */
+	if (err || !saw_cuda(&r))
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
 	err = r.ranks ? gs_record_ranks__close(r.ranks) : 0;
@@ -1252,7 +1307,7 @@ out_free:
 		free(r.stack_json[i]);
 	free(r.stack_json);
 	gs_mem_model__release(&r.mem);
-	gs_record_summary__free(r.summary);
+	gs_trace_stats__free(r.stats);
 	gs_record_gpu__free(r.gpu);
 	gs_record_nvtx__free(r.nvtx);
 	gs_addr_map__free(r.named);

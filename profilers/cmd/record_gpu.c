@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/record_gpu_summary.h"
+#include "profilers/cmd/trace_stats.h"
 #include "profilers/cuda/cupti_clock.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/cuda/gpu_correlate.h"
@@ -43,7 +43,6 @@ struct counts {
 struct gs_record_gpu {
 	struct gs_record_gpu_emit emit;
 	struct gs_gpu_correlate *corr;
-	struct gs_gpu_summary *summary;
 	/* (output, track_key()) of the tracks named in each output */
 	struct gs_addr_map *named;
 	struct gs_addr_map *flow_procs; /* (pid, FLOW_KEY) -> its number in flow ids */
@@ -65,10 +64,9 @@ struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit)
 	g->emit = *emit;
 	g->rank = g->world_size = -1;
 	g->corr = gs_gpu_correlate__new();
-	g->summary = gs_gpu_summary__new();
 	g->named = gs_addr_map__new();
 	g->flow_procs = gs_addr_map__new();
-	if (!g->corr || !g->summary || !g->named || !g->flow_procs) {
+	if (!g->corr || !g->named || !g->flow_procs) {
 		gs_record_gpu__free(g);
 		errno = ENOMEM;
 		return NULL;
@@ -89,7 +87,6 @@ void gs_record_gpu__free(struct gs_record_gpu *g)
 		free(g->pending[i].name);
 	free(g->pending);
 	gs_gpu_correlate__free(g->corr);
-	gs_gpu_summary__free(g->summary);
 	gs_addr_map__free(g->named);
 	gs_addr_map__free(g->flow_procs);
 	free(g);
@@ -228,6 +225,17 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 	gs_json__end_object(j);
 	gs_chrome_trace__end_event(t);
 	g->emit.end(g->emit.ctx);
+	if (g->emit.row) /* the summary counts the row as written */
+		g->emit.row(g->emit.ctx, &(struct gs_stats_row){
+						 .ph = 'X',
+						 .name = name,
+						 .cat = gs_gpu_op_category(op->kind),
+						 .pid = op->device,
+						 .ts_ns = (int64_t)op->start_ns,
+						 .dur_ns = op->end_ns - op->start_ns,
+						 .has_bytes = op->kind != GS_GPU_KERNEL,
+						 .bytes = op->kind != GS_GPU_KERNEL ? op->bytes : 0,
+					 });
 	if (!flow)
 		return;
 	t = g->emit.begin(g->emit.ctx, p->pid, op->start_ns);
@@ -341,7 +349,6 @@ static int on_record(struct gs_record_gpu *g, const struct gs_gpu_record *e, siz
 		g->n.names_truncated++;
 	name = kernel_name(&op, &err);
 	op.name = name;
-	err = err ?: gs_gpu_summary__add(g->summary, &op);
 	if (err) {
 		free(name);
 		return err;
@@ -469,7 +476,6 @@ void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f)
 {
 	if (!g)
 		return;
-	gs_gpu_summary__print(g->summary, f);
 	if (g->n.records || g->n.api_calls)
 		fprintf(f,
 			"  GPU records: %" PRIu64 ", %" PRIu64 " linked to their launch, %" PRIu64

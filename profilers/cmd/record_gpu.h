@@ -19,6 +19,8 @@
  */
 #define GS_RECORD_GPU_LINK_DELAY_NS 500000000ULL
 
+struct gs_stats_row;
+
 /* How record renders one event of a process into its time-ordered output. */
 struct gs_record_gpu_emit {
 	void *ctx;
@@ -26,6 +28,8 @@ struct gs_record_gpu_emit {
 	void (*end)(void *ctx);
 	/* the output pid's events go to, whose GPU tracks are named once; NULL: one output */
 	size_t (*output)(void *ctx, pid_t pid);
+	/* optional: each GPU row as rendered, for the summary (profilers/cmd/trace_stats.h) */
+	void (*row)(void *ctx, const struct gs_stats_row *row);
 };
 
 struct gs_record_gpu;
@@ -47,6 +51,11 @@ int gs_record_gpu_library(char *lib, size_t len);
  * A process whose CUPTI refuses is said and skipped. Returns 0 or -errno (logged).
  */
 int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids);
+/*
+ * -e gpu -p without --inject: warns, suggesting --inject, for each of pids whose environment
+ * (at most GS_ENVIRON_MAX bytes of it) does not set CUDA_INJECTION64_PATH.
+ */
+void gs_record_gpu_check_env(const pid_t *pids, size_t nr_pids);
 
 /* NULL with errno set. */
 struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* record_gpu_setup.c: where the injection library is, and how a target gets it (env, --inject). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "profilers/cmd/record_gpu.h"
 #include "profilers/cuda/gpu_inject.h"
 #include "profilers/cupti/cupti_abi.h"
+#include "profilers/proc_tree.h"
 #include "user/log.h"
 
 int gs_record_gpu_library(char *lib, size_t len)
@@ -51,6 +53,49 @@ int gs_record_gpu_setenv(void)
 		return -EEXIST;
 	}
 	return setenv("CUDA_INJECTION64_PATH", lib, 1) ? -errno : 0;
+}
+
+/* Whether env (an environ block of len bytes) sets name to a non-empty value other than none. */
+static bool env_sets(const char *env, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < len;) {
+		const char *s = env + i;
+		size_t n = strnlen(s, len - i);
+
+		if (n > nl + 1 && !strncmp(s, name, nl) && s[nl] == '=' &&
+		    !(n == nl + 5 && !strncmp(s + nl + 1, "none", 4)))
+			return true;
+		i += n + 1;
+	}
+	return false;
+}
+
+void gs_record_gpu_check_env(const pid_t *pids, size_t nr_pids)
+{
+	char path[64];
+	char *buf = malloc(GS_ENVIRON_MAX);
+
+	for (size_t i = 0; buf && i < nr_pids; i++) {
+		size_t len = 0;
+		ssize_t n;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pids[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone, or not ours to read: the recording says the rest */
+		while (len < GS_ENVIRON_MAX && (n = read(fd, buf + len, GS_ENVIRON_MAX - len)) > 0)
+			len += (size_t)n;
+		close(fd);
+		if (!env_sets(buf, len, "CUDA_INJECTION64_PATH"))
+			gs_warn("-e gpu: pid %d was started without CUDA_INJECTION64_PATH: no GPU "
+				"activity will come from it; add --inject to load the injection "
+				"library into it",
+				(int)pids[i]);
+	}
+	free(buf);
 }
 
 int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids)

@@ -18,7 +18,7 @@ struct kernel_count {
 
 struct proc_sync {
 	pid_t pid;
-	char comm[16];
+	char comm[64]; /* the trace's process name: "comm (rank R)" */
 	struct gs_histogram durations;
 };
 
@@ -167,6 +167,14 @@ static void print_kernels(const struct gs_record_summary *s, FILE *f)
 	free(sorted);
 }
 
+void gs_record_summary__name(struct gs_record_summary *s, pid_t pid, const char *comm)
+{
+	size_t pos;
+
+	if (gs_pid_index__get(&s->sync_index, pid, &pos))
+		snprintf(s->syncs[pos].comm, sizeof(s->syncs[pos].comm), "%s", comm);
+}
+
 void gs_record_summary__torch_mem(struct gs_record_summary *s, bool alloc)
 {
 	if (alloc)
@@ -183,10 +191,19 @@ void gs_record_summary__torch_oom(struct gs_record_summary *s)
 void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64_t events,
 			      uint64_t dropped, double seconds)
 {
-	char bytes[32], comm[GS_TEXT_SAFE_LEN(16)];
-
 	fprintf(f, "gpusnoop record: %" PRIu64 " events in %.1f s, %" PRIu64 " dropped\n", events,
 		seconds, dropped);
+	gs_record_summary__print_tables(s, f);
+	gs_record_summary__print_torch(s, f);
+	if (dropped)
+		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
+			dropped);
+}
+
+void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f)
+{
+	char bytes[32], comm[GS_TEXT_SAFE_LEN(64)];
+
 	if (s->nr_kernels)
 		print_kernels(s, f);
 	for (size_t i = 0; i < s->nr_syncs; i++) {
@@ -207,12 +224,13 @@ void gs_record_summary__print(const struct gs_record_summary *s, FILE *f, uint64
 		fprintf(f, "  copies %-7s %12s in %" PRIu64 " calls\n", gs_copy_kind_name(k), bytes,
 			s->copy_calls[k]);
 	}
+}
+
+void gs_record_summary__print_torch(const struct gs_record_summary *s, FILE *f)
+{
 	if (s->tensor_allocs || s->tensor_frees || s->torch_ooms)
 		fprintf(f,
 			"  torch-mem: %" PRIu64 " tensor allocations, %" PRIu64 " frees, %" PRIu64
 			" out-of-memory\n",
 			s->tensor_allocs, s->tensor_frees, s->torch_ooms);
-	if (dropped)
-		fprintf(f, "  WARNING: %" PRIu64 " events were lost: the trace is incomplete\n",
-			dropped);
 }

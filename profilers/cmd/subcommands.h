@@ -11,6 +11,7 @@ int gs_cmd_top(int argc, char **argv);
 int gs_cmd_daemon(int argc, char **argv);
 int gs_cmd_ctl(int argc, char **argv);
 int gs_cmd_stitch(int argc, char **argv);
+int gs_cmd_stats(int argc, char **argv);
 int gs_cmd_check(int argc, char **argv);
 
 #endif /* GS_SUBCOMMANDS_H */

@@ -661,8 +661,11 @@ int gs_cmd_top(int argc, char **argv)
 		return 1;
 	if (argp_parse(&top_argp, argc, argv, ARGP_IN_ORDER, NULL, &t.opts))
 		goto out_free;
-	if (gs_common_opts__finish(&t.opts.common) || check_opts(&t))
+	err = gs_common_opts__finish(&t.opts.common) ?: check_opts(&t);
+	if (err) {
+		status = gs_exit_status(err); /* a usage error: 64 */
 		goto out_free;
+	}
 	/* before the session starts: its start may hand over records already */
 	gs_top_model__init(&t.model, gs_clock_ns(CLOCK_MONOTONIC));
 	t.view.sort = t.opts.sort;

@@ -876,8 +876,10 @@ int gs_cmd_daemon(int argc, char **argv)
 	common.verbosity = d.opts.verbosity;
 	if (d.opts.print)
 		return print_config(d.opts.print);
-	if (gs_common_opts__finish(&common))
-		return 1;
+	status = gs_common_opts__finish(&common);
+	if (status)
+		return gs_exit_status(status);
+	status = 1;
 	if (d.opts.check_path)
 		return check_config(&d.opts);
 	if (load_config(&d.opts, &d.cfg))

@@ -9,6 +9,16 @@ _gpusnoop_events()
 		sed -n 's/.*EVENTS is a comma list of \([^.]*\)\..*/\1/p' | tr -d ','
 }
 
+# File names: directories end in "/" with no space after them, names are quoted (as
+# bash-completion's _filedir). $1: -f (any file) or -d (directories).
+_gpusnoop_files()
+{
+	local IFS=$'\n'
+
+	COMPREPLY=($(compgen "$1" -- "$2"))
+	compopt -o filenames 2>/dev/null
+}
+
 # -e a,b,c: complete the name after the last comma, keeping the ones before it.
 _gpusnoop_complete_list()
 {
@@ -74,16 +84,17 @@ _gpusnoop()
 		case $cmd in
 		profile) COMPREPLY=($(compgen -W "folded pprof" -- "$cur")) ;;
 		leaks) COMPREPLY=($(compgen -W "text json memory-snapshot" -- "$cur")) ;;
+		stats) COMPREPLY=($(compgen -W "text csv json" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "text json" -- "$cur")) ;;
 		esac
 		return
 		;;
 	-o | --output | --config | --check-config | --socket | --memory-snapshot)
-		COMPREPLY=($(compgen -f -- "$cur"))
+		_gpusnoop_files -f "$cur"
 		return
 		;;
 	--output-dir | --cgroup)
-		COMPREPLY=($(compgen -d -- "$cur"))
+		_gpusnoop_files -d "$cur"
 		return
 		;;
 	esac
@@ -92,8 +103,8 @@ _gpusnoop()
 			grep -oE -- '(^|[ ,])--?[a-zA-Z][a-zA-Z-]*' | tr -d ' ,' | sort -u)" -- "$cur"))
 	elif [ "$cmd" = ctl ] && [ "$COMP_CWORD" -eq 2 ]; then
 		COMPREPLY=($(compgen -W "status leaks snapshot record" -- "$cur"))
-	elif [ "$cmd" = stitch ]; then
-		COMPREPLY=($(compgen -f -- "$cur"))
+	elif [ "$cmd" = stitch ] || [ "$cmd" = stats ]; then
+		_gpusnoop_files -f "$cur"
 	fi
 }
 complete -F _gpusnoop gpusnoop

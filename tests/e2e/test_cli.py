@@ -24,7 +24,8 @@ def subcommands():
     status, out, err = run_gpusnoop("list")
     expect_eq(status, 0, f"list status ({err})")
     names = [line.split()[0] for line in out.splitlines()]
-    expect_eq(names, ["leaks", "record", "profile", "top", "daemon", "ctl", "stitch", "check"],
+    expect_eq(names, ["leaks", "record", "profile", "top", "daemon", "ctl", "stitch", "stats",
+                      "check"],
               "subcommands")
     return names
 
@@ -56,7 +57,7 @@ def help_with_h_and_help_command():
             expect_eq((status, err), (0, ""), " ".join(args))
             expect_eq(out, long_help, f"gpusnoop {' '.join(args)} vs {cmd} --help")
     status, out, err = run_gpusnoop("help", "nosuch")
-    expect_eq(status, 1, "help of an unknown command")
+    expect_eq(status, 64, "help of an unknown command: a usage error")
     assert "unknown command 'nosuch'" in err, err
 
 
@@ -118,7 +119,7 @@ def duration_zero_is_documented_as_no_limit():
 @test
 def profile_without_target_names_cgroup():
     status, out, err = run_gpusnoop("profile", "-F", "99")
-    expect_eq((status, out), (1, ""), "profile without a target")
+    expect_eq((status, out), (64, ""), "profile without a target: a usage error")
     expect_eq(err, "gpusnoop: error: give exactly one of -p PID, -a, --cgroup PATH or "
               "-- CMD ARGS\n", "profile's error")
     status, _, err = run_gpusnoop("leaks")
@@ -218,7 +219,7 @@ def complete(*words):
 def bash_completion_of_commands_options_and_events():
     expect_eq(complete("gpusnoop", ""), sorted(subcommands() + ["help"]), "commands")
     expect_eq(complete("gpusnoop", "re"), ["record"], "re<TAB>")
-    expect_eq(complete("gpusnoop", "help", "st"), ["stitch"], "help st<TAB>")
+    expect_eq(complete("gpusnoop", "help", "st"), ["stats", "stitch"], "help st<TAB>")
     expect_eq(complete("gpusnoop", "leaks", "--on"), ["--on-oom"], "leaks --on<TAB>")
     expect_eq(complete("gpusnoop", "record", "-e", "cuda-m"), ["cuda-mem", "cuda-memcpy"],
               "-e cuda-m<TAB>")

@@ -497,7 +497,7 @@ def gpu_flows_of_two_processes_in_one_file_stay_apart():
 def directory_output_refused_with_every_process():
     out_dir = tempfile.mkdtemp()
     status, _, err = run_gpusnoop("record", "-a", "-d", "1", "-o", out_dir + "/")
-    expect_eq(status, 1, "status")
+    expect_eq(status, 64, "status: a usage error")
     expect_eq([l for l in err.splitlines() if l.strip()],
               ["gpusnoop: error: -o DIR/ writes a file per process or rank: not with -a; "
                "name a file"], "one line")

@@ -318,17 +318,17 @@ def profile_cgroup_keeps_only_its_tasks():
 
 @test
 def profile_bad_arguments_one_line_each():
-    cases = [
-        (["-a", "-F", "0"], "invalid frequency '0'"),
-        (["-a", "-F", "abc"], "invalid frequency 'abc'"),
-        (["-a", "-F", "100000000"], "invalid frequency '100000000'"),
-        (["--cgroup", "/nonexistent/cgroup"], "cgroup /nonexistent/cgroup: No such file"),
-        (["--cgroup", "/tmp"], "cgroup /tmp: not a cgroup v2 directory"),
+    cases = [  # usage errors exit 64 (EX_USAGE); what only the run finds, 1
+        (["-a", "-F", "0"], "invalid frequency '0'", 64),
+        (["-a", "-F", "abc"], "invalid frequency 'abc'", 64),
+        (["-a", "-F", "100000000"], "invalid frequency '100000000'", 64),
+        (["--cgroup", "/nonexistent/cgroup"], "cgroup /nonexistent/cgroup: No such file", 1),
+        (["--cgroup", "/tmp"], "cgroup /tmp: not a cgroup v2 directory", 1),
     ]
-    for args, want in cases:
+    for args, want, want_status in cases:
         out = tmp_path("never.folded")
         status, stdout, err = run_gpusnoop("profile", *args, "-d", "1", "-o", out)
-        expect_eq(status, 1, f"status of {args}")
+        expect_eq(status, want_status, f"status of {args}")
         lines = err.strip().splitlines()
         expect_eq(len(lines), 1, f"stderr lines of {args}: {lines}")
         assert want in lines[0], (args, lines)
@@ -445,12 +445,12 @@ def record_cpu_only_sigterm_without_cuda():
 @test
 def record_bad_frequency():
     status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "-3", "-d", "1", "-a")
-    expect_eq(status, 1, "status")
+    expect_eq(status, 64, "status: a usage error")
     lines = err.strip().splitlines()
     expect_eq(len(lines), 1, f"stderr {lines}")
     assert "invalid frequency '-3'" in lines[0], lines
     status, _, err = run_gpusnoop("record", "-F", "99", "-d", "1", "-a")
-    expect_eq(status, 1, "status of -F without -e cpu")
+    expect_eq(status, 64, "status of -F without -e cpu: a usage error")
     assert "needs -e cpu" in err, err
 
 

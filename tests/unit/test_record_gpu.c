@@ -111,7 +111,8 @@ GS_TEST(record_before_its_slice_is_held_then_linked)
 	struct gs_record_gpu *g;
 
 	s.f = open_memstream(&s.text, &s.len);
-	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
+	g = gs_record_gpu__new(
+		&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL, NULL });
 	if (!GS_EXPECT(g && s.f))
 		return;
 	api(g, 42, 150);
@@ -148,7 +149,8 @@ GS_TEST(unlaunched_record_counts_as_not_linked)
 	struct gs_json j;
 
 	s.f = open_memstream(&s.text, &s.len);
-	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
+	g = gs_record_gpu__new(
+		&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL, NULL });
 	if (!GS_EXPECT(g && s.f && f))
 		return;
 	kernel(&e, 7, 100);
@@ -181,7 +183,8 @@ GS_TEST(tracks_past_the_cap_are_counted_not_written)
 	struct gs_json j;
 
 	s.f = open_memstream(&s.text, &s.len);
-	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
+	g = gs_record_gpu__new(
+		&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL, NULL });
 	if (!GS_EXPECT(g && s.f && f))
 		return;
 	/* 1100 streams the library names: "GPU 0" and 1022 stream tracks fit in 1024 */
@@ -270,7 +273,8 @@ GS_TEST(same_correlation_in_two_processes_two_flows)
 	struct gs_record_gpu *g;
 
 	s.f = open_memstream(&s.text, &s.len);
-	g = gs_record_gpu__new(&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL });
+	g = gs_record_gpu__new(
+		&(struct gs_record_gpu_emit){ &s, sink_begin, sink_end, NULL, NULL });
 	if (!GS_EXPECT(g && s.f))
 		return;
 	/* CUPTI counts from 1 in each process: both launches have correlation id 5 */
