@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* perfetto_intern.c: linear probing, FNV-1a hashes, keys copied (the caller's are borrowed). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/perfetto_intern.h"
+
+struct slot {
+	uint64_t hash;
+	uint64_t id; /* 0: empty */
+	size_t len;
+	void *key;
+};
+
+struct gs_intern {
+	struct slot *slots;
+	size_t mask;
+	size_t count, bytes, max_bytes;
+};
+
+static uint64_t hash(const void *key, size_t len)
+{
+	const unsigned char *p = key;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+struct gs_intern *gs_intern__new(size_t slots_log2, size_t max_bytes)
+{
+	struct gs_intern *t = calloc(1, sizeof(*t));
+
+	if (!t || slots_log2 > 30)
+		goto out_free;
+	t->slots = calloc((size_t)1 << slots_log2, sizeof(*t->slots));
+	if (!t->slots)
+		goto out_free;
+	t->mask = ((size_t)1 << slots_log2) - 1;
+	t->max_bytes = max_bytes;
+	return t;
+out_free:
+	free(t);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void gs_intern__clear(struct gs_intern *t)
+{
+	for (size_t i = 0; i <= t->mask; i++) {
+		free(t->slots[i].key);
+		t->slots[i] = (struct slot){ 0 };
+	}
+	t->count = 0;
+	t->bytes = 0;
+}
+
+void gs_intern__free(struct gs_intern *t)
+{
+	if (!t)
+		return;
+	gs_intern__clear(t);
+	free(t->slots);
+	free(t);
+}
+
+bool gs_intern__filling(const struct gs_intern *t)
+{
+	return t->count >= (t->mask + 1) / 4 || t->bytes >= t->max_bytes / 2;
+}
+
+size_t gs_intern__count(const struct gs_intern *t)
+{
+	return t->count;
+}
+
+uint64_t gs_intern__get(struct gs_intern *t, const void *key, size_t len, bool *added)
+{
+	uint64_t h = hash(key, len);
+	size_t i = h & t->mask;
+	struct slot *s;
+
+	*added = false;
+	for (;; i = (i + 1) & t->mask) {
+		s = &t->slots[i];
+		if (!s->id)
+			break;
+		if (s->hash == h && s->len == len && !memcmp(s->key, key, len))
+			return s->id;
+	}
+	if (t->count >= (t->mask + 1) / 2 || len > t->max_bytes - t->bytes)
+		return 0;
+	s->key = malloc(len ? len : 1);
+	if (!s->key)
+		return 0;
+	memcpy(s->key, key, len);
+	s->hash = h;
+	s->len = len;
+	s->id = ++t->count;
+	t->bytes += len;
+	*added = true;
+	return s->id;
+}
