@@ -8,7 +8,8 @@
 #include "user/perfetto_json.h"
 #include "user/perfetto_trace.h"
 
-struct sink {
+struct gs_perfetto_json {
+	FILE *file; /* the document stream */
 	struct gs_trace_parser *parser;
 	struct gs_perfetto *pf;
 	char *buf; /* "{" rest "}" of the row being encoded */
@@ -56,9 +57,70 @@ static uint64_t id_of(yajl_val o)
 	return h;
 }
 
+/* The row's fields other than ph, pid, ts and an integer id, from the event object o. */
+static void row_fields(struct gs_perfetto_row *row, yajl_val o)
+{
+	const char *path[] = { "args", NULL };
+
+	row->name = str_of(o, "name");
+	row->cat = str_of(o, "cat");
+	row->tid = int_of(o, "tid");
+	row->dur_ns = us_of(o, "dur");
+	row->id = id_of(o);
+	row->args = yajl_tree_get(o, path, yajl_t_object);
+}
+
+/* A copy of text with a NUL after it, in s->buf (which has one byte more). */
+static char *terminated(struct gs_perfetto_json *s, const char *text, size_t len)
+{
+	if (len + 2 > s->cap) { /* room for a closing brace too */
+		char *grown = realloc(s->buf, len + 2);
+
+		if (!grown)
+			return NULL;
+		s->buf = grown;
+		s->cap = len + 2;
+	}
+	memcpy(s->buf, text, len);
+	s->buf[len] = '\0';
+	return s->buf;
+}
+
+int gs_perfetto_json__row(void *ctx, const char *json, size_t len)
+{
+	struct gs_perfetto_json *s = ctx;
+	const char *ph, *text = terminated(s, json, len);
+	struct gs_perfetto_row row;
+	yajl_val o;
+	int ret;
+
+	if (!text)
+		return -ENOMEM;
+	o = yajl_tree_parse(text, NULL, 0);
+	if (!o)
+		return 1; /* not JSON: no row (the writer's own rows always are) */
+	row_fields(&row, o);
+	ph = str_of(o, "ph");
+	row.ph = ph && ph[0] && !ph[1] ? ph[0] : '?';
+	row.pid = int_of(o, "pid");
+	row.ts_ns = us_of(o, "ts");
+	{
+		const char *path[] = { "id", NULL };
+		yajl_val id = yajl_tree_get(o, path, yajl_t_number);
+
+		if (id && YAJL_IS_INTEGER(id))
+			row.id = (uint64_t)id->u.number.i;
+	}
+	ret = gs_perfetto__row(s->pf, &row);
+	yajl_tree_free(o);
+	if (ret < 0 && !s->err)
+		s->err = ret;
+	return ret;
+}
+
 static int on_event(void *ctx, const struct gs_trace_event *ev)
 {
-	struct sink *s = ctx;
+	struct gs_perfetto_json *s = ctx;
 	struct gs_perfetto_row row = { .ph = ev->ph[0], .pid = ev->pid };
 	char err[128];
 	yajl_val o;
@@ -66,33 +128,19 @@ static int on_event(void *ctx, const struct gs_trace_event *ev)
 
 	if (ev->pid_is_str || ev->ph[0] == '\0' || ev->ph[1] || ev->rest_len < 1)
 		return 0; /* not a row of gpusnoop's: no form here */
-	if (ev->rest_len + 2 > s->cap) {
-		char *grown = realloc(s->buf, ev->rest_len + 2);
-
-		if (!grown)
-			return -ENOMEM;
-		s->buf = grown;
-		s->cap = ev->rest_len + 2;
-	}
+	if (!terminated(s, ev->rest, ev->rest_len))
+		return -ENOMEM;
 	/* rest is `,"key":value...`: its comma becomes the object's brace */
 	s->buf[0] = '{';
-	memcpy(s->buf + 1, ev->rest + 1, ev->rest_len - 1);
 	s->buf[ev->rest_len] = '}';
 	s->buf[ev->rest_len + 1] = '\0';
 	o = yajl_tree_parse(s->buf, err, sizeof(err));
 	if (!o)
 		return -EINVAL;
-	row.name = str_of(o, "name");
-	row.cat = str_of(o, "cat");
-	row.tid = int_of(o, "tid");
+	row_fields(&row, o);
 	row.ts_ns = ev->has_ts && ev->ts_ns > 0 ? (uint64_t)ev->ts_ns : 0;
-	row.dur_ns = us_of(o, "dur");
-	row.id = ev->has_id ? (uint64_t)ev->id : id_of(o);
-	{
-		const char *path[] = { "args", NULL };
-
-		row.args = yajl_tree_get(o, path, yajl_t_object);
-	}
+	if (ev->has_id)
+		row.id = (uint64_t)ev->id;
 	ret = gs_perfetto__row(s->pf, &row);
 	yajl_tree_free(o);
 	return ret > 0 ? 0 : ret;
@@ -100,7 +148,7 @@ static int on_event(void *ctx, const struct gs_trace_event *ev)
 
 static int on_top_level(void *ctx, const char *key, const char *json, size_t len)
 {
-	struct sink *s = ctx;
+	struct gs_perfetto_json *s = ctx;
 
 	/* displayTimeUnit: how a JSON viewer shows times, nothing of the trace's */
 	if (!json || !strcmp(key, "displayTimeUnit"))
@@ -110,7 +158,7 @@ static int on_top_level(void *ctx, const char *key, const char *json, size_t len
 
 static ssize_t sink_write(void *cookie, const char *buf, size_t len)
 {
-	struct sink *s = cookie;
+	struct gs_perfetto_json *s = cookie;
 
 	if (!s->err)
 		s->err = gs_trace_parser__feed(s->parser, buf, len);
@@ -121,7 +169,7 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t len)
 	return (ssize_t)len;
 }
 
-static void sink_free(struct sink *s)
+static void sink_free(struct gs_perfetto_json *s)
 {
 	gs_trace_parser__free(s->parser);
 	gs_perfetto__free(s->pf);
@@ -129,42 +177,59 @@ static void sink_free(struct sink *s)
 	free(s);
 }
 
+/* The document's end: gs_perfetto_json__close() frees s. */
 static int sink_close(void *cookie)
 {
-	struct sink *s = cookie;
-	int err = s->err ?: gs_trace_parser__finish(s->parser) ?: gs_perfetto__finish(s->pf);
+	struct gs_perfetto_json *s = cookie;
 
-	if (err == -EINVAL)
+	if (!s->err)
+		s->err = gs_trace_parser__finish(s->parser);
+	if (s->err == -EINVAL)
 		gs_err("perfetto: the timeline's JSON: %s at byte %llu",
 		       gs_trace_parser__error(s->parser),
 		       (unsigned long long)gs_trace_parser__error_offset(s->parser));
-	sink_free(s);
-	if (err) {
-		errno = -err;
-		return EOF;
-	}
-	return 0;
+	return s->err ? EOF : 0;
 }
 
-FILE *gs_perfetto_json__open(FILE *out)
+struct gs_perfetto_json *gs_perfetto_json__new(FILE *out)
 {
-	struct sink *s = calloc(1, sizeof(*s));
+	struct gs_perfetto_json *s = calloc(1, sizeof(*s));
 	struct gs_trace_parse_ops ops = { .event = on_event, .top_level = on_top_level };
-	FILE *f;
 
 	if (!s)
 		return NULL;
 	ops.ctx = s;
 	s->pf = gs_perfetto__new(out);
 	s->parser = s->pf ? gs_trace_parser__new(&ops) : NULL;
-	f = s->parser ? fopencookie(s, "w", (cookie_io_functions_t){ .write = sink_write,
-								    .close = sink_close })
-		      : NULL;
-	if (!f) {
+	s->file = s->parser ? fopencookie(s, "w", (cookie_io_functions_t){ .write = sink_write,
+									  .close = sink_close })
+			    : NULL;
+	/* unbuffered: what the document says goes out in turn with the rows handed over */
+	if (!s->file || setvbuf(s->file, NULL, _IONBF, 0)) {
+		if (s->file)
+			fclose(s->file);
 		sink_free(s);
 		errno = ENOMEM;
+		return NULL;
 	}
-	return f;
+	return s;
+}
+
+FILE *gs_perfetto_json__file(struct gs_perfetto_json *pj)
+{
+	return pj->file;
+}
+
+int gs_perfetto_json__close(struct gs_perfetto_json *pj)
+{
+	int err;
+
+	if (!pj)
+		return 0;
+	fclose(pj->file);
+	err = pj->err ?: gs_perfetto__finish(pj->pf);
+	sink_free(pj);
+	return err;
 }
 
 static bool ends_with(const char *s, size_t len, const char *suffix)

@@ -7,14 +7,24 @@
 #include <stdio.h>
 
 /*
- * The sink hook: a writer of the JSON timeline (gs_trace_writer, gs_chrome_trace) writes
- * its document into the returned stream, which parses it as it comes (one row held at a
- * time) and hands each row to gs_perfetto__row(), each top-level value (the metadata) to
- * gs_perfetto__top_level(). fclose() ends the trace (open slices are closed) and fails
- * (EOF, errno set) when the document was malformed or out failed; out is borrowed and left
- * open. NULL with errno set.
+ * The sink hook: a writer of the JSON timeline writes its document into the stream
+ * gs_perfetto_json__file() returns (unbuffered; parsed as it comes, one event held at a time):
+ * each event becomes a row for gs_perfetto__row(), each top-level value (the metadata) goes
+ * to gs_perfetto__top_level(). The hot path, the trace writer's ordered events, skips the
+ * document: gs_trace_writer__row_sink(w, gs_perfetto_json__row, pj) hands each one over whole.
  */
-FILE *gs_perfetto_json__open(FILE *out);
+struct gs_perfetto_json;
+
+/* Writes to out (borrowed, left open). Caller ends it with gs_perfetto_json__close(). */
+struct gs_perfetto_json *gs_perfetto_json__new(FILE *out);
+FILE *gs_perfetto_json__file(struct gs_perfetto_json *pj);
+/* One event object (JSON text, len bytes). Returns 0, or -errno (the output failed). */
+int gs_perfetto_json__row(void *pj, const char *json, size_t len);
+/*
+ * Ends the trace (open slices closed) and frees pj. Returns 0, -EINVAL (the document was
+ * malformed, logged) or the output's -errno. NULL is ignored.
+ */
+int gs_perfetto_json__close(struct gs_perfetto_json *pj);
 
 /* Whether path names a Perfetto trace: "*.pftrace", "*.perfetto-trace" (".gz" after either). */
 bool gs_is_perfetto_path(const char *path);

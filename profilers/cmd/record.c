@@ -104,7 +104,7 @@ struct record {
 	char **stack_json; /* by stack id: the JSON array of its frames, made once */
 	size_t nr_stack_json;
 	struct gs_out *out;
-	FILE *perfetto; /* --format perfetto: the JSON document goes through this encoder */
+	struct gs_perfetto_json *perfetto; /* --format perfetto: the rows' second encoder */
 	uint64_t start_mono_ns, start_real_ns;
 	uint64_t events, cpu_samples;
 	bool capped; /* stopped at --max-bytes: what was held and came later is not written */
@@ -825,12 +825,10 @@ static void write_metadata(struct record *r)
 /* --format perfetto: the encoder ends the trace into the output. Returns 0 or -errno (logged). */
 static int end_perfetto(struct record *r)
 {
-	int err = 0;
+	int err = gs_perfetto_json__close(r->perfetto);
 
-	if (r->perfetto && fclose(r->perfetto)) {
-		err = -errno;
-		gs_err("perfetto trace: %s", strerror(errno));
-	}
+	if (err && err != -EINVAL) /* -EINVAL: logged */
+		gs_err("perfetto trace: %s", strerror(-err));
 	r->perfetto = NULL;
 	return err;
 }
@@ -1157,11 +1155,15 @@ static int open_parts(struct record *r)
 	r->stats = gs_trace_stats__new();
 	/* the document begins here; a failure before the end removes its temporary file */
 	if (r->opts.perfetto) { /* the same rows, encoded as Perfetto's trace packets */
-		r->perfetto = gs_perfetto_json__open(gs_out__file(r->out));
+		r->perfetto = gs_perfetto_json__new(gs_out__file(r->out));
 		if (!r->perfetto)
 			return -ENOMEM;
 	}
-	r->writer = gs_trace_writer__new(r->perfetto ?: gs_out__file(r->out), REORDER_WINDOW_NS);
+	r->writer = gs_trace_writer__new(r->perfetto ? gs_perfetto_json__file(r->perfetto)
+						     : gs_out__file(r->out),
+					 REORDER_WINDOW_NS);
+	if (r->writer && r->perfetto)
+		gs_trace_writer__row_sink(r->writer, gs_perfetto_json__row, r->perfetto);
 	if (r->writer && r->opts.max_bytes)
 		gs_trace_writer__watch_size(r->writer, size_capped, r);
 	if (r->opts.gpu) {
