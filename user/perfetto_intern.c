@@ -77,20 +77,30 @@ size_t gs_intern__count(const struct gs_intern *t)
 	return t->count;
 }
 
+/* The slot holding key, or the empty one where it would go. */
+static struct slot *find(const struct gs_intern *t, const void *key, size_t len, uint64_t h)
+{
+	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		struct slot *s = &t->slots[i];
+
+		if (!s->id || (s->hash == h && s->len == len && !memcmp(s->key, key, len)))
+			return s;
+	}
+}
+
+bool gs_intern__has(const struct gs_intern *t, const void *key, size_t len)
+{
+	return find(t, key, len, hash(key, len))->id != 0;
+}
+
 uint64_t gs_intern__get(struct gs_intern *t, const void *key, size_t len, bool *added)
 {
 	uint64_t h = hash(key, len);
-	size_t i = h & t->mask;
-	struct slot *s;
+	struct slot *s = find(t, key, len, h);
 
 	*added = false;
-	for (;; i = (i + 1) & t->mask) {
-		s = &t->slots[i];
-		if (!s->id)
-			break;
-		if (s->hash == h && s->len == len && !memcmp(s->key, key, len))
-			return s->id;
-	}
+	if (s->id)
+		return s->id;
 	if (t->count >= (t->mask + 1) / 2 || len > t->max_bytes - t->bytes)
 		return 0;
 	s->key = malloc(len ? len : 1);

@@ -23,6 +23,8 @@ void gs_intern__clear(struct gs_intern *t);
  * ran out) and key is not in it.
  */
 uint64_t gs_intern__get(struct gs_intern *t, const void *key, size_t len, bool *added);
+/* Whether key is in the table. */
+bool gs_intern__has(const struct gs_intern *t, const void *key, size_t len);
 /* Whether the table holds at least half of what it may: time to start over. */
 bool gs_intern__filling(const struct gs_intern *t);
 size_t gs_intern__count(const struct gs_intern *t);

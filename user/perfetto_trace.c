@@ -108,6 +108,8 @@ static const uint32_t intern_field[NR_INTERN] = {
 #define MAX_OPEN_SLICES	  (1u << 16)	/* X slices whose end is not written yet */
 #define MAX_FRAMES	  256		/* of one callstack */
 #define SEQUENCE_ID	  1
+#define MAX_TRACK_NAME	  512		/* of a counter track, in its key */
+#define SEEN_SLOTS	  4096		/* string values met once, remembered (direct-mapped) */
 
 struct open_end {
 	uint64_t ts_ns;
@@ -126,6 +128,7 @@ struct gs_perfetto {
 	size_t nr_ends;
 	uint64_t end_seq;
 	uint64_t rows, skipped, packets;
+	uint64_t seen[SEEN_SLOTS]; /* hashes of string values met once (not interned yet) */
 };
 
 struct gs_perfetto *gs_perfetto__new(FILE *out)
@@ -364,19 +367,19 @@ static uint64_t hashed_uuid(const void *key, size_t len)
 static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, int64_t tid,
 		      const char *counter, const char *name, bool rename)
 {
-	size_t nlen = counter ? strlen(counter) : 0;
-	struct track_key *key = calloc(1, sizeof(*key) + nlen);
+	size_t nlen = counter ? strnlen(counter, MAX_TRACK_NAME) : 0;
+	union {
+		struct track_key key;
+		char bytes[sizeof(struct track_key) + MAX_TRACK_NAME];
+	} k;
 	uint64_t uuid, parent = 0;
 	bool added = true;
 
-	if (!key)
-		return 0;
-	*key = (struct track_key){ .kind = kind, .pid = pid, .tid = tid };
-	memcpy(key->name, counter, nlen);
-	uuid = gs_intern__get(p->tracks, key, sizeof(*key) + nlen, &added);
+	k.key = (struct track_key){ .kind = kind, .pid = pid, .tid = tid };
+	memcpy(k.key.name, counter, nlen);
+	uuid = gs_intern__get(p->tracks, &k, sizeof(k.key) + nlen, &added);
 	if (!uuid) /* full: described every time, under a hashed uuid */
-		uuid = hashed_uuid(key, sizeof(*key) + nlen), added = true;
-	free(key);
+		uuid = hashed_uuid(&k, sizeof(k.key) + nlen), added = true;
 	if (!added && !rename)
 		return uuid;
 	if (kind == TRACK_THREAD || kind == TRACK_COUNTER)
@@ -388,6 +391,34 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 }
 
 /* ---- debug annotations and callstacks ---- */
+
+/*
+ * Whether a string value was met before (recently): only those are interned. A unique
+ * value (an allocation's address) costs its text either way, and interning it would only
+ * fill the table and make the sequence start over sooner.
+ */
+static bool seen_before(struct gs_perfetto *p, const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull, *slot;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	h |= 1; /* never 0, an empty slot */
+	slot = &p->seen[h % SEEN_SLOTS];
+	if (*slot == h)
+		return true;
+	*slot = h;
+	return false;
+}
+
+/* A string value: interned when met before, else its text. */
+static void string_value(struct gs_perfetto *p, const char *s)
+{
+	if (gs_intern__has(p->intern[IN_STRINGS], s, strlen(s)) || seen_before(p, s))
+		interned_str(p, &p->event, IN_STRINGS, DA_STRING_IID, DA_STRING, s);
+	else
+		gs_pb__string(&p->event, DA_STRING, s);
+}
 
 #define MAX_ANNOTATION_DEPTH 4 /* nested arrays/objects deeper than this go as JSON text */
 
@@ -432,7 +463,7 @@ static void int_array_string(struct gs_perfetto *p, yajl_val v)
 				      v->u.array.values[i]->u.number.i);
 	text[n++] = ']';
 	text[n] = '\0';
-	interned_str(p, &p->event, IN_STRINGS, DA_STRING_IID, DA_STRING, text);
+	string_value(p, text);
 }
 
 static void annotation_value(struct gs_perfetto *p, const struct yajl_val_s *v, int depth)
@@ -441,7 +472,7 @@ static void annotation_value(struct gs_perfetto *p, const struct yajl_val_s *v, 
 	yajl_val val = (yajl_val)v;
 
 	if (YAJL_IS_STRING(val)) {
-		interned_str(p, pb, IN_STRINGS, DA_STRING_IID, DA_STRING, val->u.string);
+		string_value(p, val->u.string);
 	} else if (YAJL_IS_INTEGER(val)) {
 		gs_pb__int64(pb, DA_INT, val->u.number.i);
 	} else if (YAJL_IS_NUMBER(val)) {
