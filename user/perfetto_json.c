@@ -201,8 +201,9 @@ struct gs_perfetto_json *gs_perfetto_json__new(FILE *out)
 	ops.ctx = s;
 	s->pf = gs_perfetto__new(out);
 	s->parser = s->pf ? gs_trace_parser__new(&ops) : NULL;
-	s->file = s->parser ? fopencookie(s, "w", (cookie_io_functions_t){ .write = sink_write,
-									  .close = sink_close })
+	s->file = s->parser ? fopencookie(s, "w",
+					  (cookie_io_functions_t){ .write = sink_write,
+								   .close = sink_close })
 			    : NULL;
 	/* unbuffered: what the document says goes out in turn with the rows handed over */
 	if (!s->file || setvbuf(s->file, NULL, _IONBF, 0)) {
@@ -245,5 +246,6 @@ bool gs_is_perfetto_path(const char *path)
 
 	if (ends_with(path ?: "", len, ".gz"))
 		len -= 3;
-	return path && (ends_with(path, len, ".pftrace") || ends_with(path, len, ".perfetto-trace"));
+	return path &&
+	       (ends_with(path, len, ".pftrace") || ends_with(path, len, ".perfetto-trace"));
 }

@@ -102,14 +102,14 @@ static const uint32_t intern_field[NR_INTERN] = {
 	[IN_STACKS] = ID_CALLSTACKS,
 };
 
-#define INTERN_SLOTS_LOG2 16		/* per table: 16k entries before starting over */
-#define INTERN_MAX_BYTES  (4u << 20)	/* per table, of keys */
+#define INTERN_SLOTS_LOG2 16	     /* per table: 16k entries before starting over */
+#define INTERN_MAX_BYTES  (4u << 20) /* per table, of keys */
 #define TRACK_SLOTS_LOG2  16
-#define MAX_OPEN_SLICES	  (1u << 16)	/* X slices whose end is not written yet */
-#define MAX_FRAMES	  256		/* of one callstack */
+#define MAX_OPEN_SLICES	  (1u << 16) /* X slices whose end is not written yet */
+#define MAX_FRAMES	  256	     /* of one callstack */
 #define SEQUENCE_ID	  1
-#define MAX_TRACK_NAME	  512		/* of a counter track, in its key */
-#define SEEN_SLOTS	  4096		/* string values met once, remembered (direct-mapped) */
+#define MAX_TRACK_NAME	  512  /* of a counter track, in its key */
+#define SEEN_SLOTS	  4096 /* string values met once, remembered (direct-mapped) */
 
 struct open_end {
 	uint64_t ts_ns;
@@ -122,8 +122,8 @@ struct gs_perfetto {
 	struct gs_pb packet, event, interned;
 	struct gs_intern *intern[NR_INTERN];
 	struct gs_intern *tracks;
-	bool started;	   /* the sequence's first packet (clock, defaults) is out */
-	uint64_t clock_ns; /* the incremental clock's value */
+	bool started;	       /* the sequence's first packet (clock, defaults) is out */
+	uint64_t clock_ns;     /* the incremental clock's value */
 	struct open_end *ends; /* a min-heap on (ts_ns, -seq) */
 	size_t nr_ends;
 	uint64_t end_seq;
@@ -507,8 +507,7 @@ static bool is_stack(const struct yajl_val_s *v)
 }
 
 /* Appends a stack's frames (innermost first in the row) to ids, outermost first. */
-static size_t add_frames(struct gs_perfetto *p, const struct yajl_val_s *v, uint64_t *ids,
-			 size_t n)
+static size_t add_frames(struct gs_perfetto *p, const struct yajl_val_s *v, uint64_t *ids, size_t n)
 {
 	yajl_val val = (yajl_val)v;
 
@@ -711,7 +710,7 @@ static int metadata_row(struct gs_perfetto *p, const struct gs_perfetto_row *row
 		return 1;
 	if (!strcmp(row->name, "process_name"))
 		return track(p, TRACK_PROCESS, row->pid, 0, NULL, name->u.string, true) ? 0
-											 : -ENOMEM;
+											: -ENOMEM;
 	if (!strcmp(row->name, "thread_name"))
 		return track(p, TRACK_THREAD, row->pid, row->tid, NULL, name->u.string, true)
 			       ? 0

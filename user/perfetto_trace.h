@@ -24,11 +24,11 @@
 struct gs_perfetto;
 
 struct gs_perfetto_row {
-	char ph;			 /* 'X', 'B', 'E', 'i', 'C', 's', 't', 'f', 'M' */
-	const char *name, *cat;		 /* may be NULL */
+	char ph;		/* 'X', 'B', 'E', 'i', 'C', 's', 't', 'f', 'M' */
+	const char *name, *cat; /* may be NULL */
 	int64_t pid, tid;
 	uint64_t ts_ns, dur_ns;
-	uint64_t id;			 /* flows */
+	uint64_t id;		       /* flows */
 	const struct yajl_val_s *args; /* an object, or NULL; borrowed for the call */
 };
 

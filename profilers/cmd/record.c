@@ -1091,8 +1091,8 @@ static int check_opts(struct record_opts *o, unsigned int *hz)
 	int err;
 
 	*hz = GS_CPU_DEFAULT_HZ;
-	o->perfetto = o->format ? !strcmp(o->format, "perfetto")
-				: gs_is_perfetto_path(o->common.output);
+	o->perfetto =
+		o->format ? !strcmp(o->format, "perfetto") : gs_is_perfetto_path(o->common.output);
 	if (o->freq && (!o->cpu || gs_cpu_parse_hz(o->freq, hz))) {
 		if (!o->cpu)
 			gs_err("-F is the CPU sampling frequency: it needs -e cpu");
