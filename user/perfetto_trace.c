@@ -376,7 +376,8 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 	bool added = true;
 
 	k.key = (struct track_key){ .kind = kind, .pid = pid, .tid = tid };
-	memcpy(k.key.name, counter, nlen);
+	if (nlen) /* memcpy from NULL, even of 0 bytes, lets the compiler drop NULL checks */
+		memcpy(k.key.name, counter, nlen);
 	uuid = gs_intern__get(p->tracks, &k, sizeof(k.key) + nlen, &added);
 	if (!uuid) /* full: described every time, under a hashed uuid */
 		uuid = hashed_uuid(&k, sizeof(k.key) + nlen), added = true;
@@ -772,6 +773,8 @@ int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 
 	if (row->ph == 'M')
 		err = metadata_row(p, row);
+	else if (!row->ph || !strchr("XBEiICstf", row->ph))
+		err = 1; /* a phase with no form here: nothing written, not even its track */
 	else
 		err = before_row(p, row->ts_ns) ?: timed_row(p, row);
 	if (err > 0)
