@@ -50,9 +50,13 @@ out_free:
 
 void gs_intern__clear(struct gs_intern *t)
 {
-	for (size_t i = 0; i <= t->mask; i++) {
+	/* only used slots are written: the others may still be untouched (not resident) */
+	for (size_t i = 0; i <= t->mask && t->count; i++) {
+		if (!t->slots[i].id)
+			continue;
 		free(t->slots[i].key);
 		t->slots[i] = (struct slot){ 0 };
+		t->count--;
 	}
 	t->count = 0;
 	t->bytes = 0;

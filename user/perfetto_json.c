@@ -6,13 +6,15 @@
 #include "stitch/trace_parse.h"
 #include "user/log.h"
 #include "user/perfetto_json.h"
+#include "user/perfetto_row.h"
 #include "user/perfetto_trace.h"
 
 struct gs_perfetto_json {
 	FILE *file; /* the document stream */
 	struct gs_trace_parser *parser;
 	struct gs_perfetto *pf;
-	char *buf; /* "{" rest "}" of the row being encoded */
+	struct gs_row_parser *rows; /* the ordered rows, handed over whole */
+	char *buf;		    /* "{" rest "}" of the row being encoded */
 	size_t cap;
 	int err;
 };
@@ -89,14 +91,12 @@ static char *terminated(struct gs_perfetto_json *s, const char *text, size_t len
 int gs_perfetto_json__row(void *ctx, const char *json, size_t len)
 {
 	struct gs_perfetto_json *s = ctx;
-	const char *ph, *text = terminated(s, json, len);
+	const char *ph;
 	struct gs_perfetto_row row;
 	yajl_val o;
 	int ret;
 
-	if (!text)
-		return -ENOMEM;
-	o = yajl_tree_parse(text, NULL, 0);
+	o = gs_row_parser__parse(s->rows, json, len);
 	if (!o)
 		return 1; /* not JSON: no row (the writer's own rows always are) */
 	row_fields(&row, o);
@@ -112,7 +112,6 @@ int gs_perfetto_json__row(void *ctx, const char *json, size_t len)
 			row.id = (uint64_t)id->u.number.i;
 	}
 	ret = gs_perfetto__row(s->pf, &row);
-	yajl_tree_free(o);
 	if (ret < 0 && !s->err)
 		s->err = ret;
 	return ret;
@@ -173,6 +172,7 @@ static void sink_free(struct gs_perfetto_json *s)
 {
 	gs_trace_parser__free(s->parser);
 	gs_perfetto__free(s->pf);
+	gs_row_parser__free(s->rows);
 	free(s->buf);
 	free(s);
 }
@@ -200,7 +200,8 @@ struct gs_perfetto_json *gs_perfetto_json__new(FILE *out)
 		return NULL;
 	ops.ctx = s;
 	s->pf = gs_perfetto__new(out);
-	s->parser = s->pf ? gs_trace_parser__new(&ops) : NULL;
+	s->rows = s->pf ? gs_row_parser__new() : NULL;
+	s->parser = s->rows ? gs_trace_parser__new(&ops) : NULL;
 	s->file = s->parser ? fopencookie(s, "w",
 					  (cookie_io_functions_t){ .write = sink_write,
 								   .close = sink_close })

@@ -102,9 +102,9 @@ static const uint32_t intern_field[NR_INTERN] = {
 	[IN_STACKS] = ID_CALLSTACKS,
 };
 
-#define INTERN_SLOTS_LOG2 16	     /* per table: 16k entries before starting over */
-#define INTERN_MAX_BYTES  (4u << 20) /* per table, of keys */
-#define TRACK_SLOTS_LOG2  16
+#define INTERN_SLOTS_LOG2 15	     /* per table: 8k entries before starting over */
+#define INTERN_MAX_BYTES  (2u << 20) /* per table, of keys */
+#define TRACK_SLOTS_LOG2  15
 #define MAX_OPEN_SLICES	  (1u << 16) /* X slices whose end is not written yet */
 #define MAX_FRAMES	  256	     /* of one callstack */
 #define SEQUENCE_ID	  1
