@@ -7,6 +7,7 @@
 #include "user/perfetto_intern.h"
 #include "user/perfetto_json.h"
 #include "user/perfetto_pb.h"
+#include "user/perfetto_row.h"
 #include "user/perfetto_trace.h"
 
 static bool bytes_eq(const struct gs_pb *pb, const uint8_t *want, size_t len)
@@ -155,6 +156,48 @@ GS_TEST(rows_become_packets_slice_end_in_time_order)
 	free(buf);
 }
 
+static yajl_val member(yajl_val o, const char *key)
+{
+	for (size_t i = 0; o && YAJL_IS_OBJECT(o) && i < o->u.object.len; i++)
+		if (!strcmp(o->u.object.keys[i], key))
+			return o->u.object.values[i];
+	return NULL;
+}
+
+GS_TEST(row_parser_arena_tree)
+{
+	struct gs_row_parser *p = gs_row_parser__new();
+	const char *row = "{\"name\":\"a\\\"b\\u00e9\",\"n\":-12,\"big\":18446744073709551615,"
+			  "\"f\":1.5,\"t\":true,\"z\":null,\"a\":[[1,2],{\"k\":[]}],\"e\":{}}";
+	yajl_val v, a;
+
+	if (!GS_EXPECT(p))
+		return;
+	v = gs_row_parser__parse(p, row, strlen(row));
+	if (!GS_EXPECT(v && YAJL_IS_OBJECT(v)))
+		goto out;
+	GS_EXPECT_EQ(v->u.object.len, 8);
+	GS_EXPECT_STR_EQ(member(v, "name")->u.string, "a\"b\xc3\xa9");
+	GS_EXPECT(YAJL_IS_INTEGER(member(v, "n")) && member(v, "n")->u.number.i == -12);
+	GS_EXPECT(!YAJL_IS_INTEGER(member(v, "big")) && YAJL_IS_DOUBLE(member(v, "big")));
+	GS_EXPECT(YAJL_IS_DOUBLE(member(v, "f")) && member(v, "f")->u.number.d == 1.5);
+	GS_EXPECT_STR_EQ(member(v, "f")->u.number.r, "1.5");
+	GS_EXPECT(YAJL_IS_TRUE(member(v, "t")) && YAJL_IS_NULL(member(v, "z")));
+	a = member(v, "a");
+	GS_EXPECT(YAJL_IS_ARRAY(a) && a->u.array.len == 2);
+	GS_EXPECT_EQ(a->u.array.values[0]->u.array.values[1]->u.number.i, 2);
+	GS_EXPECT_EQ(member(a->u.array.values[1], "k")->u.array.len, 0);
+	GS_EXPECT_EQ(member(v, "e")->u.object.len, 0);
+	/* malformed rows: NULL, and the next good row still parses */
+	GS_EXPECT(!gs_row_parser__parse(p, "{\"a\":", 5));
+	GS_EXPECT(!gs_row_parser__parse(p, "{\"a\":1}}", 8));
+	GS_EXPECT(!gs_row_parser__parse(p, "", 0));
+	v = gs_row_parser__parse(p, "{\"x\":[7]}", 9);
+	GS_EXPECT(v && member(v, "x")->u.array.values[0]->u.number.i == 7);
+out:
+	gs_row_parser__free(p);
+}
+
 GS_TEST(perfetto_paths)
 {
 	GS_EXPECT(gs_is_perfetto_path("t.pftrace"));
@@ -165,4 +208,4 @@ GS_TEST(perfetto_paths)
 }
 
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
-	     rows_become_packets_slice_end_in_time_order, perfetto_paths)
+	     rows_become_packets_slice_end_in_time_order, row_parser_arena_tree, perfetto_paths)
