@@ -346,16 +346,6 @@ static bool stopped(const struct stitch *st)
 	return st->opts->stop && *st->opts->stop;
 }
 
-/*
- * Whether a file's first bytes are a protobuf Trace's (record --format perfetto): field 1,
- * length-delimited (0x0a), then a length; JSON may begin with '\n' but then only with more
- * whitespace, '{' or '['.
- */
-static bool looks_perfetto(const char *buf)
-{
-	return buf[0] == 0x0a && !strchr(" \t\r\n{[", buf[1]);
-}
-
 /* Feeds a whole input through a parser with the given callbacks. */
 static int parse_all(struct stitch *st, struct src *s, const struct gs_trace_parse_ops *ops)
 {
@@ -383,7 +373,7 @@ static int parse_all(struct stitch *st, struct src *s, const struct gs_trace_par
 			err = read_failed(st, s, gs_trace_parser__bytes(p), n);
 			goto out;
 		}
-		if (n > 1 && !gs_trace_parser__bytes(p) && looks_perfetto(buf)) {
+		if (!gs_trace_parser__bytes(p) && gs_is_perfetto_data(buf, (size_t)n)) {
 			err = failf(st, -EINVAL,
 				    "%s: a Perfetto protobuf trace: stitch reads JSON only "
 				    "(record it with --format json)",

@@ -154,6 +154,9 @@ def perfetto_format_chosen_by_option_or_name():
     assert status != 0, (out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Perfetto" in lines[0] and "--format json" in lines[0], err
+    status, out, err = run_gpusnoop("stats", named)
+    expect_eq(status, 65, f"stats status ({err})")
+    assert len(err.strip().splitlines()) == 1 and "Perfetto" in err, err
 
 
 if __name__ == "__main__":

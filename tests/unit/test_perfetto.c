@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "stitch/trace_parse.h"
 #include "tests/unit/harness.h"
 #include "user/perfetto_intern.h"
 #include "user/perfetto_json.h"
@@ -205,6 +206,10 @@ GS_TEST(perfetto_paths)
 	GS_EXPECT(!gs_is_perfetto_path("t.json"));
 	GS_EXPECT(!gs_is_perfetto_path("pftrace"));
 	GS_EXPECT(!gs_is_perfetto_path(NULL));
+	GS_EXPECT(gs_is_perfetto_data("\x0a\x17\x08", 3));
+	GS_EXPECT(!gs_is_perfetto_data("\n{\"traceEvents\"", 4));
+	GS_EXPECT(!gs_is_perfetto_data("\n\n", 2));
+	GS_EXPECT(!gs_is_perfetto_data("\x0a", 1));
 }
 
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
