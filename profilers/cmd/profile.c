@@ -27,7 +27,7 @@
 #define MAX_MODULE_LABEL 80
 
 enum profile_format { FORMAT_FOLDED, FORMAT_PPROF };
-enum { OPT_CGROUP = 0x2000, OPT_FORMAT, OPT_TID, OPT_PER_THREAD };
+enum { OPT_CGROUP = 0x2000, OPT_FORMAT, OPT_TID, OPT_PER_THREAD, OPT_OUTPUT_FD };
 
 struct profile_opts {
 	struct gs_common_opts common;
@@ -38,6 +38,7 @@ struct profile_opts {
 	bool kernel_only; /* -K */
 	pid_t tid;	  /* --tid; 0: every thread */
 	bool per_thread;  /* --per-thread */
+	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 };
 
 struct profile {
@@ -251,6 +252,7 @@ static const struct argp_option profile_options[] = {
 	{ "tid", OPT_TID, "TID", 0, "Only this thread (its process is the target)", 0 },
 	{ "per-thread", OPT_PER_THREAD, NULL, 0,
 	  "A stack per thread: folded stacks start with name-pid/tid, pprof labels thread_id", 0 },
+	{ "output-fd", OPT_OUTPUT_FD, "FD", OPTION_HIDDEN, "Write to this open descriptor", 0 },
 	{ 0 },
 };
 
@@ -264,6 +266,18 @@ static pid_t parse_tid(struct argp_state *state, const char *arg)
 	if (errno || end == arg || *end || v <= 0 || v > INT32_MAX)
 		argp_error(state, "bad thread id '%s'", arg);
 	return (pid_t)v;
+}
+
+static int parse_output_fd(struct argp_state *state, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > INT32_MAX)
+		argp_error(state, "invalid --output-fd '%s'", arg);
+	return (int)v;
 }
 
 static error_t profile_parse(int key, char *arg, struct argp_state *state)
@@ -287,6 +301,9 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PER_THREAD:
 		o->per_thread = true;
+		break;
+	case OPT_OUTPUT_FD: /* the daemon's scheduled profiles (profilers/daemon/) */
+		o->output_fd = parse_output_fd(state, arg);
 		break;
 	case ARGP_KEY_END:
 		if (o->user_only && o->kernel_only)
@@ -387,7 +404,11 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
 	int err;
 
 	/* pprof is gzip whatever the name (its writer compresses); folded only for a .gz name */
-	err = gs_out__open(&out, path, p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
+	if (p->opts.output_fd >= 0)
+		err = gs_out__open_fd(&out, p->opts.output_fd, "the output descriptor",
+				      GS_OUT_PLAIN);
+	else
+		err = gs_out__open(&out, path, p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
 	if (err)
 		return err;
 	if (p->opts.format == FORMAT_PPROF)
@@ -401,7 +422,7 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
 
 int gs_cmd_profile(int argc, char **argv)
 {
-	struct profile p = { .hz = GS_CPU_DEFAULT_HZ };
+	struct profile p = { .opts = { .output_fd = -1 }, .hz = GS_CPU_DEFAULT_HZ };
 	struct gs_tracker_ops ops = { .ctx = &p,
 				      .proc_gone = on_proc_gone,
 				      .cpu_sample = on_sample };

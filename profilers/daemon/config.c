@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/daemon/config.h"
+#include "profilers/daemon/losses.h"
+#include "profilers/daemon/profile_schedule.h"
 #include "profilers/options.h"
 #include "user/log.h"
 
@@ -32,6 +34,7 @@ void gs_daemon_config__defaults(struct gs_daemon_config *c)
 		.oom_record_events = GS_DAEMON_DEFAULT_EVENTS,
 		.user_max_recordings = 2,
 		.user_max_bytes = 64ULL << 20,
+		.ringbuf_mib = GS_DAEMON_RINGBUF_MIB_DEFAULT,
 	};
 }
 
@@ -289,6 +292,8 @@ static int parse_schedule(void *whole, const char *value, char *msg, size_t msg_
 			goto usage;
 		w[n++] = t;
 	}
+	if (n >= 4 && !strcmp(w[0], "every") && !strcmp(w[2], "profile"))
+		return gs_daemon_parse_profile_schedule(c, value, msg, msg_len);
 	if (n < 4 || strcmp(w[0], "every") || strcmp(w[2], "record"))
 		goto usage;
 	err = parse_duration(w[1], &period_range, &s.every_s, msg, msg_len);
@@ -478,6 +483,7 @@ static const struct setting settings[] = {
 	{ "schedule", parse_schedule, WHOLE, false },
 	{ "flight-recorder", parse_flight_recorder, FIELD(flight_recorder_s), false },
 	{ "oom-record", parse_oom_record, WHOLE, false },
+	{ "ringbuf", gs_daemon_parse_ringbuf, FIELD(ringbuf_mib), true },
 };
 
 _Static_assert(sizeof(((struct gs_daemon_config *)0)->output_dir) == GS_DAEMON_PATH_MAX &&
@@ -574,4 +580,15 @@ int gs_daemon_config__parse(struct gs_daemon_config *c, FILE *f, const char *pat
 		return -EIO;
 	}
 	return 0;
+}
+
+int gs_daemon_config_duration(const char *value, bool period, double *out, char *msg,
+			      size_t msg_len)
+{
+	return parse_duration(value, period ? &period_range : &record_range, out, msg, msg_len);
+}
+
+int gs_daemon_config_size(const char *value, uint64_t *out)
+{
+	return parse_size(value, out);
 }

@@ -18,6 +18,7 @@
 #include "profilers/daemon/config.h"
 #include "profilers/daemon/flight_recorder.h"
 #include "profilers/daemon/flight_trace.h"
+#include "profilers/daemon/profile_schedule.h"
 #include "profilers/leak_report.h"
 #include "profilers/mem_model.h"
 #include "profilers/options.h"
@@ -218,7 +219,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 	struct gs_mem_effect fx;
 
 	if (gs_mem_model__tensor(&d->mem, e, &fx))
-		gs_warn("PyTorch tensors of pid %d: out of memory", (int)e->hdr.pid);
+		d->losses.own[GS_DAEMON_LOSS_MODEL_NOMEM]++;
 }
 
 /* The kernel is about to kill a CUDA process for memory: what it held, before it is gone. */
@@ -237,7 +238,7 @@ static void on_oom_kill(void *ctx, pid_t pid)
 static void remember(struct gs_daemon *d, pid_t pid, const struct gs_flight_event *fe)
 {
 	if (d->flight && gs_flight_recorder__add(d->flight, pid, fe))
-		gs_warn("flight recorder: out of memory");
+		d->losses.own[GS_DAEMON_LOSS_FLIGHT_NOMEM]++; /* logged by log_losses() */
 }
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
@@ -277,7 +278,7 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 
 	proc_stats(d, (pid_t)e->hdr.pid, true);
 	if (gs_mem_model__free(&d->mem, e, &fx))
-		gs_warn("CUDA frees of pid %d: out of memory", (int)e->hdr.pid);
+		d->losses.own[GS_DAEMON_LOSS_MODEL_NOMEM]++;
 	else if (fx.route == GS_ROUTE_RAW)
 		remember(d, (pid_t)e->hdr.pid,
 			 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
@@ -676,6 +677,15 @@ static int wait_for_work(void *ctx, int timeout_ms)
 	return 0;
 }
 
+/* What was lost since the previous line, once a minute at most. */
+static void log_losses(struct gs_daemon *d, uint64_t now_ns)
+{
+	uint64_t stats[GS_STAT__MAX];
+
+	gs_tracker__stats(d->tracker, stats);
+	gs_daemon_losses__tick(&d->losses, stats, now_ns, NULL, 0);
+}
+
 /* After each wait and drain: a requested reload, the clients, recordings, schedules, metrics. */
 static int tick(void *ctx, uint64_t now_ns)
 {
@@ -691,7 +701,9 @@ static int tick(void *ctx, uint64_t now_ns)
 	gs_daemon__reap_recordings(d);
 	now_ns = gs_clock_ns(CLOCK_MONOTONIC); /* after the clients were served */
 	gs_daemon__run_schedules(d, now_ns);
+	gs_daemon__serve_profile_requests(d);
 	if (now_ns >= d->next_metrics_ns) {
+		log_losses(d, now_ns);
 		publish_metrics(d);
 		d->next_metrics_ns = now_ns + METRICS_EVERY_NS;
 		/*
@@ -827,6 +839,7 @@ int gs_cmd_daemon(int argc, char **argv)
 					    : 0));
 	topts.oom_kills = true;
 	topts.torch = d.cfg.torch;
+	topts.ringbuf_bytes = (size_t)d.cfg.ringbuf_mib << 20;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))
 		return 1;
 	d.stacks = gs_stack_table__new(gs_tracker__symcache(d.tracker));

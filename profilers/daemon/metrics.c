@@ -142,13 +142,19 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 		      d->report_errors);
 	scalar_metric(f, "gpusnoop_triggers_suppressed_total",
 		      "Triggers not reported because of trigger-interval.", d->triggers_suppressed);
-	metric_header(f, "gpusnoop_lost_events_total", "counter",
-		      "Events lost in the kernel, by reason.");
+	scalar_metric(f, "gpusnoop_profiles_started_total",
+		      "CPU profiles started: scheduled or asked for over HTTP.", d->profiles_started);
+	metric_header(f, "gpusnoop_events_lost_total", "counter",
+		      "Events lost, by reason: in the kernel (ring buffer full, a user over its "
+		      "share, ...) or in the daemon (out of memory).");
 	gs_tracker__stats(d->tracker, stats);
 	for (int i = 0; i < GS_STAT__MAX; i++)
 		if (gs_stat_name(i))
-			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
+			fprintf(f, "gpusnoop_events_lost_total{reason=\"%s\"} %" PRIu64 "\n",
 				gs_stat_name(i), stats[i]);
+	for (int i = 0; i < GS_DAEMON_LOSS__MAX; i++)
+		fprintf(f, "gpusnoop_events_lost_total{reason=\"%s\"} %" PRIu64 "\n",
+			gs_daemon_loss_name(i), d->losses.own[i]);
 	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
 	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "profilers/daemon/daemon.h"
+#include "profilers/daemon/profile_schedule.h"
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_dir.h"
@@ -107,6 +108,7 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	close(fd);
 	r->pid = child;
 	r->schedule = schedule;
+	r->profile = false;
 	d->nr_recordings++;
 	d->recordings_started++;
 	gs_info("recording %s for %gs (%s): %s", pid ? target : "every process", secs, events,
@@ -119,12 +121,19 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 /* A finished child's trace: renamed into place when it succeeded, else removed. */
 static void finish_recording(struct gs_daemon *d, struct gs_daemon_recording *r, int status)
 {
+	const char *what = r->profile ? "profile" : "recording";
+
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		gs_warn("recording %s failed (status %d)", r->path, status);
+		gs_warn("%s %s failed (status %d)", what, r->path, status);
 		gs_out_dir__discard(d->out_dir, r->tmp);
 	} else if (!gs_out_dir__commit(d->out_dir, r->tmp, r->name)) {
-		gs_info("recording done: %s", r->path);
+		gs_info("%s done: %s", what, r->path);
+		if (r->profile)
+			gs_daemon__profile_done(d, r->path, r->schedule);
+		return;
 	}
+	if (r->profile)
+		gs_daemon__profile_failed(d, r->schedule);
 }
 
 /* Collects finished recordings; applies their schedule's retention. */
@@ -196,11 +205,14 @@ void gs_daemon__run_schedules(struct gs_daemon *d, uint64_t now)
 			d->next_schedule_ns[i] += every_ns;
 		/* never two of one schedule at once: retention must only see finished traces */
 		if (schedule_running(d, i)) {
-			gs_warn("schedule %zu: the previous recording still runs: slot skipped", i);
+			gs_warn("schedule %zu: the previous one still runs: slot skipped", i);
 			continue;
 		}
 		snprintf(kind, sizeof(kind), "schedule%zu", i);
-		gs_daemon__start_recording(d, 0, false, s->record_s, s->events, kind, (int)i, NULL,
-					   0);
+		if (s->profile)
+			gs_daemon__start_profile(d, s->record_s, s->hz, s->cuda_only, kind, (int)i);
+		else
+			gs_daemon__start_recording(d, 0, false, s->record_s, s->events, kind,
+						   (int)i, NULL, 0);
 	}
 }
