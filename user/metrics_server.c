@@ -163,6 +163,30 @@ static enum MHD_Result handle_profile(struct gs_metrics_server *s, struct MHD_Co
 		     MHD_RESPMEM_PERSISTENT);
 }
 
+/*
+ * /debug/pprof/symbol: `go tool pprof` posts the addresses of frames a profile left unnamed
+ * when it fetched it from a /debug/pprof/ path, and gives up on an error. The profile has
+ * every name gpusnoop could find: the answer names nothing more (the body is read, not kept).
+ */
+static enum MHD_Result handle_symbol(struct MHD_Connection *conn, const char *method,
+				     size_t *upload_data_size, void **req_cls)
+{
+	static const char count[] = "num_symbols: 0\n";
+	static int started;
+
+	if (strcmp(method, MHD_HTTP_METHOD_POST))
+		return reply(conn, MHD_HTTP_OK, count, sizeof(count) - 1, MHD_RESPMEM_PERSISTENT);
+	if (!*req_cls) {
+		*req_cls = &started;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return reply(conn, MHD_HTTP_OK, "", 0, MHD_RESPMEM_PERSISTENT);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **req_cls)
@@ -174,6 +198,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	char *copy;
 	size_t len;
 
+	if (!strcmp(url, "/debug/pprof/symbol"))
+		return handle_symbol(conn, method, upload_data_size, req_cls);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, bad_method, sizeof(bad_method) - 1,
 			     MHD_RESPMEM_PERSISTENT);
