@@ -72,9 +72,18 @@ static void forget_proc_stats(struct gs_daemon *d, pid_t pid)
 		gs_pid_index__set(&d->proc_index, d->procs[pos].pid, pos);
 }
 
-/* One report over one process (reason "trigger" with t, or "snapshot"), text or JSON. */
+/* A report's loss window: taken once for the files of one report, so each says the same. */
+struct report_window {
+	uint64_t lost, start_ns;
+};
+
+/*
+ * One report over one process (reason "trigger" with t, or "snapshot"), text or JSON; w: the
+ * window its files share, NULL: its own.
+ */
 static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const char *reason,
-			     const struct gs_leak_trigger *t, bool json, FILE *f)
+			     const struct gs_leak_trigger *t, bool json, FILE *f,
+			     const struct report_window *w)
 {
 	struct gs_leak_proc_report proc;
 	struct gs_leak_report r = {
@@ -92,8 +101,13 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 	if (err)
 		return err;
 	gs_tracker__stats(d->tracker, r.stats);
-	r.window_lost =
-		gs_loss_window__take(&d->loss_window, r.stats, r.now_ns, &r.window_start_ns);
+	if (w) {
+		r.window_lost = w->lost;
+		r.window_start_ns = w->start_ns;
+	} else {
+		r.window_lost = gs_loss_window__take(&d->loss_window, r.stats, r.now_ns,
+						     &r.window_start_ns);
+	}
 	if (json)
 		gs_leak_report__write_json(f, &r, d->stacks);
 	else
@@ -114,9 +128,12 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 {
 	static const char *const exts[] = { ".txt", ".trace.json", ".json" };
 	char stamp[48], name[160], path[512];
-	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC), stats[GS_STAT__MAX];
+	struct report_window w;
 	int err = 0;
 
+	gs_tracker__stats(d->tracker, stats);
+	w.lost = gs_loss_window__take(&d->loss_window, stats, now, &w.start_ns);
 	gs_daemon_file_stamp(stamp, sizeof(stamp));
 	for (size_t i = 0; i < REPORT__MAX && !err; i++) {
 		struct gs_out *out;
@@ -137,7 +154,7 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 				gs_mem_model__cuda_bytes(&d->mem, p->pid), d->stacks, t);
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
-						i == REPORT_JSON, f);
+						i == REPORT_JSON, f, &w);
 		/* each logs its error, the first write error's errno before the writer's */
 		err = err ? gs_out__fail(out, err) : gs_out__close(out);
 		if (!err && i == REPORT_JSON)
@@ -527,7 +544,7 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *line
 		return;
 	switch (req.verb) {
 	case GS_CTL_LEAKS:
-		if (write_proc_report(d, p, "snapshot", NULL, req.json, out))
+		if (write_proc_report(d, p, "snapshot", NULL, req.json, out, NULL))
 			fprintf(out, "error: out of memory\n");
 		break;
 	case GS_CTL_SNAPSHOT:
