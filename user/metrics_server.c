@@ -230,8 +230,8 @@ int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, u
 	struct addrinfo *ai;
 	char service[8];
 	/* a thread a client: one waiting for its profile holds up no scrape */
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			     MHD_USE_ERROR_LOG;
+	unsigned int flags =
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
 	const union MHD_DaemonInfo *info;
 	int err;
 

@@ -25,10 +25,10 @@
 #define GS_DAEMON_FLIGHT_MIN_S 1.0 /* flight-recorder */
 #define GS_DAEMON_FLIGHT_MAX_S 3600.0
 
-#define GS_DAEMON_PROFILE_HZ_MAX	   999 /* schedule profile hz= (`gpusnoop profile -F`) */
-#define GS_DAEMON_PROFILE_HZ_DEFAULT	   99
-#define GS_DAEMON_RINGBUF_MIB_DEFAULT	   8
-#define GS_DAEMON_RINGBUF_MIB_MAX	   1024
+#define GS_DAEMON_PROFILE_HZ_MAX      999 /* schedule profile hz= (`gpusnoop profile -F`) */
+#define GS_DAEMON_PROFILE_HZ_DEFAULT  99
+#define GS_DAEMON_RINGBUF_MIB_DEFAULT 8
+#define GS_DAEMON_RINGBUF_MIB_MAX     1024
 
 /*
  * "schedule every 15m record 30s events=cuda-launch,cpu keep=10 keep-bytes=1G", or
@@ -37,7 +37,7 @@
  */
 struct gs_daemon_schedule {
 	double every_s;
-	double record_s; /* the recording's, or the profile's, window */
+	double record_s;		   /* the recording's, or the profile's, window */
 	char events[GS_DAEMON_EVENTS_MAX]; /* `gpusnoop record -e` list */
 	bool profile;			   /* a CPU profile, not a recording */
 	bool cuda_only;			   /* profile: only the CUDA processes the daemon follows */

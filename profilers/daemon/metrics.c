@@ -143,7 +143,8 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 	scalar_metric(f, "gpusnoop_triggers_suppressed_total",
 		      "Triggers not reported because of trigger-interval.", d->triggers_suppressed);
 	scalar_metric(f, "gpusnoop_profiles_started_total",
-		      "CPU profiles started: scheduled or asked for over HTTP.", d->profiles_started);
+		      "CPU profiles started: scheduled or asked for over HTTP.",
+		      d->profiles_started);
 	metric_header(f, "gpusnoop_events_lost_total", "counter",
 		      "Events lost, by reason: in the kernel (ring buffer full, a user over its "
 		      "share, ...) or in the daemon (out of memory).");

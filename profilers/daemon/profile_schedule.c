@@ -113,8 +113,8 @@ int gs_daemon__start_profile(struct gs_daemon *d, double secs, unsigned int hz, 
 	r->profile = true;
 	d->nr_recordings++;
 	d->profiles_started++;
-	gs_info("profile of %s for %gs at %u Hz: %s", cuda_only ? "CUDA processes" : "every process",
-		secs, hz, r->path);
+	gs_info("profile of %s for %gs at %u Hz: %s",
+		cuda_only ? "CUDA processes" : "every process", secs, hz, r->path);
 out_free:
 	free(a);
 	return err;

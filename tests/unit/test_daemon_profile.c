@@ -51,11 +51,16 @@ GS_TEST(profile_schedules)
 GS_TEST(bad_profile_schedules)
 {
 	static const char *const bad[] = {
-		"every 1m profile",		"every 1m profile 2m",
-		"every 1m profile 1s hz=0",	"every 1m profile 1s hz=1000",
-		"every 1m profile 1s hz=-5",	"every 1m profile 1s hz=99x",
-		"every 1m profile 1s processes=gpu", "every 1m profile 1s keep=-1",
-		"every 1m profile 1s keep-bytes=lots", "every 1m profile 1s events=cpu",
+		"every 1m profile",
+		"every 1m profile 2m",
+		"every 1m profile 1s hz=0",
+		"every 1m profile 1s hz=1000",
+		"every 1m profile 1s hz=-5",
+		"every 1m profile 1s hz=99x",
+		"every 1m profile 1s processes=gpu",
+		"every 1m profile 1s keep=-1",
+		"every 1m profile 1s keep-bytes=lots",
+		"every 1m profile 1s events=cpu",
 		"every 1m profile 1s colour=blue",
 	};
 
@@ -125,5 +130,5 @@ GS_TEST(losses_logged_once_a_minute_by_kind)
 	GS_EXPECT_EQ(gs_daemon_losses__tick(&l, stats, 200 * s, line, sizeof(line)), 0);
 }
 
-GS_TEST_MAIN(profile_schedules, bad_profile_schedules, ringbuf_sizes,
-	     ringbuf_is_read_at_start_only, losses_logged_once_a_minute_by_kind)
+GS_TEST_MAIN(profile_schedules, bad_profile_schedules, ringbuf_sizes, ringbuf_is_read_at_start_only,
+	     losses_logged_once_a_minute_by_kind)
