@@ -30,6 +30,7 @@ TEST_PACKAGES=(
 	libc6-dbg # e2e test_debuginfo: libc named from its separate debug file
 	xz-utils # e2e test_debuginfo: a MiniDebugInfo section is made with xz
 	debuginfod libdebuginfod1 # e2e test_debuginfod: a real server; the client gpusnoop dlopens
+	golang-go # e2e test_daemon_profile: `go tool pprof` reads the daemon's profiles, over HTTP too
 )
 
 mode=${1:-test}
