@@ -655,6 +655,7 @@ static void reload(struct gs_daemon *d)
 	}
 	memset(d->next_schedule_ns, 0, sizeof(d->next_schedule_ns));
 	d->next_metrics_ns = 0; /* a reopened endpoint has nothing to serve until it publishes */
+	gs_daemon__republish_profile(d);
 	if (d->cfg.flight_recorder_s != prev.flight_recorder_s) {
 		/* a new window starts empty: what the old one held is dropped */
 		gs_flight_recorder__free(d->flight);

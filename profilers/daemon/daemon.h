@@ -79,6 +79,7 @@ struct gs_daemon {
 	uint64_t oom_events, torch_ooms, oom_kills, recordings_started, reports_written,
 		report_errors, triggers_suppressed, profiles_started;
 	struct gs_daemon_losses losses; /* logged once a minute at most (losses.c) */
+	char latest_profile[512];	/* served over HTTP; published again after a reload */
 	int error;
 };
 

@@ -152,6 +152,7 @@ void gs_daemon__profile_done(struct gs_daemon *d, const char *path, int schedule
 
 	if (schedule == GS_DAEMON_HTTP_SCHEDULE)
 		gs_out_dir__retain(d->out_dir, "http-", HTTP_PROFILES_KEPT, 0);
+	snprintf(d->latest_profile, sizeof(d->latest_profile), "%s", path);
 	if (!d->metrics)
 		return;
 	data = read_profile(path, &len);
@@ -161,6 +162,20 @@ void gs_daemon__profile_done(struct gs_daemon *d, const char *path, int schedule
 	}
 	free(data);
 	gs_daemon__profile_failed(d, schedule);
+}
+
+void gs_daemon__republish_profile(struct gs_daemon *d)
+{
+	size_t len = 0;
+	void *data;
+
+	if (!d->metrics || !d->latest_profile[0])
+		return;
+	/* retention may have removed it meanwhile: then there is nothing to serve */
+	data = read_profile(d->latest_profile, &len);
+	if (data)
+		gs_metrics_server__publish_profile(d->metrics, data, len);
+	free(data);
 }
 
 void gs_daemon__profile_failed(struct gs_daemon *d, int schedule)

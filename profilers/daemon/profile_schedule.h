@@ -31,6 +31,8 @@ int gs_daemon__start_profile(struct gs_daemon *d, double secs, unsigned int hz, 
 			     const char *kind, int schedule);
 /* A profile child finished and its file is in place at path: serve it as the latest. */
 void gs_daemon__profile_done(struct gs_daemon *d, const char *path, int schedule);
+/* After a reload: the new metrics server serves the latest profile too. */
+void gs_daemon__republish_profile(struct gs_daemon *d);
 /* A profile child failed: an HTTP client waiting for it gets the error. */
 void gs_daemon__profile_failed(struct gs_daemon *d, int schedule);
 /* Starts the profile an HTTP client asked for, if one did (from tick()). */

@@ -83,6 +83,36 @@ def daemon_scheduled_profiles_are_pprof_with_retention():
 
 
 @test
+def daemon_profiles_of_cuda_processes_leave_others_out():
+    _, conf = config_file("gs-dprof-cuda-", "schedule every 3s profile 1s hz=499 "
+                          "processes=cuda\n")
+    d = Daemon("--config", conf)
+    burn = Workload("gs_burn", env=BURN_ENV)  # not a CUDA process
+    flood = None
+    try:
+        burn.release()
+        # a CUDA process busy on the CPU: cudaMalloc+cudaFree in a loop
+        flood = Workload("gs_flood", env={"GS_FLOOD_N": "1000000000", "GS_FLOOD_MODE": "free",
+                                          "GS_FAKE_CUDA_NO_DRIVER": "1"})
+        d.wait_probed()
+        flood.release()
+        wait_lines(d.g, "profile done: ", 1, timeout=45)
+        line = [l for l in d.g.err.lines if "profile of CUDA processes" in l][0]
+        files = profiles(d, "schedule0-cuda")
+        expect_eq(len(files), 1, f"profiles: {os.listdir(d.out)} ({line})")
+        status, out = go_pprof("-top", "-nodefraction=0", files[0])
+        expect_eq(status, 0, f"go tool pprof -top {files[0]}:\n{out}")
+        assert "alloc_here" in out or "via_one" in out or "via_zero" in out, out
+        assert "burn_a" not in out and "burn_b" not in out, out
+        d.stop()
+    finally:
+        d.g.kill()
+        burn.kill()
+        if flood:
+            flood.kill()
+
+
+@test
 def daemon_serves_profiles_to_go_tool_pprof_over_http():
     d = Daemon()
     w = Workload("gs_burn", env=BURN_ENV)
