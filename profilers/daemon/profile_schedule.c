@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +33,21 @@ struct profile_argv {
 static int build_argv(struct gs_daemon *d, struct profile_argv *a, double secs, unsigned int hz,
 		      bool cuda_only, int fd)
 {
-	size_t n = 0;
+	size_t n = 0, nr_pids = 0;
 
 	a->argv[n++] = "gpusnoop";
 	a->argv[n++] = "profile";
 	if (!cuda_only)
 		a->argv[n++] = "-a";
-	for (size_t i = 0; cuda_only && i < d->mem.raw.nr_procs && i < GS_MAX_PIDS; i++) {
-		snprintf(a->pids[i], sizeof(a->pids[i]), "%d", (int)d->mem.raw.procs[i]->pid);
+	for (size_t i = 0; cuda_only && i < d->mem.raw.nr_procs && nr_pids < GS_MAX_PIDS; i++) {
+		pid_t pid = d->mem.raw.procs[i]->pid;
+
+		/* `profile -p` refuses a pid that is gone: one whose exit went unseen is left out */
+		if (kill(pid, 0) && errno == ESRCH)
+			continue;
+		snprintf(a->pids[nr_pids], sizeof(a->pids[nr_pids]), "%d", (int)pid);
 		a->argv[n++] = "-p";
-		a->argv[n++] = a->pids[i];
+		a->argv[n++] = a->pids[nr_pids++];
 	}
 	if (cuda_only && n == 2)
 		return -ENOENT;

