@@ -812,7 +812,8 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 
 static const char daemon_doc[] =
 	"Follow every CUDA process on the host: on an out-of-memory, write a report of what the "
-	"process held, by stack; serve Prometheus metrics; answer `gpusnoop ctl`.\v"
+	"process held, by stack; serve Prometheus metrics (and CPU profiles at "
+	"/debug/pprof/profile); answer `gpusnoop ctl`.\v"
 	"EXAMPLES:\n"
 	"  gpusnoop daemon --output-dir /tmp/gs --metrics-addr 127.0.0.1:9464\n"
 	"  gpusnoop daemon --config /etc/gpusnoop.conf   # kill -HUP to reload";

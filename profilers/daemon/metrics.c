@@ -102,6 +102,20 @@ static void scalar_metric(FILE *f, const char *name, const char *help, uint64_t 
 	fprintf(f, "%s %" PRIu64 "\n", name, value);
 }
 
+/* Per user, the records dropped for being over its share (64 users at most, as ctl status). */
+static void user_drops(FILE *f, struct gs_daemon *d)
+{
+	uint32_t uids[64];
+	uint64_t drops[64];
+	size_t n = gs_tracker__uid_drops(d->tracker, uids, drops, 64);
+
+	metric_header(f, "gpusnoop_user_events_lost_total", "counter",
+		      "Events of a user dropped for writing past its share of the ring buffer.");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "gpusnoop_user_events_lost_total{uid=\"%u\"} %" PRIu64 "\n", uids[i],
+			drops[i]);
+}
+
 void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 {
 	uint64_t stats[GS_STAT__MAX];
@@ -156,6 +170,7 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 	for (int i = 0; i < GS_DAEMON_LOSS__MAX; i++)
 		fprintf(f, "gpusnoop_events_lost_total{reason=\"%s\"} %" PRIu64 "\n",
 			gs_daemon_loss_name(i), d->losses.own[i]);
+	user_drops(f, d);
 	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
 	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
 }

@@ -11,7 +11,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import MiB, Workload, expect_eq, main, test  # noqa: E402
 from test_daemon import OOM_ENV, Daemon, config_file  # noqa: E402
-from test_floods import start_flooders  # noqa: E402
+from test_floods import FLOOD_UID, start_flooders  # noqa: E402
 
 LOST = re.compile(r'^gpusnoop_events_lost_total\{reason="([a-z_]+)"\} (\d+)$', re.M)
 
@@ -60,6 +60,10 @@ def daemon_flood_loses_events_visibly_and_keeps_another_oom():
             assert counters[k] >= n, (k, n, counters)
         assert "memory_model_nomem" in counters and "flight_recorder_nomem" in counters, m
         assert "gpusnoop_lost_events_total" not in m, "the old name is gone"
+        if counters["uid_over_share"]:
+            users = dict(re.findall(r'^gpusnoop_user_events_lost_total\{uid="(\d+)"\} (\d+)$',
+                                    m, re.M))
+            assert int(users.get(str(FLOOD_UID), 0)) > 0, m
         time.sleep(2)
         expect_eq(sum("events lost" in l for l in d.g.err.lines), 1, "loss lines in a minute")
         d.stop()
