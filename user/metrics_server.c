@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "user/metrics_server.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* the most of a /debug/pprof/symbol request read (addresses, "0x1f+0x2e...") */
+#define GS_PPROF_SYMBOL_MAX (4U << 20)
 
 /*
  * The main loop publishes whole snapshots; the server thread only copies the latest under
@@ -172,15 +175,20 @@ static enum MHD_Result handle_symbol(struct MHD_Connection *conn, const char *me
 				     size_t *upload_data_size, void **req_cls)
 {
 	static const char count[] = "num_symbols: 0\n";
-	static int started;
+	/* the bytes read so far, plus one (0: the request's first call), in the pointer itself */
+	uintptr_t seen = (uintptr_t)*req_cls;
 
 	if (strcmp(method, MHD_HTTP_METHOD_POST))
 		return reply(conn, MHD_HTTP_OK, count, sizeof(count) - 1, MHD_RESPMEM_PERSISTENT);
-	if (!*req_cls) {
-		*req_cls = &started;
+	if (!seen) {
+		*req_cls = (void *)(uintptr_t)1;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
+		/* a client that sends without end is cut off, not read forever */
+		if (seen - 1 + *upload_data_size > GS_PPROF_SYMBOL_MAX)
+			return MHD_NO;
+		*req_cls = (void *)(seen + *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}

@@ -41,6 +41,57 @@ out:
 	return status;
 }
 
+/* POST len bytes of 'x' to /debug/pprof/symbol; the status, -1 when the server hung up. */
+static int post_symbols(uint16_t port, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	char head[128], chunk[65536], buf[512];
+	int fd, status = -1;
+	ssize_t n;
+
+	memset(chunk, 'x', sizeof(chunk));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		goto out;
+	snprintf(head, sizeof(head),
+		 "POST /debug/pprof/symbol HTTP/1.0\r\nContent-Length: %zu\r\n\r\n", len);
+	if (write(fd, head, strlen(head)) < 0)
+		goto out;
+	for (size_t sent = 0; sent < len; sent += (size_t)n) {
+		n = send(fd, chunk, len - sent < sizeof(chunk) ? len - sent : sizeof(chunk),
+			 MSG_NOSIGNAL);
+		if (n <= 0)
+			goto out;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+		status = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	return status;
+}
+
+GS_TEST(symbol_requests_are_answered_and_bounded)
+{
+	struct gs_metrics_server *s = NULL;
+	char body[64];
+	uint16_t port;
+
+	if (!GS_EXPECT_EQ(gs_metrics_server__start(&s, "127.0.0.1", 0, NULL, 0), 0))
+		return;
+	port = gs_metrics_server__port(s);
+	/* go tool pprof asks to name what is left unnamed: nothing more, and no error */
+	GS_EXPECT_EQ(post_symbols(port, 1000), 200);
+	GS_EXPECT_EQ(get(port, "/debug/pprof/symbol", body, sizeof(body)), 200);
+	GS_EXPECT_STR_EQ(body, "num_symbols: 0\n");
+	/* past 4 MiB the client is cut off */
+	GS_EXPECT(post_symbols(port, 8U << 20) != 200);
+	gs_metrics_server__free(s);
+}
+
 struct waiter {
 	uint16_t port;
 	const char *path;
@@ -117,4 +168,4 @@ GS_TEST(latest_and_on_demand_profiles)
 	GS_EXPECT(w.status != 200);
 }
 
-GS_TEST_MAIN(latest_and_on_demand_profiles)
+GS_TEST_MAIN(latest_and_on_demand_profiles, symbol_requests_are_answered_and_bounded)
