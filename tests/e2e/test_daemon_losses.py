@@ -13,6 +13,23 @@ from harness import MiB, Workload, expect_eq, main, test  # noqa: E402
 from test_daemon import OOM_ENV, Daemon, config_file  # noqa: E402
 from test_floods import FLOOD_UID, start_flooders  # noqa: E402
 
+RINGBUF_TYPE = 27  # BPF_MAP_TYPE_RINGBUF in /proc/PID/fdinfo
+
+
+def ring_sizes(pid):
+    """The sizes of the ring buffers pid holds (from its descriptors' fdinfo)."""
+    sizes = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue
+        if info.get("map_type", "").strip() == str(RINGBUF_TYPE):
+            sizes.add(int(info["max_entries"]))
+    return sizes
+
+
 LOST = re.compile(r'^gpusnoop_events_lost_total\{reason="([a-z_]+)"\} (\d+)$', re.M)
 
 
@@ -24,6 +41,8 @@ def daemon_flood_loses_events_visibly_and_keeps_another_oom():
     w = None
     flooders = []
     try:
+        # the event buffer as asked; the OOM signals' own stays 256 KiB
+        expect_eq(ring_sizes(d.g.proc.pid), {MiB, 256 << 10}, "ring buffer sizes")
         w = Workload("gs_oom", env=OOM_ENV)  # root's, held until the flood runs
         d.wait_probed()
         flooders = start_flooders(1, mode="free")  # allocates and frees as fast as it can
@@ -76,6 +95,26 @@ def daemon_flood_loses_events_visibly_and_keeps_another_oom():
         d.g.kill()
         if w:
             w.kill()
+
+
+@test
+def daemon_ringbuf_is_read_at_start_and_checked_at_reload():
+    tmp, conf = config_file("gs-dloss-reload-", "ringbuf 2\n")
+    d = Daemon("--config", conf)
+    try:
+        expect_eq(ring_sizes(d.g.proc.pid), {2 * MiB, 256 << 10}, "ring buffer sizes")
+        for text, said in (("ringbuf 3\n", "'3' is not a ring buffer size"),
+                           ("ringbuf 16\n", "ringbuf unchanged: read at start only")):
+            with open(conf, "w") as f:
+                f.write(text)
+            d.g.proc.send_signal(signal.SIGHUP)
+            line = d.g.wait_stderr(said)
+            assert f"{conf}:1: " in line or "reload:" in line, line
+        d.g.wait_stderr("configuration reloaded")
+        expect_eq(ring_sizes(d.g.proc.pid), {2 * MiB, 256 << 10}, "ring buffer sizes kept")
+        d.stop()
+    finally:
+        d.g.kill()
 
 
 if __name__ == "__main__":
