@@ -719,6 +719,7 @@ static int tick(void *ctx, uint64_t now_ns)
 	gs_daemon__reap_recordings(d);
 	now_ns = gs_clock_ns(CLOCK_MONOTONIC); /* after the clients were served */
 	gs_daemon__run_schedules(d, now_ns);
+	gs_daemon__watch_profiles(d, now_ns);
 	gs_daemon__serve_profile_requests(d);
 	if (now_ns >= d->next_metrics_ns) {
 		log_losses(d, now_ns);

@@ -50,11 +50,13 @@ struct gs_daemon_proc {
 /* A `gpusnoop record` child writing a trace into the output directory. */
 struct gs_daemon_recording {
 	pid_t pid;
-	int schedule;	/* index in cfg.schedules, -1 for one-off recordings */
-	bool profile;	/* a `gpusnoop profile` child (profile_schedule.c) */
-	char path[512]; /* the final path, shown; nothing is there until it succeeded */
-	char name[160]; /* the file name in the output directory, less its prefix */
-	char tmp[320];	/* the temporary the child writes through its descriptor */
+	int schedule;	      /* index in cfg.schedules, -1 for one-off recordings */
+	bool profile;	      /* a `gpusnoop profile` child (profile_schedule.c) */
+	uint64_t deadline_ns; /* a profile still running then is stopped; 0: none */
+	bool overdue;	      /* it was asked to stop (SIGTERM); next time it is killed */
+	char path[512];	      /* the final path, shown; nothing is there until it succeeded */
+	char name[160];	      /* the file name in the output directory, less its prefix */
+	char tmp[320];	      /* the temporary the child writes through its descriptor */
 };
 
 struct gs_daemon {

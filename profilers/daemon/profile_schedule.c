@@ -16,10 +16,17 @@
 #include "profilers/daemon/daemon.h"
 #include "profilers/daemon/profile_schedule.h"
 #include "profilers/options.h"
+#include "user/clock.h"
 #include "user/log.h"
 #include "user/metrics_server.h"
 #include "user/out_dir.h"
 
+/*
+ * A profile child still running this long after its window is killed (its file discarded):
+ * a child stuck on something cannot hold a schedule's slot, or an HTTP client, for ever.
+ */
+#define PROFILE_GRACE_NS (120 * 1000000000ULL)
+#define PROFILE_KILL_NS	 (10 * 1000000000ULL) /* after SIGTERM, until SIGKILL */
 /* on-demand profiles kept in the output directory (the newest is also served) */
 #define HTTP_PROFILES_KEPT 4
 
@@ -117,6 +124,8 @@ int gs_daemon__start_profile(struct gs_daemon *d, double secs, unsigned int hz, 
 	r->pid = child;
 	r->schedule = schedule;
 	r->profile = true;
+	r->overdue = false;
+	r->deadline_ns = gs_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(secs * 1e9) + PROFILE_GRACE_NS;
 	d->nr_recordings++;
 	d->profiles_started++;
 	gs_info("profile of %s for %gs at %u Hz: %s",
@@ -188,6 +197,22 @@ void gs_daemon__profile_failed(struct gs_daemon *d, int schedule)
 {
 	if (d->metrics && schedule == GS_DAEMON_HTTP_SCHEDULE)
 		gs_metrics_server__fail_profile(d->metrics);
+}
+
+void gs_daemon__watch_profiles(struct gs_daemon *d, uint64_t now_ns)
+{
+	for (size_t i = 0; i < d->nr_recordings; i++) {
+		struct gs_daemon_recording *r = &d->recordings[i];
+
+		if (!r->profile || !r->deadline_ns || now_ns < r->deadline_ns)
+			continue;
+		/* SIGTERM first: the child resumes what it stopped and ends its file */
+		gs_warn("profile %s: still running long after its window: %s", r->path,
+			r->overdue ? "killed" : "asked to stop");
+		kill(r->pid, r->overdue ? SIGKILL : SIGTERM);
+		r->deadline_ns = r->overdue ? 0 : now_ns + PROFILE_KILL_NS;
+		r->overdue = true;
+	}
 }
 
 static bool http_profile_running(const struct gs_daemon *d)

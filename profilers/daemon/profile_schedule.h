@@ -35,6 +35,8 @@ void gs_daemon__profile_done(struct gs_daemon *d, const char *path, int schedule
 void gs_daemon__republish_profile(struct gs_daemon *d);
 /* A profile child failed: an HTTP client waiting for it gets the error. */
 void gs_daemon__profile_failed(struct gs_daemon *d, int schedule);
+/* Kills the profile children that overran their window by far (from tick()). */
+void gs_daemon__watch_profiles(struct gs_daemon *d, uint64_t now_ns);
 /* Starts the profile an HTTP client asked for, if one did (from tick()). */
 void gs_daemon__serve_profile_requests(struct gs_daemon *d);
 

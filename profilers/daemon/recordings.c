@@ -109,6 +109,8 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	r->pid = child;
 	r->schedule = schedule;
 	r->profile = false;
+	r->deadline_ns = 0;
+	r->overdue = false;
 	d->nr_recordings++;
 	d->recordings_started++;
 	gs_info("recording %s for %gs (%s): %s", pid ? target : "every process", secs, events,
