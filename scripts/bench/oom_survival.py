@@ -4,8 +4,8 @@
 daemon reports, at ring buffers of 1, 4 and 16 MiB (`ringbuf`), and what the flood lost.
 
 Needs root, `make gpusnoop fixtures`. Not a timed test: it prints one table, e.g.
-  ringbuf  OOMs reported  flood events lost  (reason: count)
-  1 MiB    20/20 (100%)   1234567            ringbuf_full 1200000, uid_over_share 34567
+  ringbuf  OOMs reported   flood events seen      lost  by reason
+    1 MiB   20/20  (100%)            8000000     99970  uid_over_share 99970
 Usage: scripts/bench/oom_survival.py [--ooms N] [--flooders N] [--sizes 1,4,16]
 """
 import argparse
@@ -73,6 +73,13 @@ def one_size(mib, ooms, nr_flooders):
         with urllib.request.urlopen(url, timeout=10) as r:
             metrics = r.read().decode()
         lost = {k: int(n) for k, n in LOST.findall(metrics) if int(n)}
+        seen = 0  # the flood's calls the daemon counted (allocations and frees)
+        for p in flooders:
+            for family in ("allocations", "frees"):
+                m = re.search(rf'^gpusnoop_cuda_{family}_total{{pid="{p.pid}",[^}}]*}} (\S+)$',
+                              metrics, re.M)
+                seen += int(float(m.group(1))) if m else 0
+        lost["seen"] = seen
         # the daemon follows every process: only the reports of our gs_oom processes count
         reports = [pid for pid in pids
                    if glob.glob(f"{tmp}/out/gpusnoop-cuda-oom-{pid}-*.json")]
@@ -95,13 +102,16 @@ def main():
         sys.exit("oom_survival.py: needs root (BPF)")
     print(f"{args.flooders} gs_flood processes of uid {FLOOD_UID} (cudaMalloc+cudaFree, as fast "
           f"as they can); {args.ooms} gs_oom processes of root, one after another")
-    print(f"{'ringbuf':8} {'OOMs reported':15} {'flood events lost':18} by reason")
+    print(f"{'ringbuf':8} {'OOMs reported':15} {'flood events seen':>17} {'lost':>9}  by reason")
     for mib in (int(x) for x in args.sizes.split(",")):
         ran, reported, lost = one_size(mib, args.ooms, args.flooders)
+        seen = lost.pop("seen")
         share = 100.0 * reported / ran if ran else 0
+        # oom_lost is also in ringbuf_full or uid_over_share: not added twice
+        total = sum(n for k, n in lost.items() if k != "oom_lost")
         reasons = ", ".join(f"{k} {n}" for k, n in sorted(lost.items()))
-        print(f"{mib:>3} MiB  {reported:>3}/{ran:<3} ({share:3.0f}%)  {sum(lost.values()):>17} "
-              f" {reasons or '-'}", flush=True)
+        print(f"{mib:>3} MiB  {reported:>3}/{ran:<3} ({share:3.0f}%)  {seen:>17} {total:>9}  "
+              f"{reasons or '-'}", flush=True)
 
 
 if __name__ == "__main__":
