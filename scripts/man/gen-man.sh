@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # gen-man.sh BIN OUTDIR: gpusnoop(8) and gpusnoop-CMD(8) for each command `BIN list` names,
 # made by help2man from BIN's --help, so a man page says what --help says. EXAMPLES are kept
-# verbatim (help2man would fold them into paragraphs).
+# verbatim (help2man would fold them into paragraphs). The hand-written sections of a page
+# (DESCRIPTION, FILES, SECURITY, ...) are scripts/man/sections/NAME.md, a small Markdown that
+# md2roff.awk turns into help2man's include format: reference lives there, the README guides.
 set -euo pipefail
 
 bin=$1
@@ -12,6 +14,7 @@ if ! command -v help2man >/dev/null; then
 		"./scripts/setup.sh build)" >&2
 	exit 1
 fi
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out"
@@ -38,6 +41,9 @@ page() {
 			printf '.BR gpusnoop (8),\n.BR gpusnoop.conf (5)\n'
 		else
 			echo ".BR gpusnoop (8)"
+		fi
+		if [ -e "$here/sections/$name.md" ]; then
+			awk -f "$here/md2roff.awk" "$here/sections/$name.md"
 		fi
 	} >"$include"
 	help2man --no-info --section=8 --manual="gpusnoop manual" --source="gpusnoop $version" \
