@@ -203,6 +203,93 @@ def man_pages_render_without_warnings_and_match_help():
         assert "SEE ALSO gpusnoop(8)" in flat, flat
 
 
+SECTIONS = os.path.join(ROOT, "scripts", "man", "sections")
+
+
+def roff_headings(page):
+    """The .SH and .SS titles of a roff page, fonts and escapes taken out, upper-cased."""
+    out = set()
+    with open(page) as f:
+        for line in f:
+            m = re.match(r'^\.S[HS] +"?(.*?)"?$', line.rstrip("\n"))
+            if m:
+                t = re.sub(r"\\f[BIRP]", "", m.group(1)).replace("\\-", "-")
+                out.add(t.replace("\\(dq", '"').upper())
+    return out
+
+
+def md_headings(md):
+    with open(md) as f:
+        return [re.sub(r"^#+ ", "", l.strip()).replace("`", "").upper()
+                for l in f if re.match(r"^##+ ", l)]
+
+
+@test
+def man_pages_carry_the_hand_written_sections():
+    """Every page renders with man -l without a warning, gpusnoop.conf(5) included, and holds
+    the sections of its scripts/man/sections/NAME.md; every '"Title" in gpusnoop(8)' they or
+    the README name is a heading of that page."""
+    out_dir = tempfile.mkdtemp(prefix="gs-man-")
+    p = subprocess.run([os.path.join(ROOT, "scripts", "man", "gen-man.sh"), GPUSNOOP, out_dir],
+                       capture_output=True, timeout=120)
+    expect_eq(p.returncode, 0, f"gen-man.sh ({p.stderr.decode()})")
+    conf = os.path.join(out_dir, "gpusnoop.conf.5")
+    status, doc, err = run_gpusnoop("daemon", "--print-config-doc")
+    expect_eq(status, 0, f"--print-config-doc ({err})")
+    with open(conf, "w") as f:
+        f.write(doc)
+    pages = sorted(os.listdir(out_dir))
+    for page in pages:
+        _, warnings = render(os.path.join(out_dir, page))
+        expect_eq(warnings, "", f"man --warnings -l {page}")
+    written = sorted(n[:-3] for n in os.listdir(SECTIONS) if n.endswith(".md"))
+    expect_eq(written, sorted(["gpusnoop"] + [f"gpusnoop-{c}" for c in subcommands()]),
+              "a sections file per page")
+    heads = {page.rsplit(".", 1)[0]: roff_headings(os.path.join(out_dir, page))
+             for page in pages}
+    for name in written:
+        md = os.path.join(SECTIONS, f"{name}.md")
+        for h in md_headings(md):
+            assert h in heads[name], f"{name}.8 lacks {h!r} of {md}: {sorted(heads[name])}"
+    texts = [os.path.join(SECTIONS, f"{n}.md") for n in written] + [os.path.join(ROOT, "README.md")]
+    for path in texts:
+        with open(path) as f:
+            text = " ".join(f.read().split())
+        for title, page in re.findall(r'"([^"]+)" in `?(gpusnoop[\w.-]*)\(\d\)', text):
+            assert title.upper() in heads[page], f"{path}: no {title!r} in {page}"
+        for titles, page in re.findall(r"([A-Z][A-Z ,-]+[A-Z]) in `(gpusnoop[\w.-]*)\(\d\)`",
+                                       text):
+            for title in titles.split(", "):
+                assert title in heads[page], f"{path}: no {title!r} in {page}"
+        for page, titles in re.findall(r"`(gpusnoop[\w.-]*)\(\d\)` \(([A-Z][A-Z ,-]+)\)", text):
+            for title in titles.split(", "):
+                assert title in heads[page], f"{path}: no {title!r} in {page}"
+        for page in re.findall(r"\b(gpusnoop(?:-[a-z]+)?(?:\.conf)?)\((\d)\)", text):
+            assert page[0] in heads, f"{path}: names {page[0]}({page[1]}), not a page"
+
+
+@test
+def readme_is_a_guide_whose_paths_exist():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    lines = readme.count("\n")
+    assert lines <= 320, f"README.md: {lines} lines"
+    for cmd in subcommands():
+        assert re.search(rf"^### .*\b{cmd}\b", readme, re.M), f"README: no section for {cmd}"
+    for title in ("Quick start", "Install", "Reading the outputs", "Limits", "Dependencies"):
+        assert f"\n## {title}\n" in readme, f"README: no {title}"
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        if not re.match(r"https?:", target):
+            assert os.path.exists(os.path.join(ROOT, target)), f"README links to {target}"
+    for path in set(re.findall(r"`((?:scripts|tests|profilers|user|bpf|stitch)/[\w./*-]*)`",
+                               readme)):
+        found = [p for p in [os.path.join(ROOT, path)] if "*" not in p and os.path.exists(p)]
+        if "*" in path:
+            import glob
+            found = glob.glob(os.path.join(ROOT, path))
+        assert found, f"README names {path}, which does not exist"
+
+
 def complete(*words):
     """COMPREPLY of the completion function for the command line words (the last one is
     being typed), with gpusnoop found on PATH as an installed one would be."""
