@@ -246,7 +246,8 @@ clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
 
 # Installation: `make install PREFIX=/usr DESTDIR=pkg/` for a package. Man pages are made
-# from the subcommands' --help by help2man (scripts/man/gen-man.sh), gpusnoop.conf(5) and the
+# from the subcommands' --help by help2man (scripts/man/gen-man.sh) with the hand-written
+# sections of scripts/man/sections/*.md, gpusnoop.conf(5) and the
 # default config file from the daemon's settings table: one source each, no drift.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -259,7 +260,8 @@ SYSCONFDIR ?= /etc
 MAN_OUT := $(OUTPUT)/man
 DEFAULT_CONF := $(OUTPUT)/gpusnoop.conf
 
-$(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh
+$(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh scripts/man/md2roff.awk \
+		$(wildcard scripts/man/sections/*.md)
 	$(call msg,MAN,$(MAN_OUT))
 	$(Q)./scripts/man/gen-man.sh ./gpusnoop $(MAN_OUT)
 
