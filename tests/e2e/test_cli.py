@@ -150,6 +150,7 @@ def make_install_destdir_lays_out_files_and_uninstall_removes_them():
             "opt/gs/lib/systemd/system/gpusnoop.service": 0o644,
             "opt/gs/share/bash-completion/completions/gpusnoop": 0o644,
             "opt/gs/share/man/man8/gpusnoop.8": 0o644,
+            "opt/gs/share/man/man7/gpusnoop.7": 0o644,
             "opt/gs/share/man/man5/gpusnoop.conf.5": 0o644,
             "etc/gpusnoop.conf": 0o644}
     for cmd in subcommands():
@@ -183,7 +184,8 @@ def man_pages_render_without_warnings_and_match_help():
     expect_eq(p.returncode, 0, f"gen-man.sh ({p.stderr.decode()})")
     pages = {"gpusnoop": None}
     pages.update({f"gpusnoop-{cmd}": cmd for cmd in subcommands()})
-    expect_eq(sorted(os.listdir(out_dir)), sorted(f"{n}.8" for n in pages), "pages")
+    expect_eq(sorted(os.listdir(out_dir)), sorted([f"{n}.8" for n in pages] + ["gpusnoop.7"]),
+              "pages")
     for name, cmd in pages.items():
         page = os.path.join(out_dir, f"{name}.8")
         g = subprocess.run(["groff", "-ww", "-man", "-Tutf8", "-z", page], capture_output=True,
@@ -226,46 +228,48 @@ def md_headings(md):
 
 @test
 def man_pages_carry_the_hand_written_sections():
-    """Every page renders with man -l without a warning, gpusnoop.conf(5) included, and holds
-    the sections of its scripts/man/sections/NAME.md; every '"Title" in gpusnoop(8)' they or
-    the README name is a heading of that page."""
+    """Every page renders with man -l without a warning, gpusnoop(7) and gpusnoop.conf(5)
+    included, and holds the sections of its scripts/man/sections/NAME.N.md; every
+    '"Title" in gpusnoop(N)' they or the README name is a heading of that page."""
     out_dir = tempfile.mkdtemp(prefix="gs-man-")
     p = subprocess.run([os.path.join(ROOT, "scripts", "man", "gen-man.sh"), GPUSNOOP, out_dir],
                        capture_output=True, timeout=120)
     expect_eq(p.returncode, 0, f"gen-man.sh ({p.stderr.decode()})")
-    conf = os.path.join(out_dir, "gpusnoop.conf.5")
     status, doc, err = run_gpusnoop("daemon", "--print-config-doc")
     expect_eq(status, 0, f"--print-config-doc ({err})")
-    with open(conf, "w") as f:
+    with open(os.path.join(out_dir, "gpusnoop.conf.5"), "w") as f:
         f.write(doc)
     pages = sorted(os.listdir(out_dir))
     for page in pages:
-        _, warnings = render(os.path.join(out_dir, page))
+        text, warnings = render(os.path.join(out_dir, page))
         expect_eq(warnings, "", f"man --warnings -l {page}")
+        assert "NAME" in text, f"{page}: {text}"
     written = sorted(n[:-3] for n in os.listdir(SECTIONS) if n.endswith(".md"))
-    expect_eq(written, sorted(["gpusnoop"] + [f"gpusnoop-{c}" for c in subcommands()]),
+    expect_eq(written, sorted(["gpusnoop.7", "gpusnoop.8"] +
+                              [f"gpusnoop-{c}.8" for c in subcommands()]),
               "a sections file per page")
-    heads = {page.rsplit(".", 1)[0]: roff_headings(os.path.join(out_dir, page))
-             for page in pages}
+    heads = {page: roff_headings(os.path.join(out_dir, page)) for page in pages}
     for name in written:
         md = os.path.join(SECTIONS, f"{name}.md")
         for h in md_headings(md):
-            assert h in heads[name], f"{name}.8 lacks {h!r} of {md}: {sorted(heads[name])}"
+            assert h in heads[name], f"{name} lacks {h!r} of {md}: {sorted(heads[name])}"
     texts = [os.path.join(SECTIONS, f"{n}.md") for n in written] + [os.path.join(ROOT, "README.md")]
     for path in texts:
         with open(path) as f:
             text = " ".join(f.read().split())
-        for title, page in re.findall(r'"([^"]+)" in `?(gpusnoop[\w.-]*)\(\d\)', text):
-            assert title.upper() in heads[page], f"{path}: no {title!r} in {page}"
-        for titles, page in re.findall(r"([A-Z][A-Z ,-]+[A-Z]) in `(gpusnoop[\w.-]*)\(\d\)`",
-                                       text):
+        for title, page, sec in re.findall(
+                r'"([^"]+)" in `?(gpusnoop[\w.-]*)\((\d)\)', text):
+            assert title.upper() in heads[f"{page}.{sec}"], f"{path}: no {title!r} in {page}"
+        for titles, page, sec in re.findall(
+                r"([A-Z][A-Z ,-]+[A-Z]) in `(gpusnoop[\w.-]*)\((\d)\)`", text):
             for title in titles.split(", "):
-                assert title in heads[page], f"{path}: no {title!r} in {page}"
-        for page, titles in re.findall(r"`(gpusnoop[\w.-]*)\(\d\)` \(([A-Z][A-Z ,-]+)\)", text):
+                assert title in heads[f"{page}.{sec}"], f"{path}: no {title!r} in {page}"
+        for page, sec, titles in re.findall(
+                r"`(gpusnoop[\w.-]*)\((\d)\)` \(([A-Z][A-Z ,-]+)\)", text):
             for title in titles.split(", "):
-                assert title in heads[page], f"{path}: no {title!r} in {page}"
-        for page in re.findall(r"\b(gpusnoop(?:-[a-z]+)?(?:\.conf)?)\((\d)\)", text):
-            assert page[0] in heads, f"{path}: names {page[0]}({page[1]}), not a page"
+                assert title in heads[f"{page}.{sec}"], f"{path}: no {title!r} in {page}"
+        for page, sec in re.findall(r"\b(gpusnoop(?:-[a-z]+)?(?:\.conf)?)\((\d)\)", text):
+            assert f"{page}.{sec}" in heads, f"{path}: names {page}({sec}), not a page"
 
 
 @test

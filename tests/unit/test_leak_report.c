@@ -541,7 +541,7 @@ static bool any_covers(const struct keys *ks, const char *key, bool documented)
 
 static char *read_readme(void)
 {
-	FILE *f = fopen("scripts/man/sections/gpusnoop-leaks.md", "re");
+	FILE *f = fopen("scripts/man/sections/gpusnoop-leaks.8.md", "re");
 	char *text = f ? calloc(1, 1 << 20) : NULL;
 
 	if (text && !fread(text, 1, (1 << 20) - 1, f)) {
