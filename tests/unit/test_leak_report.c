@@ -554,7 +554,7 @@ static char *read_readme(void)
 }
 
 /* The leak report's JSON writes exactly the keys gpusnoop-leaks(8)'s tables name. */
-GS_TEST(json_keys_are_the_readme_tables)
+GS_TEST(json_keys_are_the_man_page_tables)
 {
 	static const char *const sections[] = { "### JSON report", "### What `leaks` shows" };
 	struct keys *documented = calloc(1, sizeof(*documented));
@@ -659,4 +659,4 @@ GS_TEST(parent_and_ranks_of_a_process_tree)
 GS_TEST_MAIN(groups_by_stack_and_api_largest_first, min_age_leaves_young_allocations_out,
 	     top_cuts_the_stacks_shown_not_the_totals, failed_free_restores_unknown_free_is_counted,
 	     failures_grouped_by_stack_and_error, failed_build_leaves_nothing_allocated,
-	     json_keys_are_the_readme_tables, parent_and_ranks_of_a_process_tree)
+	     json_keys_are_the_man_page_tables, parent_and_ranks_of_a_process_tree)
