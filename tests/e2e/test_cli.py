@@ -292,6 +292,16 @@ def readme_is_a_guide_whose_paths_exist():
             import glob
             found = glob.glob(os.path.join(ROOT, path))
         assert found, f"README names {path}, which does not exist"
+    # every package setup.sh installs is in the Dependencies tables, with its why
+    deps = readme[readme.index("\n## Dependencies\n"):]
+    deps = deps[:deps.index("\n## ", 1)]
+    with open(os.path.join(ROOT, "scripts", "setup.sh")) as f:
+        setup = f.read()
+    for group in re.findall(r"^[A-Z]+_PACKAGES=\((.*?)^\)", setup, re.M | re.S):
+        for line in group.splitlines():
+            for pkg in line.split("#")[0].split():
+                assert re.search(rf"(?<![\w-]){re.escape(pkg)}(?![\w-])", deps), \
+                    f"README's Dependencies lack {pkg}"
 
 
 def complete(*words):
