@@ -71,8 +71,9 @@ for c in $commands; do
 done
 
 # gpusnoop(7): no --help behind it, so the include format's "[SECTION]" lines become .SH here
+month=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +'%B %Y') # as help2man dates its pages
 {
-	printf '.TH GPUSNOOP 7 "%s" "gpusnoop %s" "gpusnoop manual"\n' "$(date -u +'%B %Y')" "$version"
+	printf '.TH GPUSNOOP 7 "%s" "gpusnoop %s" "gpusnoop manual"\n' "$month" "$version"
 	printf '.SH NAME\ngpusnoop \\- how gpusnoop traces: probes, process trees, PyTorch, stacks,'
 	printf ' floods, security, performance\n'
 	awk -f "$here/md2roff.awk" "$here/sections/gpusnoop.7.md" |
