@@ -41,9 +41,19 @@ function prose(s, out)
 	return s
 }
 
-function inline(s, out, i, j, text, url)
+# A `code span` may run over a line end: one with an odd number of backticks is closed at its
+# end and opened again at the next line's start (incode), until a blank line or a heading.
+function inline(s, out, i, j, n, text, url)
 {
 	s = escape(s)
+	while (match(s, /\*\*`[^`]*`\*\*/)) # **`x`**: code is bold already
+		s = substr(s, 1, RSTART - 1) substr(s, RSTART + 2, RLENGTH - 4) substr(s, RSTART + RLENGTH)
+	if (incode)
+		s = "`" s
+	n = gsub(/`/, "`", s)
+	incode = n % 2
+	if (incode)
+		s = s "`"
 	while (match(s, /\[[^]]*\]\([^)]*\)/)) {
 		text = substr(s, RSTART + 1, RLENGTH - 2)
 		i = index(text, "](")
@@ -85,6 +95,7 @@ function cells(row, arr, n, i)
 
 function table_row(line, c, n, i, rest)
 {
+	incode = 0
 	n = cells(line, c)
 	if (!theader) {
 		theader = 1
@@ -105,7 +116,7 @@ function table_row(line, c, n, i, rest)
 	print inline(rest)
 }
 
-BEGIN { code = 0; pp = 0; theader = 0 }
+BEGIN { code = 0; pp = 0; theader = 0; incode = 0 }
 
 code && /^```/ { print ".fi"; print ".RE"; code = 0; pp = 1; next }
 code {
@@ -130,7 +141,7 @@ code {
 	pp = 0
 	next
 }
-/^[ \t]*$/ { pp = 1; theader = 0; next }
+/^[ \t]*$/ { pp = 1; theader = 0; incode = 0; next }
 /^[ \t]*\|/ { table_row($0); pp = 1; next }
 /^[ \t]*([-*]|[0-9]+\.) / {
 	s = $0
