@@ -130,7 +130,8 @@ FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list.c \
-	profilers/daemon/profile_config.c profilers/cuda/api.c profilers/options.c
+	profilers/daemon/profile_config.c profilers/cuda/api.c profilers/options.c \
+	profilers/proc_filter.c user/pid_index.c user/proc_info.c
 FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
 	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
