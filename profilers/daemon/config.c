@@ -281,7 +281,7 @@ static int parse_schedule(void *whole, const char *value, char *msg, size_t msg_
 		w[n++] = t;
 	}
 	if (n >= 4 && !strcmp(w[0], "every") && !strcmp(w[2], "profile"))
-		return gs_daemon_parse_profile_schedule(c, value, msg, msg_len);
+		return gs_daemon_parse_profile_schedule(c, value, w, n, msg, msg_len);
 	if (n < 4 || strcmp(w[0], "every") || strcmp(w[2], "record"))
 		goto usage;
 	err = parse_duration(w[1], &period_range, &s.every_s, msg, msg_len);

@@ -55,24 +55,12 @@ static int parse_profile_word(struct gs_daemon_schedule *s, const char *w)
 	return 0;
 }
 
-int gs_daemon_parse_profile_schedule(struct gs_daemon_config *c, const char *value, char *msg,
-				     size_t msg_len)
+int gs_daemon_parse_profile_schedule(struct gs_daemon_config *c, const char *value, char *const *w,
+				     size_t n, char *msg, size_t msg_len)
 {
 	struct gs_daemon_schedule s = { .profile = true, .hz = GS_DAEMON_PROFILE_HZ_DEFAULT };
-	char copy[LINE_MAX_LEN], *save = NULL, *w[8];
-	size_t n = 0;
 	int err;
 
-	if (c->nr_schedules == GS_DAEMON_MAX_SCHEDULES) {
-		snprintf(msg, msg_len, "at most %d schedules", GS_DAEMON_MAX_SCHEDULES);
-		return -EINVAL;
-	}
-	snprintf(copy, sizeof(copy), "%s", value);
-	for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
-		if (n == sizeof(w) / sizeof(w[0]))
-			goto usage;
-		w[n++] = t;
-	}
 	if (n < 4 || strcmp(w[0], "every") || strcmp(w[2], "profile"))
 		goto usage;
 	err = gs_daemon_config_duration(w[1], true, &s.every_s, msg, msg_len);

@@ -16,11 +16,12 @@ struct gs_daemon_config;
 #define GS_DAEMON_PROFILE_SERVE_MAX (32U << 20)
 
 /*
- * "every 10m profile 30s [hz=99] [processes=all|cuda] [keep=N] [keep-bytes=SIZE]": adds one
- * schedule to c, or says why in msg and returns -EINVAL.
+ * "every 10m profile 30s [hz=99] [processes=all|cuda] [keep=N] [keep-bytes=SIZE]", split by
+ * config.c's schedule parser into its n words w (value whole, for messages): adds one
+ * schedule to c (which has room), or says why in msg and returns -EINVAL.
  */
-int gs_daemon_parse_profile_schedule(struct gs_daemon_config *c, const char *value, char *msg,
-				     size_t msg_len);
+int gs_daemon_parse_profile_schedule(struct gs_daemon_config *c, const char *value, char *const *w,
+				     size_t n, char *msg, size_t msg_len);
 /*
  * Starts `gpusnoop profile` for secs at hz (every process, or with cuda_only those the daemon
  * follows), writing OUTPUT_DIR/gpusnoop-KIND-all-TIME.pb.gz; schedule as for recordings (-1:
