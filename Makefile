@@ -130,7 +130,8 @@ FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list.c \
-	profilers/cuda/api.c profilers/options.c
+	profilers/daemon/profile_config.c profilers/cuda/api.c profilers/options.c \
+	profilers/proc_filter.c user/pid_index.c user/proc_info.c
 FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
 	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
@@ -246,11 +247,13 @@ clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
 
 # Installation: `make install PREFIX=/usr DESTDIR=pkg/` for a package. Man pages are made
-# from the subcommands' --help by help2man (scripts/man/gen-man.sh), gpusnoop.conf(5) and the
+# from the subcommands' --help by help2man (scripts/man/gen-man.sh) with the hand-written
+# sections of scripts/man/sections/*.md, gpusnoop.conf(5) and the
 # default config file from the daemon's settings table: one source each, no drift.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MAN5DIR ?= $(PREFIX)/share/man/man5
+MAN7DIR ?= $(PREFIX)/share/man/man7
 MAN8DIR ?= $(PREFIX)/share/man/man8
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
@@ -259,7 +262,8 @@ SYSCONFDIR ?= /etc
 MAN_OUT := $(OUTPUT)/man
 DEFAULT_CONF := $(OUTPUT)/gpusnoop.conf
 
-$(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh
+$(MAN_OUT)/gpusnoop.8: gpusnoop scripts/man/gen-man.sh scripts/man/md2roff.awk \
+		$(wildcard scripts/man/sections/*.md)
 	$(call msg,MAN,$(MAN_OUT))
 	$(Q)./scripts/man/gen-man.sh ./gpusnoop $(MAN_OUT)
 
@@ -278,8 +282,9 @@ man: $(MAN_OUT)/gpusnoop.8 $(MAN_OUT)/gpusnoop.conf.5
 install: gpusnoop man $(DEFAULT_CONF)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -D -m 0755 gpusnoop $(DESTDIR)$(BINDIR)/gpusnoop
-	$(Q)install -d $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(MAN5DIR)
+	$(Q)install -d $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(MAN7DIR) $(DESTDIR)$(MAN5DIR)
 	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(DESTDIR)$(MAN8DIR)/
+	$(Q)install -m 0644 $(MAN_OUT)/gpusnoop.7 $(DESTDIR)$(MAN7DIR)/
 	$(Q)install -m 0644 $(MAN_OUT)/gpusnoop.conf.5 $(DESTDIR)$(MAN5DIR)/
 	$(Q)install -D -m 0644 scripts/completion/gpusnoop.bash $(DESTDIR)$(BASHCOMPDIR)/gpusnoop
 	$(Q)install -d $(DESTDIR)$(SYSTEMDUNITDIR)
@@ -296,7 +301,8 @@ install: gpusnoop man $(DEFAULT_CONF)
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/gpusnoop $(DESTDIR)$(MAN8DIR)/gpusnoop.8 \
-		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(MAN5DIR)/gpusnoop.conf.5 \
+		$(DESTDIR)$(MAN8DIR)/gpusnoop-*.8 $(DESTDIR)$(MAN7DIR)/gpusnoop.7 \
+		$(DESTDIR)$(MAN5DIR)/gpusnoop.conf.5 \
 		$(DESTDIR)$(BASHCOMPDIR)/gpusnoop $(DESTDIR)$(SYSTEMDUNITDIR)/gpusnoop.service
 	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/gpusnoop.conf ]; then \
 		if ./gpusnoop daemon --print-default-config | \

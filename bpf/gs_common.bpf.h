@@ -193,7 +193,10 @@ static __always_inline void *gs_reserve_oom(__u64 size)
 	if (e)
 		return e;
 	gs_count(GS_STAT_OOM_FALLBACK);
-	return gs_reserve(size);
+	e = gs_reserve(size);
+	if (!e) /* counted as ringbuf_full or uid_over_share too: this says it was an OOM */
+		gs_count(GS_STAT_OOM_LOST);
+	return e;
 }
 
 /*

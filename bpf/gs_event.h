@@ -211,6 +211,7 @@ enum gs_stat {
 	GS_STAT_STOPS_SKIPPED,	  /* stops not sent: their record or the stopped set had no room */
 	GS_STAT_OOM_FALLBACK,	  /* OOM records sent on the shared buffer: their own one full */
 	GS_STAT_UID_OVER_SHARE,	  /* records dropped: their user wrote past its share (-a) */
+	GS_STAT_OOM_LOST,	  /* OOM records lost: their own buffer and the shared one full */
 	GS_STAT__MAX,
 };
 

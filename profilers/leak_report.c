@@ -232,7 +232,12 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 			"WARNING: %" PRIu64 " events were lost (ring buffer full: %" PRIu64
 			"); counts may be incomplete\n",
 			dropped, r->stats[GS_STAT_RINGBUF_FULL]);
-	if (r->window_lost)
+	if (r->trigger) /* a trigger's report says it either way: was its window complete? */
+		fprintf(f,
+			"%s%" PRIu64
+			" events lost in this report's window (since the previous report)\n",
+			r->window_lost ? "WARNING: " : "", r->window_lost);
+	else if (r->window_lost)
 		fprintf(f, "WARNING: %" PRIu64 " of them lost since the previous report\n",
 			r->window_lost);
 	fputc('\n', f);

@@ -34,6 +34,7 @@ TEST_PACKAGES=(
 	tmux # e2e test_top: gpusnoop top on a real terminal (send-keys, capture-pane)
 	systemd # e2e test_daemon_config: systemd-analyze verify of the unit
 	util-linux mount # e2e test_daemon_config: unshare, setpriv, findmnt emulate the unit's sandbox
+	golang-go # e2e test_daemon_profile: `go tool pprof` reads the daemon's profiles, over HTTP too
 )
 
 mode=${1:-test}

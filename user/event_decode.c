@@ -165,6 +165,7 @@ const char *gs_stat_name(int stat)
 		[GS_STAT_STOPS_SKIPPED] = "stops_skipped",
 		/* GS_STAT_OOM_FALLBACK: not a loss, the record came the usual way */
 		[GS_STAT_UID_OVER_SHARE] = "uid_over_share",
+		[GS_STAT_OOM_LOST] = "oom_lost",
 	};
 
 	return stat >= 0 && stat < GS_STAT__MAX ? names[stat] : NULL;

@@ -34,6 +34,22 @@ int gs_metrics_server__start(struct gs_metrics_server **out, const char *host, u
 uint16_t gs_metrics_server__port(const struct gs_metrics_server *s);
 /* Replaces the text served (copied). Returns 0 or -ENOMEM, keeping the old text. */
 int gs_metrics_server__publish(struct gs_metrics_server *s, const char *text, size_t len);
+
+/*
+ * GET /debug/pprof/profile serves the profile last published (404 before the first);
+ * ?seconds=N (1 to GS_PPROF_MAX_SECONDS) asks the main loop for a new one, N seconds long,
+ * one client at a time (others get 429), and waits for it at most N + GS_PPROF_WAIT_EXTRA_S
+ * seconds in its own thread: scrapes go on meanwhile.
+ */
+#define GS_PPROF_MAX_SECONDS  60
+#define GS_PPROF_MAX_TEXT     "60"
+#define GS_PPROF_WAIT_EXTRA_S 60
+/* Replaces the latest profile (gzip pprof, copied), and answers a waiting client with it. */
+int gs_metrics_server__publish_profile(struct gs_metrics_server *s, const void *data, size_t len);
+/* The profile a client asked for failed: it gets an error. */
+void gs_metrics_server__fail_profile(struct gs_metrics_server *s);
+/* Seconds a waiting client asked a profile for, handed out once; 0: none asked. */
+unsigned int gs_metrics_server__take_profile_request(struct gs_metrics_server *s);
 void gs_metrics_server__free(struct gs_metrics_server *s);
 
 #endif /* GS_METRICS_SERVER_H */

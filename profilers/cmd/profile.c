@@ -28,7 +28,7 @@
 #define MAX_MODULE_LABEL 80
 
 enum profile_format { FORMAT_FOLDED, FORMAT_PPROF };
-enum { OPT_CGROUP = 0x2000, OPT_FORMAT, OPT_TID, OPT_PER_THREAD };
+enum { OPT_CGROUP = 0x2000, OPT_FORMAT, OPT_TID, OPT_PER_THREAD, OPT_OUTPUT_FD };
 
 struct profile_opts {
 	struct gs_common_opts common;
@@ -39,6 +39,7 @@ struct profile_opts {
 	bool kernel_only; /* -K */
 	pid_t tid;	  /* --tid; 0: every thread */
 	bool per_thread;  /* --per-thread */
+	int output_fd;	  /* --output-fd: the daemon's temporary, written in place; -1: none */
 };
 
 struct profile {
@@ -278,6 +279,7 @@ static const struct argp_option profile_options[] = {
 	{ "tid", OPT_TID, "TID", 0, "Only this thread (its process is the target)", 0 },
 	{ "per-thread", OPT_PER_THREAD, NULL, 0,
 	  "A stack per thread: folded stacks start with name-pid/tid, pprof labels thread_id", 0 },
+	{ "output-fd", OPT_OUTPUT_FD, "FD", OPTION_HIDDEN, "Write to this open descriptor", 0 },
 	{ 0 },
 };
 
@@ -291,6 +293,18 @@ static pid_t parse_tid(struct argp_state *state, const char *arg)
 	if (errno || end == arg || *end || v <= 0 || v > INT32_MAX)
 		argp_error(state, "bad thread id '%s'", arg);
 	return (pid_t)v;
+}
+
+static int parse_output_fd(struct argp_state *state, const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > INT32_MAX)
+		argp_error(state, "invalid --output-fd '%s'", arg);
+	return (int)v;
 }
 
 static error_t profile_parse(int key, char *arg, struct argp_state *state)
@@ -315,6 +329,9 @@ static error_t profile_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PER_THREAD:
 		o->per_thread = true;
+		break;
+	case OPT_OUTPUT_FD: /* the daemon's scheduled profiles (profilers/daemon/) */
+		o->output_fd = parse_output_fd(state, arg);
 		break;
 	case ARGP_KEY_END:
 		if (o->user_only && o->kernel_only)
@@ -431,13 +448,16 @@ static int write_output(struct profile *p, uint64_t start_real_ns, uint64_t dura
  */
 static int open_output(struct profile *p)
 {
-	return gs_out__open(&p->out, p->opts.common.output,
-			    p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0);
+	int flags = p->opts.format == FORMAT_PPROF ? GS_OUT_PLAIN : 0;
+
+	if (p->opts.output_fd >= 0) /* the daemon's scheduled profiles */
+		return gs_out__open_fd(&p->out, p->opts.output_fd, "the output descriptor", flags);
+	return gs_out__open(&p->out, p->opts.common.output, flags);
 }
 
 int gs_cmd_profile(int argc, char **argv)
 {
-	struct profile p = { .hz = GS_CPU_DEFAULT_HZ };
+	struct profile p = { .opts = { .output_fd = -1 }, .hz = GS_CPU_DEFAULT_HZ };
 	struct gs_tracker_ops ops = { .ctx = &p,
 				      .proc_gone = on_proc_gone,
 				      .cpu_sample = on_sample };
@@ -455,7 +475,7 @@ int gs_cmd_profile(int argc, char **argv)
 	err = gs_common_opts__finish(&p.opts.common);
 	if (!err && p.opts.freq)
 		err = gs_cpu_parse_hz(p.opts.freq, &p.hz);
-	if (!err && p.opts.format == FORMAT_PPROF)
+	if (!err && p.opts.format == FORMAT_PPROF && p.opts.output_fd < 0)
 		err = gs_refuse_binary_tty(p.opts.common.output, "pprof");
 	if (err)
 		return gs_exit_status(err);

@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include "profilers/daemon/config.h"
 #include "profilers/daemon/event_list.h"
+#include "profilers/daemon/losses.h"
+#include "profilers/daemon/profile_schedule.h"
 #include "profilers/options.h"
 #include "user/log.h"
 
@@ -278,6 +280,8 @@ static int parse_schedule(void *whole, const char *value, char *msg, size_t msg_
 			goto usage;
 		w[n++] = t;
 	}
+	if (n >= 4 && !strcmp(w[0], "every") && !strcmp(w[2], "profile"))
+		return gs_daemon_parse_profile_schedule(c, value, w, n, msg, msg_len);
 	if (n < 4 || strcmp(w[0], "every") || strcmp(w[2], "record"))
 		goto usage;
 	err = parse_duration(w[1], &period_range, &s.every_s, msg, msg_len);
@@ -506,14 +510,17 @@ static const struct gs_daemon_setting settings[] = {
 	{ "top", parse_top, FIELD(top), false, "N", "20", "0 to 100000", AT_ONCE,
 	  "Stacks per process in a report; 0: all.", NULL },
 	{ "schedule", parse_schedule, WHOLE, false,
-	  "every DURATION record DURATION [events=LIST] [keep=N] [keep-bytes=SIZE]", NULL,
-	  "a period of 1s to 30d, a recording of 0.1s to 24h and shorter than the period; at "
-	  "most 16 schedules; LIST as gpusnoop record -e takes it",
+	  "every DURATION record DURATION [events=LIST] [keep=N] [keep-bytes=SIZE] | every "
+	  "DURATION profile DURATION [hz=N] [processes=all|cuda] [keep=N] [keep-bytes=SIZE]",
+	  NULL,
+	  "a period of 1s to 30d, a recording or profile of 0.1s to 24h and shorter than the "
+	  "period; at most 16 schedules; LIST as gpusnoop record -e takes it; hz 1 to 999",
 	  "applies at once; every schedule's period starts again",
-	  "A recording of every process, repeated; give several lines for several schedules. "
-	  "Traces are gpusnoop-scheduleN-all-TIME.json.gz; keep=N keeps the newest N, "
-	  "keep-bytes= at most that much (0: no limit). A slot whose previous recording still "
-	  "runs is skipped.",
+	  "A recording of every process, or a CPU profile (pprof) of every process or of those "
+	  "using CUDA, repeated; give several lines for several schedules. Files are "
+	  "gpusnoop-scheduleN-all-TIME.json.gz (or .pb.gz); keep=N keeps the newest N, "
+	  "keep-bytes= at most that much (0: no limit). A slot whose previous run still runs is "
+	  "skipped. The latest profile is also served at /debug/pprof/profile.",
 	  "every 15m record 30s events=cuda-launch,cuda-sync keep=20 keep-bytes=2G" },
 	{ "flight-recorder", parse_flight_recorder, FIELD(flight_recorder_s), false,
 	  "DURATION | off", "30s", "1s to 1h, or off",
@@ -528,6 +535,13 @@ static const struct gs_daemon_setting settings[] = {
 	  "After the OOM report of a process that is still alive, record what it does next for "
 	  "this long, into gpusnoop-record-PID-TIME.json.gz.",
 	  "30s events=cuda-mem,cuda-launch,cpu" },
+	{ "ringbuf", gs_daemon_parse_ringbuf, FIELD(ringbuf_mib), true, "MIB", "8",
+	  "a power of 2, 1 to 1024", NULL,
+	  "The size of each of the daemon's event ring buffers, in MiB. Under a flood, events "
+	  "past it are lost, counted in gpusnoop_events_lost_total and logged once a minute; "
+	  "other users' OOM events keep their share (16 MiB lost none in scripts/bench/"
+	  "oom_survival.py).",
+	  NULL },
 };
 
 const struct gs_daemon_setting *gs_daemon_settings(size_t *nr)
@@ -643,4 +657,15 @@ int gs_daemon_config__parse(struct gs_daemon_config *c, FILE *f, const char *pat
 		return -EIO;
 	}
 	return 0;
+}
+
+int gs_daemon_config_duration(const char *value, bool period, double *out, char *msg,
+			      size_t msg_len)
+{
+	return parse_duration(value, period ? &period_range : &record_range, out, msg, msg_len);
+}
+
+int gs_daemon_config_size(const char *value, uint64_t *out)
+{
+	return parse_size(value, out);
 }

@@ -25,11 +25,23 @@
 #define GS_DAEMON_FLIGHT_MIN_S 1.0 /* flight-recorder */
 #define GS_DAEMON_FLIGHT_MAX_S 3600.0
 
-/* "schedule every 15m record 30s events=cuda-launch,cpu keep=10 keep-bytes=1G" */
+#define GS_DAEMON_PROFILE_HZ_MAX      999 /* schedule profile hz= (`gpusnoop profile -F`) */
+#define GS_DAEMON_PROFILE_HZ_DEFAULT  99
+#define GS_DAEMON_RINGBUF_MIB_DEFAULT 8
+#define GS_DAEMON_RINGBUF_MIB_MAX     1024
+
+/*
+ * "schedule every 15m record 30s events=cuda-launch,cpu keep=10 keep-bytes=1G", or
+ * "schedule every 10m profile 30s [hz=99] [processes=all|cuda] [keep=N] [keep-bytes=SIZE]":
+ * CPU stacks sampled by `gpusnoop profile`, written as pprof (profile_schedule.c).
+ */
 struct gs_daemon_schedule {
 	double every_s;
-	double record_s;
+	double record_s;		   /* the recording's, or the profile's, window */
 	char events[GS_DAEMON_EVENTS_MAX]; /* `gpusnoop record -e` list */
+	bool profile;			   /* a CPU profile, not a recording */
+	bool cuda_only;			   /* profile: only the CUDA processes the daemon follows */
+	unsigned int hz;		   /* profile: samples per second on each CPU */
 	unsigned int keep;		   /* newest traces kept; 0: no count limit */
 	uint64_t keep_bytes;		   /* their total size at most; 0: no limit */
 };
@@ -53,6 +65,7 @@ struct gs_daemon_config {
 	char oom_record_events[GS_DAEMON_EVENTS_MAX];
 	/* what one non-root user's ctl requests may hold: recordings at once, bytes on disk */
 	unsigned int user_max_recordings;
+	unsigned int ringbuf_mib; /* the event ring buffer, MiB (read at start) */
 	uint64_t user_max_bytes;
 	struct gs_daemon_schedule schedules[GS_DAEMON_MAX_SCHEDULES];
 	size_t nr_schedules;
@@ -76,6 +89,13 @@ int gs_daemon_config__set(struct gs_daemon_config *c, const char *key, const cha
 size_t gs_daemon_config__keep_start_only(struct gs_daemon_config *next,
 					 const struct gs_daemon_config *running, char *names,
 					 size_t len);
+/*
+ * For the parsers outside config.c: a schedule's period (period) or window, as parse_duration
+ * checks it (-EINVAL: no duration; -ERANGE: out of range, msg says so); a SIZE like "64M".
+ */
+int gs_daemon_config_duration(const char *value, bool period, double *out, char *msg,
+			      size_t msg_len);
+int gs_daemon_config_size(const char *value, uint64_t *out);
 
 /* Each setting's parser: writes the field at dst (or, for "whole", the config) or says why. */
 typedef int gs_daemon_parse_fn(void *dst, const char *value, char *msg, size_t msg_len);

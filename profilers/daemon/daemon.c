@@ -18,6 +18,7 @@
 #include "profilers/daemon/config.h"
 #include "profilers/daemon/flight_recorder.h"
 #include "profilers/daemon/flight_trace.h"
+#include "profilers/daemon/profile_schedule.h"
 #include "profilers/leak_report.h"
 #include "profilers/mem_model.h"
 #include "profilers/options.h"
@@ -73,9 +74,18 @@ static void forget_proc_stats(struct gs_daemon *d, pid_t pid)
 		gs_pid_index__set(&d->proc_index, d->procs[pos].pid, pos);
 }
 
-/* One report over one process (reason "trigger" with t, or "snapshot"), text or JSON. */
+/* A report's loss window: taken once for the files of one report, so each says the same. */
+struct report_window {
+	uint64_t lost, start_ns;
+};
+
+/*
+ * One report over one process (reason "trigger" with t, or "snapshot"), text or JSON; w: the
+ * window its files share, NULL: its own.
+ */
 static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const char *reason,
-			     const struct gs_leak_trigger *t, bool json, FILE *f)
+			     const struct gs_leak_trigger *t, bool json, FILE *f,
+			     const struct report_window *w)
 {
 	struct gs_leak_proc_report proc;
 	struct gs_leak_report r = {
@@ -93,8 +103,13 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 	if (err)
 		return err;
 	gs_tracker__stats(d->tracker, r.stats);
-	r.window_lost =
-		gs_loss_window__take(&d->loss_window, r.stats, r.now_ns, &r.window_start_ns);
+	if (w) {
+		r.window_lost = w->lost;
+		r.window_start_ns = w->start_ns;
+	} else {
+		r.window_lost = gs_loss_window__take(&d->loss_window, r.stats, r.now_ns,
+						     &r.window_start_ns);
+	}
 	if (json)
 		gs_leak_report__write_json(f, &r, d->stacks);
 	else
@@ -116,9 +131,12 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 	static const char *const exts[] = { ".txt", ".trace.json", ".memory_snapshot.pickle",
 					    ".json" };
 	char stamp[48], name[160], path[512];
-	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC), stats[GS_STAT__MAX];
+	struct report_window w;
 	int err = 0;
 
+	gs_tracker__stats(d->tracker, stats);
+	w.lost = gs_loss_window__take(&d->loss_window, stats, now, &w.start_ns);
 	gs_daemon_file_stamp(stamp, sizeof(stamp));
 	for (size_t i = 0; i < REPORT__MAX && !err; i++) {
 		struct gs_out *out;
@@ -145,7 +163,7 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 				d->stacks, t);
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
-						i == REPORT_JSON, f);
+						i == REPORT_JSON, f, &w);
 		/* each logs its error, the first write error's errno before the writer's */
 		err = err ? gs_out__fail(out, err) : gs_out__close(out);
 		if (!err && i == REPORT_JSON)
@@ -227,7 +245,7 @@ static void on_torch_mem(void *ctx, const struct gs_torch_mem *e)
 	struct gs_mem_effect fx;
 
 	if (gs_mem_model__tensor(&d->mem, e, &fx))
-		gs_warn("PyTorch tensors of pid %d: out of memory", (int)e->hdr.pid);
+		d->losses.own[GS_DAEMON_LOSS_MODEL_NOMEM]++;
 }
 
 /* The kernel is about to kill a CUDA process for memory: what it held, before it is gone. */
@@ -246,7 +264,7 @@ static void on_oom_kill(void *ctx, pid_t pid)
 static void remember(struct gs_daemon *d, pid_t pid, const struct gs_flight_event *fe)
 {
 	if (d->flight && gs_flight_recorder__add(d->flight, pid, fe))
-		gs_warn("flight recorder: out of memory");
+		d->losses.own[GS_DAEMON_LOSS_FLIGHT_NOMEM]++; /* logged by log_losses() */
 }
 
 static void on_alloc(void *ctx, const struct gs_mem_alloc *e)
@@ -286,7 +304,7 @@ static void on_free(void *ctx, const struct gs_mem_free *e)
 
 	proc_stats(d, (pid_t)e->hdr.pid, true);
 	if (gs_mem_model__free(&d->mem, e, &fx))
-		gs_warn("CUDA frees of pid %d: out of memory", (int)e->hdr.pid);
+		d->losses.own[GS_DAEMON_LOSS_MODEL_NOMEM]++;
 	else if (fx.route == GS_ROUTE_RAW)
 		remember(d, (pid_t)e->hdr.pid,
 			 &(struct gs_flight_event){ .ts_ns = e->hdr.ts_ns,
@@ -530,7 +548,7 @@ static void on_ctl_request(void *ctx, const struct gs_ctl_peer *peer, char *line
 		return;
 	switch (req.verb) {
 	case GS_CTL_LEAKS:
-		if (write_proc_report(d, p, "snapshot", NULL, req.json, out))
+		if (write_proc_report(d, p, "snapshot", NULL, req.json, out, NULL))
 			fprintf(out, "error: out of memory\n");
 		break;
 	case GS_CTL_SNAPSHOT:
@@ -661,6 +679,7 @@ static void reload(struct gs_daemon *d)
 	}
 	memset(d->next_schedule_ns, 0, sizeof(d->next_schedule_ns));
 	d->next_metrics_ns = 0; /* a reopened endpoint has nothing to serve until it publishes */
+	gs_daemon__republish_profile(d);
 	if (d->cfg.flight_recorder_s != prev.flight_recorder_s) {
 		/* a new window starts empty: what the old one held is dropped */
 		gs_flight_recorder__free(d->flight);
@@ -700,6 +719,15 @@ static int wait_for_work(void *ctx, int timeout_ms)
 	return 0;
 }
 
+/* What was lost since the previous line, once a minute at most. */
+static void log_losses(struct gs_daemon *d, uint64_t now_ns)
+{
+	uint64_t stats[GS_STAT__MAX];
+
+	gs_tracker__stats(d->tracker, stats);
+	gs_daemon_losses__tick(&d->losses, stats, now_ns, NULL, 0);
+}
+
 /* After each wait and drain: a requested reload, the clients, recordings, schedules, metrics. */
 static int tick(void *ctx, uint64_t now_ns)
 {
@@ -715,7 +743,10 @@ static int tick(void *ctx, uint64_t now_ns)
 	gs_daemon__reap_recordings(d);
 	now_ns = gs_clock_ns(CLOCK_MONOTONIC); /* after the clients were served */
 	gs_daemon__run_schedules(d, now_ns);
+	gs_daemon__watch_profiles(d, now_ns);
+	gs_daemon__serve_profile_requests(d);
 	if (now_ns >= d->next_metrics_ns) {
+		log_losses(d, now_ns);
 		publish_metrics(d);
 		d->next_metrics_ns = now_ns + METRICS_EVERY_NS;
 		/*
@@ -825,7 +856,8 @@ static error_t daemon_parse(int key, char *arg, struct argp_state *state)
 
 static const char daemon_doc[] =
 	"Follow every CUDA process on the host: on an out-of-memory, write a report of what the "
-	"process held, by stack; serve Prometheus metrics; answer `gpusnoop ctl`.\v"
+	"process held, by stack; serve Prometheus metrics (and CPU profiles at "
+	"/debug/pprof/profile); answer `gpusnoop ctl`.\v"
 	"EXAMPLES:\n"
 	"  gpusnoop daemon --output-dir /tmp/gs --metrics-addr 127.0.0.1:9464\n"
 	"  gpusnoop daemon --config /etc/gpusnoop.conf   # kill -HUP to reload\n"
@@ -897,6 +929,7 @@ int gs_cmd_daemon(int argc, char **argv)
 					    : 0));
 	topts.oom_kills = true;
 	topts.torch = d.cfg.torch;
+	topts.ringbuf_bytes = (size_t)d.cfg.ringbuf_mib << 20;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))
 		return 1;
 	d.stacks = gs_stack_table__new(gs_tracker__symcache(d.tracker));

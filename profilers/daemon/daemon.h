@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "profilers/daemon/config.h"
+#include "profilers/daemon/losses.h"
 #include "profilers/mem_model.h"
 #include "profilers/top_model.h"
 #include "user/losses.h"
@@ -17,6 +18,8 @@
 #define MAX_FLAG_OVERRIDES 8
 #define MAX_RECORDINGS	   GS_DAEMON_MAX_RECORDINGS
 #define REPORT_PREFIX	   "gpusnoop-"
+/* the schedule of a profile asked for over HTTP (-1: one-off recordings) */
+#define GS_DAEMON_HTTP_SCHEDULE (-2)
 
 struct gs_tracker;
 struct gs_stack_table;
@@ -53,12 +56,15 @@ struct gs_daemon_proc {
 /* A `gpusnoop record` child writing a trace into the output directory. */
 struct gs_daemon_recording {
 	pid_t pid;
-	int schedule;	   /* index in cfg.schedules, -1 for one-off recordings */
-	char path[512];	   /* the final path, shown; nothing is there until it succeeded */
-	char name[160];	   /* the file name in the output directory, less its prefix */
-	char tmp[320];	   /* the temporary the child writes through its descriptor */
-	int err_fd;	   /* the read end of the child's stderr, -1 once closed */
-	char err_buf[512]; /* a line still being received */
+	int schedule;	      /* index in cfg.schedules, -1 for one-off recordings */
+	bool profile;	      /* a `gpusnoop profile` child (profile_schedule.c) */
+	uint64_t deadline_ns; /* a profile still running then is stopped; 0: none */
+	bool overdue;	      /* it was asked to stop (SIGTERM); next time it is killed */
+	char path[512];	      /* the final path, shown; nothing is there until it succeeded */
+	char name[160];	      /* the file name in the output directory, less its prefix */
+	char tmp[320];	      /* the temporary the child writes through its descriptor */
+	int err_fd;	      /* the read end of the child's stderr, -1 once closed */
+	char err_buf[512];    /* a line still being received */
 	size_t err_len;
 	char err_line[256]; /* its last diagnostic: why it failed, if it did */
 };
@@ -83,7 +89,9 @@ struct gs_daemon {
 	struct gs_daemon_recording recordings[MAX_RECORDINGS];
 	size_t nr_recordings;
 	uint64_t oom_events, torch_ooms, oom_kills, recordings_started, reports_written,
-		report_errors, triggers_suppressed;
+		report_errors, triggers_suppressed, profiles_started;
+	struct gs_daemon_losses losses; /* logged once a minute at most (losses.c) */
+	char latest_profile[512];	/* served over HTTP; published again after a reload */
 	int error;
 };
 

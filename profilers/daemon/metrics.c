@@ -105,6 +105,20 @@ static void scalar_metric(FILE *f, const char *name, const char *help, uint64_t 
 	fprintf(f, "%s %" PRIu64 "\n", name, value);
 }
 
+/* Per user, the records dropped for being over its share (64 users at most, as ctl status). */
+static void user_drops(FILE *f, struct gs_daemon *d)
+{
+	uint32_t uids[64];
+	uint64_t drops[64];
+	size_t n = gs_tracker__uid_drops(d->tracker, uids, drops, 64);
+
+	metric_header(f, "gpusnoop_user_events_lost_total", "counter",
+		      "Events of a user dropped for writing past its share of the ring buffer.");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "gpusnoop_user_events_lost_total{uid=\"%u\"} %" PRIu64 "\n", uids[i],
+			drops[i]);
+}
+
 void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 {
 	uint64_t stats[GS_STAT__MAX];
@@ -149,13 +163,21 @@ void gs_daemon__render_metrics(struct gs_daemon *d, FILE *f)
 		      d->report_errors);
 	scalar_metric(f, "gpusnoop_triggers_suppressed_total",
 		      "Triggers not reported because of trigger-interval.", d->triggers_suppressed);
-	metric_header(f, "gpusnoop_lost_events_total", "counter",
-		      "Events lost in the kernel, by reason.");
+	scalar_metric(f, "gpusnoop_profiles_started_total",
+		      "CPU profiles started: scheduled or asked for over HTTP.",
+		      d->profiles_started);
+	metric_header(f, "gpusnoop_events_lost_total", "counter",
+		      "Events lost, by reason: in the kernel (ring buffer full, a user over its "
+		      "share, ...) or in the daemon (out of memory).");
 	gs_tracker__stats(d->tracker, stats);
 	for (int i = 0; i < GS_STAT__MAX; i++)
 		if (gs_stat_name(i))
-			fprintf(f, "gpusnoop_lost_events_total{reason=\"%s\"} %" PRIu64 "\n",
+			fprintf(f, "gpusnoop_events_lost_total{reason=\"%s\"} %" PRIu64 "\n",
 				gs_stat_name(i), stats[i]);
+	for (int i = 0; i < GS_DAEMON_LOSS__MAX; i++)
+		fprintf(f, "gpusnoop_events_lost_total{reason=\"%s\"} %" PRIu64 "\n",
+			gs_daemon_loss_name(i), d->losses.own[i]);
+	user_drops(f, d);
 	metric_header(f, "gpusnoop_processes", "gauge", "CUDA processes the daemon follows.");
 	fprintf(f, "gpusnoop_processes %zu\n", d->nr_procs);
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "profilers/daemon/daemon.h"
+#include "profilers/daemon/profile_schedule.h"
 #include "user/clock.h"
 #include "user/log.h"
 #include "user/out_dir.h"
@@ -124,6 +125,9 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	r->err_line[0] = '\0';
 	r->pid = child;
 	r->schedule = schedule;
+	r->profile = false;
+	r->deadline_ns = 0;
+	r->overdue = false;
 	d->nr_recordings++;
 	d->recordings_started++;
 	gs_info("recording %s for %gs (%s): %s", pid ? target : "every process", secs, events,
@@ -208,6 +212,7 @@ static void failure_reason(const struct gs_daemon_recording *r, int status, char
 /* A finished child's trace: renamed into place when it succeeded, else removed. */
 static void finish_recording(struct gs_daemon *d, struct gs_daemon_recording *r, int status)
 {
+	const char *what = r->profile ? "profile" : "recording";
 	char why[300];
 
 	/* what it still had to say: its pipe ends with it (64 reads of 512 bytes at most) */
@@ -218,11 +223,16 @@ static void finish_recording(struct gs_daemon *d, struct gs_daemon_recording *r,
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		failure_reason(r, status, why, sizeof(why));
-		gs_warn("recording %s failed: %s", r->path, why);
+		gs_warn("%s %s failed: %s", what, r->path, why);
 		gs_out_dir__discard(d->out_dir, r->tmp);
 	} else if (!gs_out_dir__commit(d->out_dir, r->tmp, r->name)) {
-		gs_info("recording done: %s", r->path);
+		gs_info("%s done: %s", what, r->path);
+		if (r->profile)
+			gs_daemon__profile_done(d, r->path, r->schedule);
+		return;
 	}
+	if (r->profile)
+		gs_daemon__profile_failed(d, r->schedule);
 }
 
 /* Collects finished recordings; applies their schedule's retention. */
@@ -297,11 +307,14 @@ void gs_daemon__run_schedules(struct gs_daemon *d, uint64_t now)
 			d->next_schedule_ns[i] += every_ns;
 		/* never two of one schedule at once: retention must only see finished traces */
 		if (schedule_running(d, i)) {
-			gs_warn("schedule %zu: the previous recording still runs: slot skipped", i);
+			gs_warn("schedule %zu: the previous one still runs: slot skipped", i);
 			continue;
 		}
 		snprintf(kind, sizeof(kind), "schedule%zu", i);
-		gs_daemon__start_recording(d, 0, false, s->record_s, s->events, kind, (int)i, NULL,
-					   0);
+		if (s->profile)
+			gs_daemon__start_profile(d, s->record_s, s->hz, s->cuda_only, kind, (int)i);
+		else
+			gs_daemon__start_recording(d, 0, false, s->record_s, s->events, kind,
+						   (int)i, NULL, 0);
 	}
 }

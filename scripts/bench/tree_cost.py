@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-"""tree_cost.py: what following process trees costs, for README's "Process trees".
+"""tree_cost.py: what following process trees costs, for gpusnoop(8)'s "Process trees".
 
 Run as root from the repository root after `make gpusnoop fixtures`. Three figures, each a
 median over interleaved repetitions, so that a busy machine moves them less:

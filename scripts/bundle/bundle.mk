@@ -109,6 +109,7 @@ $(BUNDLE_TAR): $(BUNDLE_OUT)/gpusnoop $(BUNDLE_OUT)/gs_bench_floor $(BUNDLE_CUPT
 	$(Q)install -m 0755 -s $(BUNDLE_OUT)/gpusnoop $(BUNDLE_DIR)/bin/gpusnoop
 	$(Q)$(if $(BUNDLE_CUPTI),install -m 0644 $(BUNDLE_CUPTI) $(BUNDLE_DIR)/lib/gpusnoop/)
 	$(Q)install -m 0644 $(MAN_OUT)/*.8 $(BUNDLE_DIR)/share/man/man8/
+	$(Q)install -D -m 0644 $(MAN_OUT)/gpusnoop.7 $(BUNDLE_DIR)/share/man/man7/gpusnoop.7
 	$(Q)install -m 0644 $(MAN_OUT)/gpusnoop.conf.5 $(BUNDLE_DIR)/share/man/man5/
 	$(Q)install -m 0644 $(DEFAULT_CONF) $(BUNDLE_DIR)/etc/gpusnoop.conf
 	$(Q)install -m 0644 scripts/completion/gpusnoop.bash \

@@ -150,6 +150,7 @@ def make_install_destdir_lays_out_files_and_uninstall_removes_them():
             "opt/gs/lib/systemd/system/gpusnoop.service": 0o644,
             "opt/gs/share/bash-completion/completions/gpusnoop": 0o644,
             "opt/gs/share/man/man8/gpusnoop.8": 0o644,
+            "opt/gs/share/man/man7/gpusnoop.7": 0o644,
             "opt/gs/share/man/man5/gpusnoop.conf.5": 0o644,
             "etc/gpusnoop.conf": 0o644}
     for cmd in subcommands():
@@ -183,7 +184,8 @@ def man_pages_render_without_warnings_and_match_help():
     expect_eq(p.returncode, 0, f"gen-man.sh ({p.stderr.decode()})")
     pages = {"gpusnoop": None}
     pages.update({f"gpusnoop-{cmd}": cmd for cmd in subcommands()})
-    expect_eq(sorted(os.listdir(out_dir)), sorted(f"{n}.8" for n in pages), "pages")
+    expect_eq(sorted(os.listdir(out_dir)), sorted([f"{n}.8" for n in pages] + ["gpusnoop.7"]),
+              "pages")
     for name, cmd in pages.items():
         page = os.path.join(out_dir, f"{name}.8")
         g = subprocess.run(["groff", "-ww", "-man", "-Tutf8", "-z", page], capture_output=True,
@@ -201,6 +203,105 @@ def man_pages_render_without_warnings_and_match_help():
             assert re.search(r"^ +" + re.escape(line.strip()) + "$", text, re.M), \
                 f"{name}: example {line!r} not in:\n{text}"
         assert "SEE ALSO gpusnoop(8)" in flat, flat
+
+
+SECTIONS = os.path.join(ROOT, "scripts", "man", "sections")
+
+
+def roff_headings(page):
+    """The .SH and .SS titles of a roff page, fonts and escapes taken out, upper-cased."""
+    out = set()
+    with open(page) as f:
+        for line in f:
+            m = re.match(r'^\.S[HS] +"?(.*?)"?$', line.rstrip("\n"))
+            if m:
+                t = re.sub(r"\\f[BIRP]", "", m.group(1)).replace("\\-", "-")
+                out.add(t.replace("\\(dq", '"').upper())
+    return out
+
+
+def md_headings(md):
+    with open(md) as f:
+        return [re.sub(r"^#+ ", "", l.strip()).replace("`", "").upper()
+                for l in f if re.match(r"^##+ ", l)]
+
+
+@test
+def man_pages_carry_the_hand_written_sections():
+    """Every page renders with man -l without a warning, gpusnoop(7) and gpusnoop.conf(5)
+    included, and holds the sections of its scripts/man/sections/NAME.N.md; every
+    '"Title" in gpusnoop(N)' they or the README name is a heading of that page."""
+    out_dir = tempfile.mkdtemp(prefix="gs-man-")
+    p = subprocess.run([os.path.join(ROOT, "scripts", "man", "gen-man.sh"), GPUSNOOP, out_dir],
+                       capture_output=True, timeout=120)
+    expect_eq(p.returncode, 0, f"gen-man.sh ({p.stderr.decode()})")
+    status, doc, err = run_gpusnoop("daemon", "--print-config-doc")
+    expect_eq(status, 0, f"--print-config-doc ({err})")
+    with open(os.path.join(out_dir, "gpusnoop.conf.5"), "w") as f:
+        f.write(doc)
+    pages = sorted(os.listdir(out_dir))
+    for page in pages:
+        text, warnings = render(os.path.join(out_dir, page))
+        expect_eq(warnings, "", f"man --warnings -l {page}")
+        assert "NAME" in text, f"{page}: {text}"
+    written = sorted(n[:-3] for n in os.listdir(SECTIONS) if n.endswith(".md"))
+    expect_eq(written, sorted(["gpusnoop.7", "gpusnoop.8"] +
+                              [f"gpusnoop-{c}.8" for c in subcommands()]),
+              "a sections file per page")
+    heads = {page: roff_headings(os.path.join(out_dir, page)) for page in pages}
+    for name in written:
+        md = os.path.join(SECTIONS, f"{name}.md")
+        for h in md_headings(md):
+            assert h in heads[name], f"{name} lacks {h!r} of {md}: {sorted(heads[name])}"
+    texts = [os.path.join(SECTIONS, f"{n}.md") for n in written] + [os.path.join(ROOT, "README.md")]
+    for path in texts:
+        with open(path) as f:
+            text = " ".join(f.read().split())
+        for title, page, sec in re.findall(
+                r'"([^"]+)" in `?(gpusnoop[\w.-]*)\((\d)\)', text):
+            assert title.upper() in heads[f"{page}.{sec}"], f"{path}: no {title!r} in {page}"
+        for titles, page, sec in re.findall(
+                r"([A-Z][A-Z ,-]+[A-Z]) in `(gpusnoop[\w.-]*)\((\d)\)`", text):
+            for title in titles.split(", "):
+                assert title in heads[f"{page}.{sec}"], f"{path}: no {title!r} in {page}"
+        for page, sec, titles in re.findall(
+                r"`(gpusnoop[\w.-]*)\((\d)\)` \(([A-Z][A-Z ,-]+)\)", text):
+            for title in titles.split(", "):
+                assert title in heads[f"{page}.{sec}"], f"{path}: no {title!r} in {page}"
+        for page, sec in re.findall(r"\b(gpusnoop(?:-[a-z]+)?(?:\.conf)?)\((\d)\)", text):
+            assert f"{page}.{sec}" in heads, f"{path}: names {page}({sec}), not a page"
+
+
+@test
+def readme_is_a_guide_whose_paths_exist():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    lines = readme.count("\n")
+    assert lines <= 320, f"README.md: {lines} lines"
+    for cmd in subcommands():
+        assert re.search(rf"^### .*\b{cmd}\b", readme, re.M), f"README: no section for {cmd}"
+    for title in ("Quick start", "Install", "Reading the outputs", "Limits", "Dependencies"):
+        assert f"\n## {title}\n" in readme, f"README: no {title}"
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        if not re.match(r"https?:", target):
+            assert os.path.exists(os.path.join(ROOT, target)), f"README links to {target}"
+    for path in set(re.findall(r"`((?:scripts|tests|profilers|user|bpf|stitch)/[\w./*-]*)`",
+                               readme)):
+        found = [p for p in [os.path.join(ROOT, path)] if "*" not in p and os.path.exists(p)]
+        if "*" in path:
+            import glob
+            found = glob.glob(os.path.join(ROOT, path))
+        assert found, f"README names {path}, which does not exist"
+    # every package setup.sh installs is in the Dependencies tables, with its why
+    deps = readme[readme.index("\n## Dependencies\n"):]
+    deps = deps[:deps.index("\n## ", 1)]
+    with open(os.path.join(ROOT, "scripts", "setup.sh")) as f:
+        setup = f.read()
+    for group in re.findall(r"^[A-Z]+_PACKAGES=\((.*?)^\)", setup, re.M | re.S):
+        for line in group.splitlines():
+            for pkg in line.split("#")[0].split():
+                assert re.search(rf"(?<![\w-]){re.escape(pkg)}(?![\w-])", deps), \
+                    f"README's Dependencies lack {pkg}"
 
 
 def complete(*words):

@@ -44,6 +44,8 @@ SETTINGS = {
     "flight-recorder": ("10s", "2h", "flight recorder window '2h' is out of range (1s to 1h)"),
     "oom-record": ("5s events=cuda-launch,gpu", "5s events=cpu,gpus",
                    f"'gpus' is not an event ({EVENT_NAMES})"),
+    "ringbuf": ("8", "3",
+                "'3' is not a ring buffer size (MiB, a power of 2 from 1 to 1024)"),
 }
 
 

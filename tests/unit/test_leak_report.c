@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* test_leak_report.c: grouping, --min-age, --top, failures, and the JSON keys the README lists. */
+/* test_leak_report.c: grouping, --min-age, --top, failures; the JSON keys of gpusnoop-leaks(8). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -483,7 +483,7 @@ static void row_keys(const char *row, bool first_cell, struct keys *ks)
 	}
 }
 
-/* The key names of the tables in the README section under heading (up to the next). */
+/* The key names of the tables in the man page section under heading (up to the next). */
 static bool readme_keys(const char *readme, const char *heading, bool first_cell, struct keys *ks)
 {
 	const char *line = strstr(readme, heading);
@@ -541,7 +541,7 @@ static bool any_covers(const struct keys *ks, const char *key, bool documented)
 
 static char *read_readme(void)
 {
-	FILE *f = fopen("README.md", "re");
+	FILE *f = fopen("scripts/man/sections/gpusnoop-leaks.8.md", "re");
 	char *text = f ? calloc(1, 1 << 20) : NULL;
 
 	if (text && !fread(text, 1, (1 << 20) - 1, f)) {
@@ -553,8 +553,8 @@ static char *read_readme(void)
 	return text;
 }
 
-/* The leak report's JSON writes exactly the keys README.md's tables name. */
-GS_TEST(json_keys_are_the_readme_tables)
+/* The leak report's JSON writes exactly the keys gpusnoop-leaks(8)'s tables name. */
+GS_TEST(json_keys_are_the_man_page_tables)
 {
 	static const char *const sections[] = { "### JSON report", "### What `leaks` shows" };
 	struct keys *documented = calloc(1, sizeof(*documented));
@@ -659,4 +659,4 @@ GS_TEST(parent_and_ranks_of_a_process_tree)
 GS_TEST_MAIN(groups_by_stack_and_api_largest_first, min_age_leaves_young_allocations_out,
 	     top_cuts_the_stacks_shown_not_the_totals, failed_free_restores_unknown_free_is_counted,
 	     failures_grouped_by_stack_and_error, failed_build_leaves_nothing_allocated,
-	     json_keys_are_the_readme_tables, parent_and_ranks_of_a_process_tree)
+	     json_keys_are_the_man_page_tables, parent_and_ranks_of_a_process_tree)
