@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* perfetto_intern.c: linear probing, FNV-1a hashes, keys copied (the caller's are borrowed). */
+/* perfetto_intern.c: linear probing, word-at-a-time hashes, keys copied (the caller's borrowed). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +18,22 @@ struct gs_intern {
 	size_t count, bytes, max_bytes;
 };
 
+/* Eight bytes at a time, multiplied and folded (frames' names are long; FNV's byte loop was
+ * a tenth of the encoder's time) */
 static uint64_t hash(const void *key, size_t len)
 {
 	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
 	}
-	return h;
+	w = 0;
+	memcpy(&w, p, len);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
 }
 
 struct gs_intern *gs_intern__new(size_t slots_log2, size_t max_bytes)

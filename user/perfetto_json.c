@@ -27,27 +27,6 @@ static const char *str_of(yajl_val o, const char *key)
 	return v ? v->u.string : NULL;
 }
 
-/* A JSON number of microseconds at key, in nanoseconds (0 when absent or negative). */
-static uint64_t us_of(yajl_val o, const char *key)
-{
-	const char *path[] = { key, NULL };
-	yajl_val v = yajl_tree_get(o, path, yajl_t_number);
-	int64_t ns;
-
-	if (!v || !v->u.number.r || gs_parse_us_ns(v->u.number.r, strlen(v->u.number.r), &ns) ||
-	    ns < 0)
-		return 0;
-	return (uint64_t)ns;
-}
-
-static int64_t int_of(yajl_val o, const char *key)
-{
-	const char *path[] = { key, NULL };
-	yajl_val v = yajl_tree_get(o, path, yajl_t_number);
-
-	return v && YAJL_IS_INTEGER(v) ? v->u.number.i : 0;
-}
-
 /* A row's id when not an integer ("0x1f"): its text, hashed. */
 static uint64_t id_of(yajl_val o)
 {
@@ -59,17 +38,47 @@ static uint64_t id_of(yajl_val o)
 	return h;
 }
 
-/* The row's fields other than ph, pid, ts and an integer id, from the event object o. */
-static void row_fields(struct gs_perfetto_row *row, yajl_val o)
+/* A number of microseconds, in nanoseconds (0 when not one, or negative). */
+static uint64_t us_ns(yajl_val v)
 {
-	const char *path[] = { "args", NULL };
+	int64_t ns;
 
-	row->name = str_of(o, "name");
-	row->cat = str_of(o, "cat");
-	row->tid = int_of(o, "tid");
-	row->dur_ns = us_of(o, "dur");
-	row->id = id_of(o);
-	row->args = yajl_tree_get(o, path, yajl_t_object);
+	if (!YAJL_IS_NUMBER(v) || !v->u.number.r ||
+	    gs_parse_us_ns(v->u.number.r, strlen(v->u.number.r), &ns) || ns < 0)
+		return 0;
+	return (uint64_t)ns;
+}
+
+/*
+ * The row's fields from the event object o, in one pass over its keys; ph, pid, ts and an
+ * integer id too when whole (the document's parser took those out of o).
+ */
+static void row_fields(struct gs_perfetto_row *row, yajl_val o, bool whole)
+{
+	for (size_t i = 0; i < o->u.object.len; i++) {
+		const char *k = o->u.object.keys[i];
+		yajl_val v = o->u.object.values[i];
+		bool str = YAJL_IS_STRING(v), num = YAJL_IS_INTEGER(v);
+
+		if (!strcmp(k, "name") && str)
+			row->name = v->u.string;
+		else if (!strcmp(k, "cat") && str)
+			row->cat = v->u.string;
+		else if (!strcmp(k, "tid") && num)
+			row->tid = v->u.number.i;
+		else if (!strcmp(k, "dur"))
+			row->dur_ns = us_ns(v);
+		else if (!strcmp(k, "args") && YAJL_IS_OBJECT(v))
+			row->args = v;
+		else if (!strcmp(k, "id"))
+			row->id = num ? (uint64_t)v->u.number.i : id_of(o);
+		else if (whole && !strcmp(k, "ph") && str)
+			row->ph = v->u.string[0] && !v->u.string[1] ? v->u.string[0] : '?';
+		else if (whole && !strcmp(k, "pid") && num)
+			row->pid = v->u.number.i;
+		else if (whole && !strcmp(k, "ts"))
+			row->ts_ns = us_ns(v);
+	}
 }
 
 /* A copy of text with a NUL after it, in s->buf (which has one byte more). */
@@ -91,26 +100,14 @@ static char *terminated(struct gs_perfetto_json *s, const char *text, size_t len
 int gs_perfetto_json__row(void *ctx, const char *json, size_t len)
 {
 	struct gs_perfetto_json *s = ctx;
-	const char *ph;
-	struct gs_perfetto_row row;
+	struct gs_perfetto_row row = { .ph = '?' };
 	yajl_val o;
 	int ret;
 
 	o = gs_row_parser__parse(s->rows, json, len);
-	if (!o)
-		return 1; /* not JSON: no row (the writer's own rows always are) */
-	row_fields(&row, o);
-	ph = str_of(o, "ph");
-	row.ph = ph && ph[0] && !ph[1] ? ph[0] : '?';
-	row.pid = int_of(o, "pid");
-	row.ts_ns = us_of(o, "ts");
-	{
-		const char *path[] = { "id", NULL };
-		yajl_val id = yajl_tree_get(o, path, yajl_t_number);
-
-		if (id && YAJL_IS_INTEGER(id))
-			row.id = (uint64_t)id->u.number.i;
-	}
+	if (!o || !YAJL_IS_OBJECT(o))
+		return 1; /* not an event: no row (the writer's own rows always are) */
+	row_fields(&row, o, true);
 	ret = gs_perfetto__row(s->pf, &row);
 	if (ret < 0 && !s->err)
 		s->err = ret;
@@ -136,7 +133,7 @@ static int on_event(void *ctx, const struct gs_trace_event *ev)
 	o = yajl_tree_parse(s->buf, err, sizeof(err));
 	if (!o)
 		return -EINVAL;
-	row_fields(&row, o);
+	row_fields(&row, o, false);
 	row.ts_ns = ev->has_ts && ev->ts_ns > 0 ? (uint64_t)ev->ts_ns : 0;
 	if (ev->has_id)
 		row.id = (uint64_t)ev->id;

@@ -455,13 +455,25 @@ static bool small_int_array(yajl_val v)
  */
 static void int_array_string(struct gs_perfetto *p, yajl_val v)
 {
-	char text[SMALL_ARRAY * 21 + 3];
+	char text[SMALL_ARRAY * 21 + 3], digits[24];
 	size_t n = 0;
 
 	text[n++] = '[';
-	for (size_t i = 0; i < v->u.array.len; i++)
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%lld", i ? "," : "",
-				      v->u.array.values[i]->u.number.i);
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		long long x = v->u.array.values[i]->u.number.i;
+		unsigned long long u = x < 0 ? 0 - (unsigned long long)x : (unsigned long long)x;
+		size_t d = 0;
+
+		if (i)
+			text[n++] = ',';
+		if (x < 0)
+			text[n++] = '-';
+		do /* no snprintf: this runs for every launch */
+			digits[d++] = (char)('0' + u % 10);
+		while (u /= 10);
+		while (d)
+			text[n++] = digits[--d];
+	}
 	text[n++] = ']';
 	text[n] = '\0';
 	string_value(p, text);
