@@ -524,7 +524,9 @@ static size_t add_frames(struct gs_perfetto *p, const struct yajl_val_s *v, uint
 {
 	yajl_val val = (yajl_val)v;
 
-	for (size_t i = val->u.array.len; i-- > 0 && n < MAX_FRAMES;) {
+	if (val->u.array.len > MAX_FRAMES - n)
+		return SIZE_MAX; /* never cut: the stack goes as an annotation, whole */
+	for (size_t i = val->u.array.len; i-- > 0;) {
 		const char *s = val->u.array.values[i]->u.string;
 
 		ids[n] = intern(p, IN_FUNCS, s, strlen(s));
