@@ -57,12 +57,13 @@ esac
 # frames of 3.14 and 3.15 are compared with (test_python314.py). nvtx: NVIDIA's NVTX for Python,
 # whose ranges `record -e nvtx` reads as it reads torch.cuda.nvtx's (test_nvtx.py).
 # kubernetes-validate: the Kubernetes object schema, offline, for scripts/deploy/*.yaml
-# (test_daemon_config.py).
+# (test_daemon_config.py). perfetto: Perfetto's trace schema as Python bindings
+# (perfetto_trace_pb2), which decode `record --format perfetto` files (test_perfetto.py).
 # A second one holds PyTorch 2.15 (its CUDA 13 build), whose memory snapshot format and
 # allocator paths the memory snapshot tests check too (test_memory_snapshot.py).
 TEST_CACHE=/var/cache/gpusnoop-tests
 VENV_PACKAGES=(HolisticTraceAnalysis==0.5.0 'pandas<3' torch==2.5.1 py-spy==0.4.3 nvtx==0.2.17
-	kubernetes-validate==1.37.0)
+	kubernetes-validate==1.37.0 perfetto==0.59.1)
 VENV215_PACKAGES=(torch==2.15.0)
 # venv_ready DIR PACKAGE...: DIR's interpreter has each package, at the version pinned
 venv_ready() {

@@ -373,6 +373,13 @@ static int parse_all(struct stitch *st, struct src *s, const struct gs_trace_par
 			err = read_failed(st, s, gs_trace_parser__bytes(p), n);
 			goto out;
 		}
+		if (!gs_trace_parser__bytes(p) && gs_is_perfetto_data(buf, (size_t)n)) {
+			err = failf(st, -EINVAL,
+				    "%s: a Perfetto protobuf trace: stitch reads JSON only "
+				    "(record it with --format json)",
+				    s->in->name);
+			goto out;
+		}
 		err = n ? gs_trace_parser__feed(p, buf, (size_t)n) : gs_trace_parser__finish(p);
 		if (err) {
 			err = input_error(st, s, p, err);

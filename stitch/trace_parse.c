@@ -678,3 +678,10 @@ void gs_format_us_signed(int64_t ns, char *buf, size_t len)
 	snprintf(buf, len, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", mag / 1000,
 		 (unsigned int)(mag % 1000));
 }
+
+bool gs_is_perfetto_data(const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	return len > 1 && b[0] == 0x0a && b[1] && !strchr(" \t\r\n{[", b[1]);
+}

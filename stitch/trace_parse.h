@@ -71,6 +71,12 @@ void gs_trace_parser__free(struct gs_trace_parser *p);
 int gs_parse_us_ns(const char *s, size_t len, int64_t *ns);
 /* Parses a JSON integer; -EINVAL when it has a fraction or exponent, -ERANGE if too big. */
 int gs_parse_i64(const char *s, size_t len, int64_t *v);
+/*
+ * Whether a trace file's first len bytes are a Perfetto protobuf trace's (record --format
+ * perfetto): field 1 length-delimited (0x0a), then a length. JSON may begin with '\n' too, but
+ * then only with more whitespace, '{' or '['.
+ */
+bool gs_is_perfetto_data(const void *buf, size_t len);
 /* Writes signed nanoseconds as microseconds with three decimals ("-0.005"). */
 void gs_format_us_signed(int64_t ns, char *buf, size_t len);
 

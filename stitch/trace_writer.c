@@ -21,6 +21,9 @@ struct gs_trace_writer {
 	bool (*over)(void *ctx); /* gs_trace_writer__watch_size() */
 	void *over_ctx;
 	unsigned since_check; /* events written since over() was last asked */
+	int (*row)(void *ctx, const char *json, size_t len); /* gs_trace_writer__row_sink() */
+	void *row_ctx;
+	uint64_t rows; /* events the row sink took */
 };
 
 /* over() is asked this often: an fstat per 64 events is nothing beside writing them */
@@ -38,6 +41,8 @@ static void emit(void *ctx, const void *rec, size_t len, uint64_t ts_ns)
 	}
 	if (w->closed)
 		w->not_written++;
+	else if (w->row)
+		w->rows += !w->row(w->row_ctx, rec, len);
 	else
 		gs_chrome_trace__raw_event(&w->trace, rec, len);
 }
@@ -135,7 +140,14 @@ void gs_trace_writer__finish(struct gs_trace_writer *w)
 
 uint64_t gs_trace_writer__events(const struct gs_trace_writer *w)
 {
-	return w->trace.nr_events;
+	return w->trace.nr_events + w->rows;
+}
+
+void gs_trace_writer__row_sink(struct gs_trace_writer *w,
+			       int (*row)(void *ctx, const char *json, size_t len), void *ctx)
+{
+	w->row = row;
+	w->row_ctx = ctx;
 }
 
 void gs_trace_writer__close_window(struct gs_trace_writer *w)

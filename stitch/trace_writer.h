@@ -54,6 +54,13 @@ void gs_trace_writer__close_window(struct gs_trace_writer *w);
  * window closes); a cap checked only now and then would let a fast stream write past it.
  */
 void gs_trace_writer__watch_size(struct gs_trace_writer *w, bool (*over)(void *ctx), void *ctx);
+/*
+ * Hands each ordered event, as it leaves the window, to row() (JSON text of one object, len
+ * bytes, borrowed for the call) instead of the document: another encoding of the same rows
+ * (record --format perfetto). Timeless events and the metadata still go to the document.
+ */
+void gs_trace_writer__row_sink(struct gs_trace_writer *w,
+			       int (*row)(void *ctx, const char *json, size_t len), void *ctx);
 /* Events counted, not written, since gs_trace_writer__close_window(). */
 uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w);
 /* Events written to the document so far, timeless ones included. */

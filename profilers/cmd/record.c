@@ -37,6 +37,7 @@
 #include "user/log.h"
 #include "user/losses.h"
 #include "user/out_file.h"
+#include "user/perfetto_json.h"
 #include "user/proc_info.h"
 #include "user/stack_table.h"
 #include "user/status_line.h"
@@ -55,7 +56,7 @@
 /* -e without -e: the one list --help shows and the README repeats (tests/e2e/test_cli.py) */
 #define DEFAULT_EVENTS "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
-enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES, OPT_MEMORY_SNAPSHOT };
+enum { OPT_OUTPUT_FD = 0x3000, OPT_INJECT, OPT_MAX_BYTES, OPT_MEMORY_SNAPSHOT, OPT_FORMAT };
 
 /* --max-bytes: what the trace's end needs at most (held events are not written then) */
 #define CAP_MIN_MARGIN (256 * 1024ULL)
@@ -73,6 +74,8 @@ struct record_opts {
 	bool output_fd_gz;
 	uint64_t max_bytes;   /* --max-bytes: the daemon's cap on a user's recording; 0: none */
 	const char *snapshot; /* --memory-snapshot FILE: PyTorch's memory snapshot there too */
+	const char *format;   /* --format json|perfetto; NULL: by -o's name */
+	bool perfetto;	      /* Perfetto's protobuf trace, not JSON */
 };
 
 struct record {
@@ -101,6 +104,7 @@ struct record {
 	char **stack_json; /* by stack id: the JSON array of its frames, made once */
 	size_t nr_stack_json;
 	struct gs_out *out;
+	struct gs_perfetto_json *perfetto; /* --format perfetto: the rows' second encoder */
 	uint64_t start_mono_ns, start_real_ns;
 	uint64_t events, cpu_samples;
 	bool capped; /* stopped at --max-bytes: what was held and came later is not written */
@@ -818,6 +822,17 @@ static void write_metadata(struct record *r)
 		write_file_metadata(r, i + 1, &r->ranks->files[i].rank);
 }
 
+/* --format perfetto: the encoder ends the trace into the output. Returns 0 or -errno (logged). */
+static int end_perfetto(struct record *r)
+{
+	int err = gs_perfetto_json__close(r->perfetto);
+
+	if (err && err != -EINVAL) /* -EINVAL: logged */
+		gs_err("perfetto trace: %s", strerror(-err));
+	r->perfetto = NULL;
+	return err;
+}
+
 /* Every file's events older than the reorder window into the file. */
 static void advance_files(struct record *r, uint64_t now_ns)
 {
@@ -922,6 +937,10 @@ static int run_loop(struct record *r)
 static const struct argp_option record_options[] = {
 	{ "events", 'e', "EVENTS", 0, "What to record: a comma list of the events below", 0 },
 	{ "freq", 'F', "HZ", 0, "CPU samples per second on each CPU with -e cpu (default 99)", 0 },
+	{ "format", OPT_FORMAT, "FORMAT", 0,
+	  "json (Chrome Trace Event JSON, the default) or perfetto (Perfetto's protobuf trace, "
+	  "the default for -o *.pftrace or *.perfetto-trace)",
+	  0 },
 	{ "inject", OPT_INJECT, NULL, 0,
 	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
 	  "(ptrace; risks in the README)",
@@ -996,6 +1015,11 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_INJECT:
 		o->inject = true;
 		break;
+	case OPT_FORMAT:
+		if (strcmp(arg, "json") && strcmp(arg, "perfetto"))
+			argp_error(state, "unknown format '%s' (json, perfetto)", arg);
+		o->format = arg;
+		break;
 	case OPT_MEMORY_SNAPSHOT:
 		o->snapshot = arg;
 		break;
@@ -1062,11 +1086,13 @@ static const struct argp record_argp = {
 };
 
 /* -F only with -e cpu; one output. Returns 0 or -EINVAL (logged). */
-static int check_opts(const struct record_opts *o, unsigned int *hz)
+static int check_opts(struct record_opts *o, unsigned int *hz)
 {
 	int err;
 
 	*hz = GS_CPU_DEFAULT_HZ;
+	o->perfetto =
+		o->format ? !strcmp(o->format, "perfetto") : gs_is_perfetto_path(o->common.output);
 	if (o->freq && (!o->cpu || gs_cpu_parse_hz(o->freq, hz))) {
 		if (!o->cpu)
 			gs_err("-F is the CPU sampling frequency: it needs -e cpu");
@@ -1082,6 +1108,10 @@ static int check_opts(const struct record_opts *o, unsigned int *hz)
 	}
 	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
 		gs_err("-o DIR/ writes a file per process or rank: not with -a; name a file");
+		return -EINVAL;
+	}
+	if (o->perfetto && gs_record_ranks_wanted(o->common.output)) {
+		gs_err("--format perfetto: one file, not -o DIR/");
 		return -EINVAL;
 	}
 	if (o->snapshot && !(o->families & GS_FAM_BIT(GS_FAM_TORCH))) {
@@ -1124,7 +1154,16 @@ static int open_parts(struct record *r)
 	r->named = gs_addr_map__new();
 	r->stats = gs_trace_stats__new();
 	/* the document begins here; a failure before the end removes its temporary file */
-	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
+	if (r->opts.perfetto) { /* the same rows, encoded as Perfetto's trace packets */
+		r->perfetto = gs_perfetto_json__new(gs_out__file(r->out));
+		if (!r->perfetto)
+			return -ENOMEM;
+	}
+	r->writer = gs_trace_writer__new(r->perfetto ? gs_perfetto_json__file(r->perfetto)
+						     : gs_out__file(r->out),
+					 REORDER_WINDOW_NS);
+	if (r->writer && r->perfetto)
+		gs_trace_writer__row_sink(r->writer, gs_perfetto_json__row, r->perfetto);
 	if (r->writer && r->opts.max_bytes)
 		gs_trace_writer__watch_size(r->writer, size_capped, r);
 	if (r->opts.gpu) {
@@ -1288,6 +1327,7 @@ int gs_cmd_record(int argc, char **argv)
 		err = run_loop(&r);
 	}
 	write_metadata(&r);
+	err = end_perfetto(&r) ?: err;
 	/* a failed start or recording, or no CUDA user, leaves no file: out_free removes it */
 	if (err || !saw_cuda(&r))
 		goto out_free;
@@ -1299,6 +1339,7 @@ int gs_cmd_record(int argc, char **argv)
 		goto out_free;
 	status = print_summary(&r);
 out_free:
+	end_perfetto(&r);
 	gs_cpu_sampler__free(r.sampler);
 	gs_kallsyms__free(r.kallsyms);
 	gs_trace_writer__free(r.writer);

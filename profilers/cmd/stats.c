@@ -127,8 +127,16 @@ static int read_trace(struct gs_stats_reader *rd, const char *path)
 		status = EXIT_NOINPUT;
 		goto out;
 	}
-	while (!err && (n = gzread(gz, buf, READ_CHUNK)) > 0 && !gs_stop_requested)
+	while (!err && (n = gzread(gz, buf, READ_CHUNK)) > 0 && !gs_stop_requested) {
+		if (!gs_trace_parser__bytes(p) && gs_is_perfetto_data(buf, (size_t)n)) {
+			gs_err("%s: a Perfetto protobuf trace: stats reads JSON only (record it "
+			       "with --format json)",
+			       path);
+			status = EXIT_DATAERR;
+			goto out;
+		}
 		err = gs_trace_parser__feed(p, buf, (size_t)n);
+	}
 	if (gs_stop_requested) {
 		gs_err("%s: interrupted", path);
 		status = 1;

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* test_perfetto.c: the protobuf writer's exact bytes, the intern table, the encoder's packets. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stitch/trace_parse.h"
+#include "tests/unit/harness.h"
+#include "user/perfetto_intern.h"
+#include "user/perfetto_json.h"
+#include "user/perfetto_pb.h"
+#include "user/perfetto_row.h"
+#include "user/perfetto_trace.h"
+
+static bool bytes_eq(const struct gs_pb *pb, const uint8_t *want, size_t len)
+{
+	return !pb->oom && pb->len == len && !memcmp(pb->buf, want, len);
+}
+
+GS_TEST(varints_and_fields)
+{
+	struct gs_pb pb = { 0 };
+	static const uint8_t want[] = { 0x08, 0x00, 0x10, 0x7f, 0x18, 0x80, 0x01, 0x20, 0xac,
+					0x02, 0x28, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+					0xff, 0xff, 0x01, 0x32, 0x02, 'h',  'i',  0x39, 0,
+					0,    0,    0,	  0,	0,    0xf0, 0x3f };
+
+	gs_pb__varint(&pb, 1, 0);
+	gs_pb__varint(&pb, 2, 127);
+	gs_pb__varint(&pb, 3, 128);
+	gs_pb__varint(&pb, 4, 300);
+	gs_pb__int64(&pb, 5, -1); /* ten bytes, two's complement */
+	gs_pb__string(&pb, 6, "hi");
+	gs_pb__double(&pb, 7, 1.0);
+	GS_EXPECT(bytes_eq(&pb, want, sizeof(want)));
+	GS_EXPECT_EQ(gs_pb_varint_len(UINT64_MAX), 10);
+	gs_pb__release(&pb);
+}
+
+GS_TEST(nested_lengths_are_exact)
+{
+	struct gs_pb pb = { 0 };
+	char body[200];
+
+	memset(body, 'x', sizeof(body));
+	gs_pb__begin(&pb, 1);
+	gs_pb__begin(&pb, 60); /* a two-byte tag */
+	gs_pb__bytes(&pb, 2, body, sizeof(body));
+	gs_pb__end(&pb);
+	gs_pb__end(&pb);
+	/* inner: tag 2 (1) + length 200 (2) + 200 = 203; outer: tag 60 (2) + length (2) + 203 */
+	GS_EXPECT_EQ(pb.len, 1 + 2 + 2 + 2 + 1 + 2 + 200);
+	GS_EXPECT_EQ(pb.buf[0], 0x0a);
+	GS_EXPECT_EQ(pb.buf[1], (207 & 0x7f) | 0x80);
+	GS_EXPECT_EQ(pb.buf[2], 207 >> 7);
+	GS_EXPECT_EQ(pb.buf[3], 0xe2); /* (60 << 3 | 2) = 482 */
+	GS_EXPECT_EQ(pb.buf[4], 0x03);
+	GS_EXPECT_EQ(pb.buf[5], (203 & 0x7f) | 0x80);
+	GS_EXPECT_EQ(pb.buf[6], 203 >> 7);
+	gs_pb__end(&pb); /* unbalanced: ignored */
+	GS_EXPECT(!pb.oom);
+	gs_pb__release(&pb);
+}
+
+GS_TEST(intern_ids_and_bounds)
+{
+	struct gs_intern *t = gs_intern__new(4, 64); /* 16 slots: 8 entries at most */
+	bool added;
+	char key[8];
+
+	if (!GS_EXPECT(t))
+		return;
+	GS_EXPECT_EQ(gs_intern__get(t, "a", 1, &added), 1);
+	GS_EXPECT(added);
+	GS_EXPECT_EQ(gs_intern__get(t, "b", 1, &added), 2);
+	GS_EXPECT_EQ(gs_intern__get(t, "a", 1, &added), 1);
+	GS_EXPECT(!added);
+	GS_EXPECT(gs_intern__has(t, "b", 1) && !gs_intern__has(t, "c", 1));
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		gs_intern__get(t, key, strlen(key), &added);
+	}
+	GS_EXPECT_EQ(gs_intern__count(t), 8); /* half the slots, never more */
+	GS_EXPECT_EQ(gs_intern__get(t, "new", 3, &added), 0);
+	GS_EXPECT(gs_intern__filling(t));
+	gs_intern__clear(t);
+	GS_EXPECT_EQ(gs_intern__count(t), 0);
+	GS_EXPECT_EQ(gs_intern__get(t, "new", 3, &added), 1);
+	gs_intern__free(t);
+}
+
+/* Packets of a Trace in buf: their count, each one's bytes checked to be in bounds. */
+static int count_packets(const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (off < len) {
+		uint64_t size = 0;
+		int shift = 0;
+
+		if (buf[off++] != 0x0a)
+			return -1;
+		while (off < len && buf[off] & 0x80)
+			size |= (uint64_t)(buf[off++] & 0x7f) << shift, shift += 7;
+		if (off >= len)
+			return -1;
+		size |= (uint64_t)buf[off++] << shift;
+		if (size > len - off)
+			return -1;
+		off += size;
+		n++;
+	}
+	return n;
+}
+
+static int row(struct gs_perfetto_json *pj, const char *json)
+{
+	return gs_perfetto_json__row(pj, json, strlen(json));
+}
+
+GS_TEST(rows_become_packets_slice_end_in_time_order)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct gs_perfetto_json *pj = f ? gs_perfetto_json__new(f) : NULL;
+
+	if (!GS_EXPECT(pj))
+		return;
+	/* an X of 10 us, a row inside it, a counter, an instant, a late row, a flow */
+	GS_EXPECT_EQ(row(pj,
+			 "{\"ph\":\"X\",\"name\":\"a\",\"cat\":\"c\",\"pid\":1,\"tid\":2,"
+			 "\"ts\":100,\"dur\":10,\"args\":{\"stack\":[\"f\",\"main\"],\"n\":3}}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"X\",\"name\":\"b\",\"pid\":1,\"tid\":2,\"ts\":101,"
+			     "\"dur\":0,\"args\":{\"grid\":[1,2,3]}}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"C\",\"name\":\"mem\",\"pid\":1,\"tid\":0,\"ts\":120,"
+			     "\"args\":{\"bytes\":4096}}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"i\",\"name\":\"s\",\"pid\":1,\"tid\":2,\"ts\":50}"), 0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"s\",\"name\":\"ac2g\",\"id\":7,\"pid\":1,\"tid\":2,"
+			     "\"ts\":130}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"?\",\"pid\":1,\"ts\":130}"), 1); /* no Perfetto form */
+	GS_EXPECT(fputs("{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,"
+			"\"tid\":2,\"args\":{\"name\":\"t\"}}],\"metadata\":{\"x\":1}}",
+			gs_perfetto_json__file(pj)) >= 0);
+	GS_EXPECT_EQ(gs_perfetto_json__close(pj), 0);
+	GS_EXPECT_EQ(fclose(f), 0);
+	/*
+	 * descriptors: thread + process (2), the counter's (1), the thread renamed (1), the
+	 * global track (1); the sequence's start (1); events: X begin, b, counter, i, s (5), the
+	 * X's end (1, before the counter at 120), metadata (1); nothing for the "?" row
+	 */
+	GS_EXPECT_EQ(count_packets((const uint8_t *)buf, len), 13);
+	free(buf);
+}
+
+static yajl_val member(yajl_val o, const char *key)
+{
+	for (size_t i = 0; o && YAJL_IS_OBJECT(o) && i < o->u.object.len; i++)
+		if (!strcmp(o->u.object.keys[i], key))
+			return o->u.object.values[i];
+	return NULL;
+}
+
+GS_TEST(row_parser_arena_tree)
+{
+	struct gs_row_parser *p = gs_row_parser__new();
+	const char *row = "{\"name\":\"a\\\"b\\u00e9\",\"n\":-12,\"big\":18446744073709551615,"
+			  "\"f\":1.5,\"t\":true,\"z\":null,\"a\":[[1,2],{\"k\":[]}],\"e\":{}}";
+	yajl_val v, a;
+
+	if (!GS_EXPECT(p))
+		return;
+	v = gs_row_parser__parse(p, row, strlen(row));
+	if (!GS_EXPECT(v && YAJL_IS_OBJECT(v)))
+		goto out;
+	GS_EXPECT_EQ(v->u.object.len, 8);
+	GS_EXPECT_STR_EQ(member(v, "name")->u.string, "a\"b\xc3\xa9");
+	GS_EXPECT(YAJL_IS_INTEGER(member(v, "n")) && member(v, "n")->u.number.i == -12);
+	GS_EXPECT(!YAJL_IS_INTEGER(member(v, "big")) && YAJL_IS_DOUBLE(member(v, "big")));
+	GS_EXPECT(YAJL_IS_DOUBLE(member(v, "f")) && member(v, "f")->u.number.d == 1.5);
+	GS_EXPECT_STR_EQ(member(v, "f")->u.number.r, "1.5");
+	GS_EXPECT(YAJL_IS_TRUE(member(v, "t")) && YAJL_IS_NULL(member(v, "z")));
+	a = member(v, "a");
+	GS_EXPECT(YAJL_IS_ARRAY(a) && a->u.array.len == 2);
+	GS_EXPECT_EQ(a->u.array.values[0]->u.array.values[1]->u.number.i, 2);
+	GS_EXPECT_EQ(member(a->u.array.values[1], "k")->u.array.len, 0);
+	GS_EXPECT_EQ(member(v, "e")->u.object.len, 0);
+	/* malformed rows: NULL, and the next good row still parses */
+	GS_EXPECT(!gs_row_parser__parse(p, "{\"a\":", 5));
+	GS_EXPECT(!gs_row_parser__parse(p, "{\"a\":1}}", 8));
+	GS_EXPECT(!gs_row_parser__parse(p, "", 0));
+	v = gs_row_parser__parse(p, "{\"x\":[7]}", 9);
+	GS_EXPECT(v && member(v, "x")->u.array.values[0]->u.number.i == 7);
+out:
+	gs_row_parser__free(p);
+}
+
+GS_TEST(perfetto_paths)
+{
+	GS_EXPECT(gs_is_perfetto_path("t.pftrace"));
+	GS_EXPECT(gs_is_perfetto_path("/a/t.perfetto-trace.gz"));
+	GS_EXPECT(!gs_is_perfetto_path("t.json"));
+	GS_EXPECT(!gs_is_perfetto_path("pftrace"));
+	GS_EXPECT(!gs_is_perfetto_path(NULL));
+	GS_EXPECT(gs_is_perfetto_data("\x0a\x17\x08", 3));
+	GS_EXPECT(!gs_is_perfetto_data("\n{\"traceEvents\"", 4));
+	GS_EXPECT(!gs_is_perfetto_data("\n\n", 2));
+	GS_EXPECT(!gs_is_perfetto_data("\x0a", 1));
+}
+
+GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
+	     rows_become_packets_slice_end_in_time_order, row_parser_arena_tree, perfetto_paths)

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* perfetto_row.c: yajl callbacks building a tree in an arena sized from the text's length. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+#include "user/perfetto_row.h"
+
+#define MAX_DEPTH 32
+
+struct gs_row_parser {
+	yajl_handle h;
+	char *arena; /* nodes, strings, child arrays of the row being parsed */
+	size_t cap, used;
+	yajl_val *kids; /* children of the open containers, stacked */
+	char **keys;	/* their keys, for objects */
+	size_t nr_kids, kids_cap;
+	yajl_val open[MAX_DEPTH];
+	size_t first[MAX_DEPTH]; /* where each open container's children begin */
+	int depth;
+	char *key; /* the key of the next value in an object */
+	yajl_val root;
+	int oom;
+};
+
+static void *take(struct gs_row_parser *p, size_t size)
+{
+	void *at;
+
+	size = (size + 7) & ~(size_t)7;
+	if (size > p->cap - p->used) {
+		p->oom = 1;
+		return NULL;
+	}
+	at = p->arena + p->used;
+	p->used += size;
+	return at;
+}
+
+static char *copy(struct gs_row_parser *p, const unsigned char *s, size_t len)
+{
+	char *c = take(p, len + 1);
+
+	if (c) {
+		memcpy(c, s, len);
+		c[len] = '\0';
+	}
+	return c;
+}
+
+static int add(struct gs_row_parser *p, yajl_val v)
+{
+	if (!v)
+		return 0;
+	if (!p->depth) {
+		p->root = v;
+		return 1;
+	}
+	if (p->nr_kids >= p->kids_cap)
+		return 0;
+	p->keys[p->nr_kids] = p->key;
+	p->kids[p->nr_kids++] = v;
+	p->key = NULL;
+	return 1;
+}
+
+static yajl_val node(struct gs_row_parser *p, yajl_type type)
+{
+	yajl_val v = take(p, sizeof(*v));
+
+	if (v) {
+		memset(v, 0, sizeof(*v));
+		v->type = type;
+	}
+	return v;
+}
+
+static int on_null(void *ctx)
+{
+	return add(ctx, node(ctx, yajl_t_null));
+}
+
+static int on_bool(void *ctx, int b)
+{
+	return add(ctx, node(ctx, b ? yajl_t_true : yajl_t_false));
+}
+
+static int on_number(void *ctx, const char *s, size_t len)
+{
+	struct gs_row_parser *p = ctx;
+	yajl_val v = node(p, yajl_t_number);
+	char *end;
+
+	if (!v || !(v->u.number.r = copy(p, (const unsigned char *)s, len)))
+		return 0;
+	errno = 0;
+	v->u.number.i = strtoll(v->u.number.r, &end, 10);
+	if (!errno && !*end) {
+		v->u.number.flags = YAJL_NUMBER_INT_VALID;
+	} else {
+		v->u.number.d = strtod(v->u.number.r, &end);
+		if (!*end)
+			v->u.number.flags = YAJL_NUMBER_DOUBLE_VALID;
+	}
+	return add(p, v);
+}
+
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+	struct gs_row_parser *p = ctx;
+	yajl_val v = node(p, yajl_t_string);
+
+	return v && (v->u.string = copy(p, s, len)) && add(p, v);
+}
+
+static int on_key(void *ctx, const unsigned char *s, size_t len)
+{
+	struct gs_row_parser *p = ctx;
+
+	p->key = copy(p, s, len);
+	return p->key != NULL;
+}
+
+static int open_container(struct gs_row_parser *p, yajl_type type)
+{
+	yajl_val v = node(p, type);
+
+	if (!v || p->depth >= MAX_DEPTH)
+		return 0;
+	v->u.object.keys = (const char **)p->key; /* the container's own key, kept until closed */
+	p->key = NULL;
+	p->first[p->depth] = p->nr_kids;
+	p->open[p->depth++] = v;
+	return 1;
+}
+
+static int on_start_map(void *ctx)
+{
+	return open_container(ctx, yajl_t_object);
+}
+
+static int on_start_array(void *ctx)
+{
+	return open_container(ctx, yajl_t_array);
+}
+
+static int close_container(struct gs_row_parser *p)
+{
+	yajl_val v = p->open[--p->depth];
+	size_t first = p->first[p->depth], n = p->nr_kids - first;
+	yajl_val *values = take(p, n * sizeof(*values) + 1);
+
+	if (!values)
+		return 0;
+	memcpy(values, p->kids + first, n * sizeof(*values));
+	p->key = (char *)v->u.object.keys; /* its key, for add() */
+	if (v->type == yajl_t_object) {
+		const char **keys = take(p, n * sizeof(*keys) + 1);
+
+		if (!keys)
+			return 0;
+		memcpy(keys, p->keys + first, n * sizeof(*keys));
+		v->u.object.keys = keys;
+		v->u.object.values = values;
+		v->u.object.len = n;
+	} else {
+		v->u.array.values = values;
+		v->u.array.len = n;
+	}
+	p->nr_kids = first;
+	return add(p, v);
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = on_null,
+	.yajl_boolean = on_bool,
+	.yajl_number = on_number,
+	.yajl_string = on_string,
+	.yajl_start_map = on_start_map,
+	.yajl_map_key = on_key,
+	.yajl_end_map = (int (*)(void *))close_container,
+	.yajl_start_array = on_start_array,
+	.yajl_end_array = (int (*)(void *))close_container,
+};
+
+struct gs_row_parser *gs_row_parser__new(void)
+{
+	struct gs_row_parser *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+void gs_row_parser__free(struct gs_row_parser *p)
+{
+	if (!p)
+		return;
+	if (p->h)
+		yajl_free(p->h);
+	free(p->arena);
+	free(p->kids);
+	free(p->keys);
+	free(p);
+}
+
+/* Room for the tree of len bytes of text: a value takes at least one byte of it. */
+static int reserve(struct gs_row_parser *p, size_t len)
+{
+	size_t need = (len + 1) * (sizeof(struct yajl_val_s) + 2 * sizeof(void *) + 16) + 64;
+
+	if (len > SIZE_MAX / 128)
+		return -ENOMEM;
+	if (need > p->cap) {
+		char *a = realloc(p->arena, need);
+
+		if (!a)
+			return -ENOMEM;
+		p->arena = a;
+		p->cap = need;
+	}
+	if (len + 1 > p->kids_cap) {
+		yajl_val *k = realloc(p->kids, (len + 1) * sizeof(*k));
+		char **keys = k ? realloc(p->keys, (len + 1) * sizeof(*keys)) : NULL;
+
+		if (k)
+			p->kids = k;
+		if (!keys)
+			return -ENOMEM;
+		p->keys = keys;
+		p->kids_cap = len + 1;
+	}
+	return 0;
+}
+
+yajl_val gs_row_parser__parse(struct gs_row_parser *p, const char *text, size_t len)
+{
+	yajl_status st;
+
+	if (reserve(p, len))
+		return NULL;
+	if (!p->h) { /* one handle for every row: they are values one after the other */
+		p->h = yajl_alloc(&callbacks, NULL, p);
+		if (!p->h || !yajl_config(p->h, yajl_allow_multiple_values, 1))
+			return NULL;
+	}
+	p->used = 0;
+	p->nr_kids = 0;
+	p->depth = 0;
+	p->key = NULL;
+	p->root = NULL;
+	p->oom = 0;
+	st = yajl_parse(p->h, (const unsigned char *)text, len);
+	if (st != yajl_status_ok || p->depth || !p->root) {
+		yajl_free(p->h); /* a failed handle parses nothing more; a fresh one next time */
+		p->h = NULL;
+		return NULL;
+	}
+	return p->root;
+}
