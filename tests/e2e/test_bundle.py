@@ -274,6 +274,8 @@ def run_flow(bpf, argv=(), memory_problems=(), api=130001):
         "accuracy": lambda py, o, steps: {"rows": [], "worst": 0.01, "problems": [],
                                           "gpu_metadata": None, "result": {"steps": steps}},
         "memory": lambda py, o: {"rows": [], "problems": list(memory_problems)},
+        "vmm": lambda py, o: {"row": {"kept_bytes": 4 << 20, "kept_mappings": 2,
+                                      "seen": [4 << 20, 2]}, "problems": []},
         "cost_run": cost_run, "launch_loop_problems": lambda o, r, n: []}
     saved = {k: getattr(gpu_test, k) for k in fakes}
     saved_pf = gpu_test.machine_checks.run
@@ -307,11 +309,11 @@ def gpu_test_run_exit_codes_and_parts():
     status, s, modes = run_flow(bpf=False, api=24)
     expect_eq(status, 3, "without BPF: could not run all")
     expect_eq(sorted(set(modes)), ["dormant", "untraced"], "cost modes without BPF")
-    expect_eq(len(s["not_run"]), 3, f"checks not run: {s['not_run']}")
+    expect_eq(len(s["not_run"]), 4, f"checks not run: {s['not_run']}")
     assert all(n.endswith(": BPF not allowed") for n in s["not_run"]), s["not_run"]
     expect_eq((s["binding"]["api"], s["binding"]["clock_method"], s["binding"]["problems"]),
               (24, "cupti_clock_realtime_shifted", []), "CUPTI binding (12.6's API)")
-    assert "accuracy" not in s and "memory" not in s, s
+    assert "accuracy" not in s and "memory" not in s and "vmm" not in s, s
 
 
 @test
