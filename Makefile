@@ -43,7 +43,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench fuzz fuzz-smoke fuzz-build
-.PHONY: man install uninstall setup-test gpu-test
+.PHONY: man install uninstall setup-test gpu-test check-calls
 
 # plain `make` builds gpusnoop: the files included next have rules of their own
 .DEFAULT_GOAL := all
@@ -140,7 +140,8 @@ FUZZ_SRCS_pickle := user/pickle_writer.c
 FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
 	profilers/cmd/record_summary.c profilers/cmd/record_gpu_summary.c profilers/cuda/api.c \
 	profilers/cuda/gpu_activity.c stitch/trace_parse.c user/text_escape.c user/addr_map.c \
-	user/histogram.c user/json.c user/pid_index.c user/busy_union.c user/array.c
+	user/histogram.c user/json.c user/pid_index.c user/hash_index.c user/busy_union.c \
+	user/array.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_OUT)/obj/%.o: %.c
@@ -237,10 +238,14 @@ demo: setup
 vmlinux:
 	$(Q)./scripts/gen-vmlinux.sh
 
-check:
+# format, and no two files of profilers/ (daemon/ aside) calling each other both ways
+check: check-calls
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] profilers/*/*.[ch] stitch/*.[ch] bpf/*.[ch] \
 		tests/unit/*.[ch] tests/fixtures/*.[ch] scripts/bundle/*.[ch] tests/fixtures/workloads/*.[ch] \
 		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
+
+check-calls: $(CLI_OBJS)
+	$(Q)./scripts/check-calls.py $(OUTPUT)
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so
