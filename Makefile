@@ -130,7 +130,8 @@ FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list.c \
-	profilers/cuda/api.c profilers/options.c
+	profilers/cuda/api.c profilers/options.c user/units.c profilers/proc_filter.c \
+	user/pid_index.c user/hash_index.c user/proc_info.c
 FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
 	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
@@ -141,7 +142,7 @@ FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
 	profilers/cmd/record_summary.c profilers/cmd/record_gpu_summary.c profilers/cuda/api.c \
 	profilers/cuda/gpu_activity.c stitch/trace_parse.c user/text_escape.c user/addr_map.c \
 	user/histogram.c user/json.c user/pid_index.c user/hash_index.c user/busy_union.c \
-	user/array.c
+	user/array.c user/units.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_OUT)/obj/%.o: %.c

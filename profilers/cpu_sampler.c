@@ -30,34 +30,6 @@ struct gs_cpu_sampler {
 	bool split_take; /* no lookup-and-delete on hash maps (5.14): a lookup, then a delete */
 };
 
-int gs_parse_cpu_list(const char *s, bool *cpus, int max)
-{
-	const char *p = s;
-
-	memset(cpus, 0, (size_t)max * sizeof(*cpus));
-	while (*p && *p != '\n') {
-		char *end;
-		long lo = strtol(p, &end, 10), hi = lo;
-
-		if (end == p || lo < 0)
-			return -EINVAL;
-		p = end;
-		if (*p == '-') {
-			hi = strtol(p + 1, &end, 10);
-			if (end == p + 1 || hi < lo)
-				return -EINVAL;
-			p = end;
-		}
-		if (*p == ',')
-			p++;
-		else if (*p && *p != '\n')
-			return -EINVAL;
-		for (long c = lo; c <= hi && c < max; c++)
-			cpus[c] = true;
-	}
-	return 0;
-}
-
 unsigned int gs_cpu_max_sample_rate(void)
 {
 	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
+#include "user/units.h" /* gs_parse_cpu_list() */
 
 struct gs_tracker;
 struct gs_cpu_sampler;
@@ -49,8 +50,6 @@ const char *gs_cpu_sampler__event(const struct gs_cpu_sampler *s);
 unsigned int gs_cpu_sampler__nr_cpus(const struct gs_cpu_sampler *s);
 void gs_cpu_sampler__free(struct gs_cpu_sampler *s);
 
-/* Parses "0-3,5" (the format of /sys/devices/system/cpu/online) into cpus[0..max). */
-int gs_parse_cpu_list(const char *s, bool *cpus, int max);
 /* Parses -F HZ: 1 to gs_cpu_max_sample_rate(). Logs one line and returns -EINVAL on junk. */
 int gs_cpu_parse_hz(const char *arg, unsigned int *hz);
 /* The highest -F the kernel accepts (/proc/sys/kernel/perf_event_max_sample_rate). */

@@ -15,22 +15,6 @@
 #include "user/stack_table.h"
 #include "user/text_escape.h"
 
-void gs_format_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	size_t u = 0;
-
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-}
-
 static double age_s(const struct gs_leak_report *r, uint64_t ts_ns)
 {
 	return r->now_ns > ts_ns ? (double)(r->now_ns - ts_ns) / 1e9 : 0.0;
