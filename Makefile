@@ -135,7 +135,8 @@ FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list
 FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
 	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
-FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c
+FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c \
+	user/hash_index.c
 FUZZ_SRCS_python_lines := user/python_lines.c
 FUZZ_SRCS_pickle := user/pickle_writer.c
 FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \

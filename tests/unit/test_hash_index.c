@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "tests/unit/harness.h"
+#include "user/addr_map.h"
 #include "user/hash_index.h"
 #include "user/pid_index.h"
 
@@ -147,6 +148,48 @@ GS_TEST(pid_index_follows_a_model)
 	GS_EXPECT(!gs_pid_index__get(&x, -5, &pos));
 }
 
+static uint64_t dropped;
+
+static void drop(uint64_t value)
+{
+	dropped += value;
+}
+
+/* (pid, key) pairs of several processes; one forgotten, the others all still found */
+GS_TEST(addr_map_forgets_one_pid_and_keeps_the_rest)
+{
+	struct gs_addr_map *m = gs_addr_map__new();
+	uint64_t v, want_dropped = 0;
+	bool ok = true;
+
+	GS_EXPECT(m != NULL);
+	for (uint64_t k = 0; k < 3000; k++)
+		for (pid_t pid = 1; pid <= 3; pid++)
+			if (gs_addr_map__set(m, pid, k << 12, k * 10 + (uint64_t)pid))
+				ok = false;
+	GS_EXPECT_EQ(gs_addr_map__set(m, 2, 5 << 12, 7), 0); /* replaces */
+	GS_EXPECT_EQ(gs_addr_map__count(m), 9000);
+	for (uint64_t k = 0; k < 3000; k++)
+		want_dropped += k == 5 ? 7 : k * 10 + 2;
+	dropped = 0;
+	gs_addr_map__forget_pid(m, 2, drop);
+	GS_EXPECT_EQ(dropped, want_dropped);
+	GS_EXPECT_EQ(gs_addr_map__count(m), 6000);
+	for (uint64_t k = 0; k < 3000; k++) {
+		if (gs_addr_map__get(m, 2, k << 12, &v))
+			ok = false;
+		for (pid_t pid = 1; pid <= 3; pid += 2)
+			if (!gs_addr_map__get(m, pid, k << 12, &v) || v != k * 10 + (uint64_t)pid)
+				ok = false;
+	}
+	GS_EXPECT(ok);
+	gs_addr_map__forget_pid(m, 1, NULL);
+	gs_addr_map__forget_pid(m, 3, NULL);
+	GS_EXPECT_EQ(gs_addr_map__count(m), 0);
+	gs_addr_map__free(m);
+}
+
 GS_TEST_MAIN(empty_index_finds_nothing, equal_hashes_are_told_apart_by_match,
 	     one_long_probe_run_survives_deletions, clear_keeps_the_slots,
-	     hash_of_one_value_is_a_bijection_on_a_sample, pid_index_follows_a_model)
+	     hash_of_one_value_is_a_bijection_on_a_sample, pid_index_follows_a_model,
+	     addr_map_forgets_one_pid_and_keeps_the_rest)
