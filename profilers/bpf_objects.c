@@ -332,6 +332,8 @@ struct cpu_bpf *gs_bpf_objects__cpu(struct gs_bpf_objects *o, const struct gs_cp
 		errno = EEXIST;
 		return NULL;
 	}
+	/* that build has no task storage, BTF task, bpf_find_vma() nor bpf_loop(): the kernel
+	 * walks the user stack and Python frames are off */
 	if (o->old)
 		gs_dbg("cpu: the Linux 5.10 build (no task storage, BTF tasks or bpf_cookie)");
 	o->cpu = open_cpu(o->old);
@@ -341,7 +343,7 @@ struct cpu_bpf *gs_bpf_objects__cpu(struct gs_bpf_objects *o, const struct gs_cp
 		errno = -err;
 		return NULL;
 	}
-	o->cpu->rodata->cfg_all_pids = o->opts.all;
+	o->cpu->rodata->cfg_all_pids = cfg->all;
 	o->cpu->rodata->cfg_no_find_vma = o->no_find_vma;
 	/* the verifier drops the Python walk, and its bpf_loop() (5.17), where it is off */
 	o->cpu->rodata->cfg_python = o->opts.python != NULL;

@@ -35,6 +35,7 @@ struct gs_bpf_objects_opts {
 
 /* What cpu.bpf.o is loaded with (profilers/cpu_sampler.h says what each means). */
 struct gs_cpu_obj_cfg {
+	bool all;
 	bool records;
 	bool cgroup;
 	bool no_kernel_stack;

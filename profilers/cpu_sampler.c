@@ -188,6 +188,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	if (err)
 		goto out_free;
 	cfg = (struct gs_cpu_obj_cfg){
+		.all = opts->all,
 		.records = opts->records,
 		.cgroup = opts->cgroup != NULL,
 		.no_kernel_stack = opts->no_kernel_stack,

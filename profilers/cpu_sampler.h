@@ -28,9 +28,10 @@ struct gs_cpu_sampler_opts {
 };
 
 /*
- * Loads bpf/cpu.bpf.c sharing the tracker's maps and starts sampling on every online CPU:
- * hardware cycles where the PMU has them, else the cpu-clock software event (logged).
- * Call after gs_tracker__open(), before gs_tracker__start(). Returns 0 or -errno (logged).
+ * Has the tracker's objects load bpf/cpu.bpf.c (gs_bpf_objects__cpu(): they own it, once per
+ * session) and starts sampling on every online CPU: hardware cycles where the PMU has them,
+ * else the cpu-clock software event (logged). Call after gs_tracker__open(), before
+ * gs_tracker__start(). Returns 0 or -errno (logged).
  */
 int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			 const struct gs_cpu_sampler_opts *opts);
