@@ -43,7 +43,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all test unit e2e demo vmlinux check clean setup fixtures bench fuzz fuzz-smoke fuzz-build
-.PHONY: man install uninstall setup-test gpu-test
+.PHONY: man install uninstall setup-test gpu-test check-calls
 
 # plain `make` builds gpusnoop: the files included next have rules of their own
 .DEFAULT_GOAL := all
@@ -130,18 +130,20 @@ FUZZ_SRCS_elf := user/elf_file.c user/debuginfo.c user/sym_search.c user/array.c
 FUZZ_SRCS_perf_map := user/perf_map.c user/sym_search.c user/array.c user/safe_open.c
 FUZZ_SRCS_proc_maps := user/proc_maps.c user/array.c user/proc_info.c user/safe_open.c
 FUZZ_SRCS_daemon_config := profilers/daemon/config.c profilers/daemon/event_list.c \
-	profilers/daemon/profile_config.c profilers/cuda/api.c profilers/options.c \
-	profilers/proc_filter.c user/pid_index.c user/proc_info.c
+	profilers/daemon/profile_config.c profilers/cuda/api.c profilers/options.c user/units.c \
+	profilers/proc_filter.c user/pid_index.c user/hash_index.c user/proc_info.c
 FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_list.c \
 	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
-FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c
+FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c \
+	user/hash_index.c
 FUZZ_SRCS_python_lines := user/python_lines.c
 FUZZ_SRCS_pickle := user/pickle_writer.c
 FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
 	profilers/cmd/record_summary.c profilers/cmd/record_gpu_summary.c profilers/cuda/api.c \
 	profilers/cuda/gpu_activity.c stitch/trace_parse.c user/text_escape.c user/addr_map.c \
-	user/histogram.c user/json.c user/pid_index.c user/busy_union.c user/array.c
+	user/histogram.c user/json.c user/pid_index.c user/hash_index.c user/busy_union.c \
+	user/array.c user/units.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 
 $(FUZZ_OUT)/obj/%.o: %.c
@@ -238,10 +240,14 @@ demo: setup
 vmlinux:
 	$(Q)./scripts/gen-vmlinux.sh
 
-check:
+# format, and no two files of profilers/ (daemon/ aside) calling each other both ways
+check: check-calls
 	$(Q)clang-format --dry-run --Werror $(wildcard user/*.[ch] profilers/*.[ch] profilers/*/*.[ch] stitch/*.[ch] bpf/*.[ch] \
 		tests/unit/*.[ch] tests/fixtures/*.[ch] scripts/bundle/*.[ch] tests/fixtures/workloads/*.[ch] \
 		tests/fixtures/unwind/*.[ch] tests/tools/*.[ch] scripts/bench/*.[ch] tests/fuzz/*.[ch])
+
+check-calls: $(CLI_OBJS)
+	$(Q)./scripts/check-calls.py $(OUTPUT)
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpusnoop libgpusnoop-cupti.so

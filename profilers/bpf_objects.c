@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* bpf_objects.c: open, configure, share maps and load proc, mem, cuda and torch on demand. */
+/* bpf_objects.c: open, configure, share maps and load every BPF object, each on demand. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cpu.skel.h"
 #include "cuda.skel.h"
+#include "gpu.skel.h"
 #include "mem.skel.h"
 #include "proc.skel.h"
 #include "torch.skel.h"
@@ -95,6 +97,7 @@ int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 GS_OPEN_FN(proc)
 GS_OPEN_FN(mem)
 GS_OPEN_FN(cuda)
+GS_OPEN_FN(cpu)
 
 static int put_cookie(struct bpf_object *obj, const struct gs_probe_key *k, uint64_t cookie)
 {
@@ -321,8 +324,86 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 	return o->torch;
 }
 
+struct cpu_bpf *gs_bpf_objects__cpu(struct gs_bpf_objects *o, const struct gs_cpu_obj_cfg *cfg)
+{
+	int err;
+
+	if (o->cpu) {
+		errno = EEXIST;
+		return NULL;
+	}
+	/* that build has no task storage, BTF task, bpf_find_vma() nor bpf_loop(): the kernel
+	 * walks the user stack and Python frames are off */
+	if (o->old)
+		gs_dbg("cpu: the Linux 5.10 build (no task storage, BTF tasks or bpf_cookie)");
+	o->cpu = open_cpu(o->old);
+	if (!o->cpu) {
+		err = -errno;
+		gs_err("opening BPF object cpu: %s", strerror(-err));
+		errno = -err;
+		return NULL;
+	}
+	o->cpu->rodata->cfg_all_pids = cfg->all;
+	o->cpu->rodata->cfg_no_find_vma = o->no_find_vma;
+	/* the verifier drops the Python walk, and its bpf_loop() (5.17), where it is off */
+	o->cpu->rodata->cfg_python = o->opts.python != NULL;
+	o->cpu->rodata->cfg_records = cfg->records;
+	o->cpu->rodata->cfg_cgroup = cfg->cgroup;
+	o->cpu->rodata->cfg_no_kernel_stack = cfg->no_kernel_stack;
+	o->cpu->rodata->cfg_no_user_stack = cfg->no_user_stack;
+	o->cpu->rodata->cfg_tid = cfg->tid;
+	o->cpu->rodata->cfg_per_thread = cfg->per_thread;
+	o->cpu->rodata->cfg_ustack = cfg->ustack;
+	o->cpu->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+	/* only the mode in use needs its map: the other is kept minimal */
+	if (cfg->records) {
+		bpf_map__set_max_entries(o->cpu->maps.stacks, 1);
+		bpf_map__set_max_entries(o->cpu->maps.counts, 1);
+	}
+	err = gs_bpf_objects__share_maps(o, o->cpu->maps.events, o->cpu->maps.targets,
+					 o->cpu->maps.stats);
+	err = err ?: gs_python__share_map(o->opts.python, o->cpu->maps.py_procs);
+	err = err ?: cpu_bpf__load(o->cpu);
+	if (!err)
+		return o->cpu;
+	gs_bpf_load_error("cpu", err);
+	cpu_bpf__destroy(o->cpu);
+	o->cpu = NULL;
+	errno = -err;
+	return NULL;
+}
+
+struct gpu_bpf *gs_bpf_objects__gpu(struct gs_bpf_objects *o)
+{
+	int err;
+
+	if (o->gpu)
+		return o->gpu;
+	o->gpu = gpu_bpf__open();
+	err = o->gpu ? 0 : -errno;
+	if (!err) {
+		o->gpu->rodata->cfg_all_pids = o->opts.all;
+		o->gpu->rodata->cfg_no_find_vma = o->no_find_vma;
+		o->gpu->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
+		err = gs_bpf_objects__share_maps(o, o->gpu->maps.events, o->gpu->maps.targets,
+						 o->gpu->maps.stats);
+	}
+	err = err ?: gpu_bpf__load(o->gpu);
+	if (!err)
+		return o->gpu;
+	gs_err("loading the GPU activity probes: %s", strerror(-err));
+	gpu_bpf__destroy(o->gpu);
+	o->gpu = NULL;
+	errno = -err;
+	return NULL;
+}
+
 void gs_bpf_objects__close(struct gs_bpf_objects *o)
 {
+	gpu_bpf__destroy(o->gpu);
+	cpu_bpf__destroy(o->cpu);
+	o->gpu = NULL;
+	o->cpu = NULL;
 	torch_bpf__destroy(o->torch);
 	cuda_bpf__destroy(o->cuda);
 	mem_bpf__destroy(o->mem);

@@ -12,6 +12,8 @@ struct proc_bpf;
 struct mem_bpf;
 struct cuda_bpf;
 struct torch_bpf;
+struct cpu_bpf;
+struct gpu_bpf;
 struct gs_python;
 struct gs_cookie_keys;
 
@@ -31,16 +33,31 @@ struct gs_bpf_objects_opts {
 	struct gs_python *python; /* its py_procs map goes to every object; NULL: none */
 };
 
+/* What cpu.bpf.o is loaded with (profilers/cpu_sampler.h says what each means). */
+struct gs_cpu_obj_cfg {
+	bool all;
+	bool records;
+	bool cgroup;
+	bool no_kernel_stack;
+	bool no_user_stack;
+	bool per_thread;
+	bool ustack;
+	uint32_t tid;
+};
+
 /*
- * proc.bpf.o is always loaded: it owns the ring buffer, the target set and the loss
- * counters every other object shares. mem.bpf.o and cuda.bpf.o are loaded when the families
- * have APIs of theirs; the pointers of objects not loaded are NULL.
+ * Every BPF object of a session, owned here; attach code borrows them. proc.bpf.o is always
+ * loaded: it owns the ring buffer, the target set and the loss counters every other object
+ * shares. mem.bpf.o and cuda.bpf.o are loaded when the families have APIs of theirs, torch,
+ * cpu and gpu on their first request; the pointers of objects not loaded are NULL.
  */
 struct gs_bpf_objects {
 	struct proc_bpf *proc;
 	struct mem_bpf *mem;
 	struct cuda_bpf *cuda;
 	struct torch_bpf *torch;
+	struct cpu_bpf *cpu; /* perf_event sampling (profilers/cpu_sampler.c) */
+	struct gpu_bpf *gpu; /* the CUPTI library's USDT probes (profilers/cuda/gpu_attach.c) */
 	struct gs_bpf_objects_opts opts;
 	uint32_t wakeup_bytes;
 	bool torch_failed; /* tried once and failed (logged): not tried again */
@@ -57,6 +74,13 @@ int gs_bpf_objects__open(struct gs_bpf_objects *o, const struct gs_bpf_objects_o
  * be loaded (one warning: CUDA tracing goes on without it).
  */
 struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o);
+/*
+ * cpu.bpf.o, loaded with cfg on proc's maps (call gs_kernel__require_cpu() first). Once per
+ * session: NULL with errno EEXIST after that, or NULL with errno set (logged).
+ */
+struct cpu_bpf *gs_bpf_objects__cpu(struct gs_bpf_objects *o, const struct gs_cpu_obj_cfg *cfg);
+/* gpu.bpf.o on proc's maps, loaded on the first call. NULL with errno set (logged). */
+struct gpu_bpf *gs_bpf_objects__gpu(struct gs_bpf_objects *o);
 /* Makes another object (opened, not loaded) use proc's ring buffer, targets and counters. */
 int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 			       struct bpf_map *targets, struct bpf_map *stats);

@@ -7,7 +7,7 @@
 
 /*
  * Same maps, programs and globals as the usual builds (a few more maps): the usual skeletons
- * open them (profilers/bpf_objects.c, profilers/cpu_sampler.c).
+ * open them (profilers/bpf_objects.c).
  */
 const void *gs_bpf_old_proc(size_t *sz);
 const void *gs_bpf_old_mem(size_t *sz);

@@ -14,7 +14,6 @@
 #include <bpf/libbpf.h>
 #include "cpu.skel.h"
 #include "profilers/bpf_objects.h"
-#include "profilers/bpf_old.h"
 #include "profilers/cpu_sampler.h"
 #include "profilers/tracker.h"
 #include "user/kernel_probe.h"
@@ -30,34 +29,6 @@ struct gs_cpu_sampler {
 	int cgroup_fd;
 	bool split_take; /* no lookup-and-delete on hash maps (5.14): a lookup, then a delete */
 };
-
-int gs_parse_cpu_list(const char *s, bool *cpus, int max)
-{
-	const char *p = s;
-
-	memset(cpus, 0, (size_t)max * sizeof(*cpus));
-	while (*p && *p != '\n') {
-		char *end;
-		long lo = strtol(p, &end, 10), hi = lo;
-
-		if (end == p || lo < 0)
-			return -EINVAL;
-		p = end;
-		if (*p == '-') {
-			hi = strtol(p + 1, &end, 10);
-			if (end == p + 1 || hi < lo)
-				return -EINVAL;
-			p = end;
-		}
-		if (*p == ',')
-			p++;
-		else if (*p && *p != '\n')
-			return -EINVAL;
-		for (long c = lo; c <= hi && c < max; c++)
-			cpus[c] = true;
-	}
-	return 0;
-}
 
 unsigned int gs_cpu_max_sample_rate(void)
 {
@@ -175,35 +146,6 @@ static int attach_cpus(struct gs_cpu_sampler *s, unsigned int hz)
 	return err;
 }
 
-/*
- * cpu_bpf__open(), or the same skeleton on the bytes of cpu's 5.10 build (-DGS_OLD_KERNEL):
- * the same maps, program and globals, by the same names at the same offsets. That build has
- * no task storage, BTF task, bpf_find_vma() nor bpf_loop(): the kernel walks the user stack
- * and Python frames are off.
- */
-static struct cpu_bpf *open_cpu(bool old)
-{
-	struct cpu_bpf *obj;
-	int err;
-
-	if (!old)
-		return cpu_bpf__open();
-	obj = calloc(1, sizeof(*obj));
-	if (!obj)
-		return NULL;
-	err = cpu_bpf__create_skeleton(obj);
-	if (!err) {
-		obj->skeleton->data = (void *)gs_bpf_old_cpu(&obj->skeleton->data_sz);
-		err = bpf_object__open_skeleton(obj->skeleton, NULL);
-	}
-	if (err) {
-		cpu_bpf__destroy(obj);
-		errno = -err;
-		return NULL;
-	}
-	return obj;
-}
-
 static int open_cgroup(const char *path)
 {
 	struct statfs st;
@@ -228,7 +170,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			 const struct gs_cpu_sampler_opts *opts)
 {
 	struct gs_cpu_sampler *s = calloc(1, sizeof(*s));
-	bool old, cookies; /* cpu.bpf.c takes no cookies */
+	struct gs_cpu_obj_cfg cfg;
 	__u32 zero = 0;
 	int err;
 
@@ -245,38 +187,20 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	err = gs_kernel__require_cpu();
 	if (err)
 		goto out_free;
-	old = gs_kernel_old_objects(&cookies);
-	if (old)
-		gs_dbg("cpu: the Linux 5.10 build (no task storage, BTF tasks or bpf_cookie)");
-	s->skel = open_cpu(old);
+	cfg = (struct gs_cpu_obj_cfg){
+		.all = opts->all,
+		.records = opts->records,
+		.cgroup = opts->cgroup != NULL,
+		.no_kernel_stack = opts->no_kernel_stack,
+		.no_user_stack = opts->no_user_stack,
+		.per_thread = opts->per_thread,
+		.ustack = opts->ustack,
+		.tid = (uint32_t)opts->tid,
+	};
+	/* the session's objects own it: it outlives this sampler until the tracker is freed */
+	s->skel = gs_bpf_objects__cpu(gs_tracker__objects(t), &cfg);
 	if (!s->skel) {
 		err = -errno;
-		gs_err("opening BPF object cpu: %s", strerror(-err));
-		goto out_free;
-	}
-	s->skel->rodata->cfg_all_pids = opts->all;
-	s->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
-	/* the verifier drops the Python walk, and its bpf_loop() (5.17), where it is off */
-	s->skel->rodata->cfg_python = gs_tracker__has_python(t);
-	s->skel->rodata->cfg_records = opts->records;
-	s->skel->rodata->cfg_cgroup = opts->cgroup != NULL;
-	s->skel->rodata->cfg_no_kernel_stack = opts->no_kernel_stack;
-	s->skel->rodata->cfg_no_user_stack = opts->no_user_stack;
-	s->skel->rodata->cfg_tid = (__u32)opts->tid;
-	s->skel->rodata->cfg_per_thread = opts->per_thread;
-	s->skel->rodata->cfg_ustack = opts->ustack;
-	s->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
-	/* only the mode in use needs its map: the other is kept minimal */
-	if (opts->records) {
-		bpf_map__set_max_entries(s->skel->maps.stacks, 1);
-		bpf_map__set_max_entries(s->skel->maps.counts, 1);
-	}
-	err = gs_tracker__share_maps(t, s->skel->maps.events, s->skel->maps.targets,
-				     s->skel->maps.stats);
-	err = err ?: gs_tracker__share_python_map(t, s->skel->maps.py_procs);
-	err = err ?: cpu_bpf__load(s->skel);
-	if (err) {
-		gs_bpf_load_error("cpu", err);
 		goto out_free;
 	}
 	if (s->cgroup_fd >= 0 && bpf_map_update_elem(bpf_map__fd(s->skel->maps.cgroups), &zero,
@@ -381,7 +305,6 @@ void gs_cpu_sampler__free(struct gs_cpu_sampler *s)
 	for (unsigned int i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
-	cpu_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);
 	free(s);

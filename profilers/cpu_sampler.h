@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
+#include "user/units.h" /* gs_parse_cpu_list() */
 
 struct gs_tracker;
 struct gs_cpu_sampler;
@@ -27,9 +28,10 @@ struct gs_cpu_sampler_opts {
 };
 
 /*
- * Loads bpf/cpu.bpf.c sharing the tracker's maps and starts sampling on every online CPU:
- * hardware cycles where the PMU has them, else the cpu-clock software event (logged).
- * Call after gs_tracker__open(), before gs_tracker__start(). Returns 0 or -errno (logged).
+ * Has the tracker's objects load bpf/cpu.bpf.c (gs_bpf_objects__cpu(): they own it, once per
+ * session) and starts sampling on every online CPU: hardware cycles where the PMU has them,
+ * else the cpu-clock software event (logged). Call after gs_tracker__open(), before
+ * gs_tracker__start(). Returns 0 or -errno (logged).
  */
 int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 			 const struct gs_cpu_sampler_opts *opts);
@@ -49,8 +51,6 @@ const char *gs_cpu_sampler__event(const struct gs_cpu_sampler *s);
 unsigned int gs_cpu_sampler__nr_cpus(const struct gs_cpu_sampler *s);
 void gs_cpu_sampler__free(struct gs_cpu_sampler *s);
 
-/* Parses "0-3,5" (the format of /sys/devices/system/cpu/online) into cpus[0..max). */
-int gs_parse_cpu_list(const char *s, bool *cpus, int max);
 /* Parses -F HZ: 1 to gs_cpu_max_sample_rate(). Logs one line and returns -EINVAL on junk. */
 int gs_cpu_parse_hz(const char *arg, unsigned int *hz);
 /* The highest -F the kernel accepts (/proc/sys/kernel/perf_event_max_sample_rate). */

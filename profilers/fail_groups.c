@@ -3,62 +3,39 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 #include "profilers/fail_groups.h"
 #include "user/array.h"
 
 static uint64_t hash_key(uint32_t stack_id, uint16_t api, int32_t ret)
 {
-	uint64_t h = ((uint64_t)stack_id << 32) ^ ((uint64_t)api << 16) ^ (uint32_t)ret;
-
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
+	return gs_hash_combine(gs_hash_u64(((uint64_t)stack_id << 32) | (uint32_t)ret), api);
 }
 
-static bool same_key(const struct gs_fail_group *x, uint32_t stack_id, uint16_t api, int32_t ret)
+struct key {
+	const struct gs_fail_groups *g;
+	uint32_t stack_id;
+	uint16_t api;
+	int32_t ret;
+};
+
+static bool same_key(const void *ctx, size_t pos)
 {
-	return x->stack_id == stack_id && x->api == api && x->ret == ret;
-}
+	const struct key *k = ctx;
+	const struct gs_fail_group *x = &k->g->items[pos];
 
-static void insert_bucket(uint32_t *buckets, size_t nr_buckets, uint64_t hash, size_t pos)
-{
-	size_t i = hash & (nr_buckets - 1);
-
-	while (buckets[i])
-		i = (i + 1) & (nr_buckets - 1);
-	buckets[i] = (uint32_t)pos + 1;
-}
-
-static int rehash(struct gs_fail_groups *g, size_t nr_buckets)
-{
-	uint32_t *buckets = calloc(nr_buckets, sizeof(*buckets));
-
-	if (!buckets)
-		return -ENOMEM;
-	for (size_t i = 0; i < g->nr; i++) {
-		const struct gs_fail_group *x = &g->items[i];
-
-		insert_bucket(buckets, nr_buckets, hash_key(x->stack_id, x->api, x->ret), i);
-	}
-	free(g->buckets);
-	g->buckets = buckets;
-	g->nr_buckets = nr_buckets;
-	return 0;
+	return x->stack_id == k->stack_id && x->api == k->api && x->ret == k->ret;
 }
 
 /* The group of this key, NULL when there is none yet. */
 static struct gs_fail_group *find(const struct gs_fail_groups *g, uint32_t stack_id, uint16_t api,
 				  int32_t ret)
 {
-	if (!g->nr_buckets)
+	struct key k = { .g = g, .stack_id = stack_id, .api = api, .ret = ret };
+	size_t pos;
+
+	if (!gs_hash_index__find(&g->index, hash_key(stack_id, api, ret), same_key, &k, &pos))
 		return NULL;
-	for (size_t i = hash_key(stack_id, api, ret) & (g->nr_buckets - 1); g->buckets[i];
-	     i = (i + 1) & (g->nr_buckets - 1))
-		if (same_key(&g->items[g->buckets[i] - 1], stack_id, api, ret))
-			return &g->items[g->buckets[i] - 1];
-	return NULL;
+	return &g->items[pos];
 }
 
 static struct gs_fail_group *create(struct gs_fail_groups *g, uint32_t stack_id, uint16_t api,
@@ -66,13 +43,11 @@ static struct gs_fail_group *create(struct gs_fail_groups *g, uint32_t stack_id,
 {
 	struct gs_fail_group *x;
 
-	if ((g->nr + 1) * 2 > g->nr_buckets && rehash(g, g->nr_buckets ? g->nr_buckets * 2 : 16))
+	if (GS_ARRAY_RESERVE(g->items, g->nr, g->cap, 4) ||
+	    gs_hash_index__add(&g->index, hash_key(stack_id, api, ret), g->nr))
 		return NULL;
-	if (GS_ARRAY_RESERVE(g->items, g->nr, g->cap, 4))
-		return NULL;
-	x = &g->items[g->nr];
+	x = &g->items[g->nr++];
 	*x = (struct gs_fail_group){ .stack_id = stack_id, .api = api, .ret = ret };
-	insert_bucket(g->buckets, g->nr_buckets, hash_key(stack_id, api, ret), g->nr++);
 	return x;
 }
 
@@ -121,18 +96,18 @@ void gs_fail_groups__sort(struct gs_fail_groups *g)
 	if (!g->nr)
 		return;
 	qsort(g->items, g->nr, sizeof(*g->items), cmp_count);
-	/* the same buckets, refilled: nothing to allocate, so nothing can fail */
-	memset(g->buckets, 0, g->nr_buckets * sizeof(*g->buckets));
+	/* the same slots, refilled: nothing to allocate, so nothing can fail */
+	gs_hash_index__clear(&g->index);
 	for (size_t i = 0; i < g->nr; i++) {
 		const struct gs_fail_group *x = &g->items[i];
 
-		insert_bucket(g->buckets, g->nr_buckets, hash_key(x->stack_id, x->api, x->ret), i);
+		gs_hash_index__add(&g->index, hash_key(x->stack_id, x->api, x->ret), i);
 	}
 }
 
 void gs_fail_groups__release(struct gs_fail_groups *g)
 {
 	free(g->items);
-	free(g->buckets);
+	gs_hash_index__release(&g->index);
 	*g = (struct gs_fail_groups){ .max = g->max };
 }

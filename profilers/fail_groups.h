@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "user/hash_index.h"
 
 /*
  * A process failing from ever new call sites (JIT code, a hostile loop) must cost neither a
@@ -26,10 +27,9 @@ struct gs_fail_group {
 struct gs_fail_groups {
 	struct gs_fail_group *items; /* in first-seen order; the folded group among them */
 	size_t nr, cap;
-	uint32_t *buckets; /* position + 1; 0 = empty; open addressing */
-	size_t nr_buckets;
-	size_t max;	 /* distinct groups kept before folding; 0: GS_FAIL_GROUPS_MAX */
-	uint64_t folded; /* failures counted in the folded group */
+	struct gs_hash_index index; /* items by (stack_id, api, ret) */
+	size_t max;		    /* distinct groups kept before folding; 0: GS_FAIL_GROUPS_MAX */
+	uint64_t folded;	    /* failures counted in the folded group */
 };
 
 /* Counts one failure. Returns 0 or -ENOMEM (the failure then not counted). */

@@ -10,26 +10,11 @@
 #include "profilers/torch/syms.h"
 #include "user/array.h"
 #include "user/event_decode.h"
+#include "user/hash_index.h"
 #include "user/json.h"
 #include "user/losses.h"
 #include "user/stack_table.h"
 #include "user/text_escape.h"
-
-void gs_format_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	size_t u = 0;
-
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-}
 
 static double age_s(const struct gs_leak_report *r, uint64_t ts_ns)
 {
@@ -449,68 +434,44 @@ static int cmp_group_bytes(const void *a, const void *b)
 }
 
 /*
- * The groups of one table, found by (stack, API) through a small hash of group indexes:
+ * The groups of one table, found by (stack, API) through a hash index of group positions:
  * memory in proportion to the groups, not to the allocations (a million of them would
  * otherwise need a 32 MiB array for the length of a report).
  */
 struct grouping {
 	struct gs_leak_group *groups;
 	size_t nr, cap;
-	uint32_t *index; /* group + 1, by hash of (stack_id, api); 0: empty */
-	size_t nr_index; /* power of two */
+	struct gs_hash_index index;
 };
 
-static size_t group_hash(uint32_t stack_id, uint16_t api)
+/* a bijection of (stack_id, api): equal hashes are equal keys */
+static uint64_t group_hash(uint32_t stack_id, uint16_t api)
 {
-	return (size_t)((((uint64_t)stack_id << 16 | api) * 0x9E3779B97F4A7C15ULL) >> 32);
-}
-
-static int grow_index(struct grouping *g)
-{
-	size_t nr = g->nr_index ? g->nr_index * 2 : 64;
-	uint32_t *index = calloc(nr, sizeof(*index));
-
-	if (!index)
-		return -ENOMEM;
-	for (size_t i = 0; i < g->nr; i++) {
-		size_t j = group_hash(g->groups[i].stack_id, g->groups[i].api) & (nr - 1);
-
-		while (index[j])
-			j = (j + 1) & (nr - 1);
-		index[j] = (uint32_t)i + 1;
-	}
-	free(g->index);
-	g->index = index;
-	g->nr_index = nr;
-	return 0;
+	return gs_hash_u64((uint64_t)stack_id << 16 | api);
 }
 
 static int group_add(struct grouping *g, const struct gs_alloc *a)
 {
+	uint64_t hash = group_hash(a->stack_id, a->api);
 	struct gs_leak_group *x;
-	size_t j, mask;
+	size_t pos;
 
-	if ((g->nr + 1) * 2 > g->nr_index && grow_index(g))
-		return -ENOMEM;
-	mask = g->nr_index - 1;
-	for (j = group_hash(a->stack_id, a->api) & mask; g->index[j]; j = (j + 1) & mask) {
-		x = &g->groups[g->index[j] - 1];
-		if (x->stack_id == a->stack_id && x->api == a->api) {
-			x->bytes += a->size;
-			x->count++;
-			if (a->ts_ns < x->oldest_ts_ns)
-				x->oldest_ts_ns = a->ts_ns;
-			return 0;
-		}
+	if (gs_hash_index__find(&g->index, hash, NULL, NULL, &pos)) {
+		x = &g->groups[pos];
+		x->bytes += a->size;
+		x->count++;
+		if (a->ts_ns < x->oldest_ts_ns)
+			x->oldest_ts_ns = a->ts_ns;
+		return 0;
 	}
-	if (GS_ARRAY_RESERVE(g->groups, g->nr, g->cap, 16))
+	if (GS_ARRAY_RESERVE(g->groups, g->nr, g->cap, 16) ||
+	    gs_hash_index__add(&g->index, hash, g->nr))
 		return -ENOMEM;
-	g->groups[g->nr] = (struct gs_leak_group){ .bytes = a->size,
-						   .count = 1,
-						   .oldest_ts_ns = a->ts_ns,
-						   .stack_id = a->stack_id,
-						   .api = a->api };
-	g->index[j] = (uint32_t)++g->nr;
+	g->groups[g->nr++] = (struct gs_leak_group){ .bytes = a->size,
+						     .count = 1,
+						     .oldest_ts_ns = a->ts_ns,
+						     .stack_id = a->stack_id,
+						     .api = a->api };
 	return 0;
 }
 
@@ -529,7 +490,7 @@ int gs_leak_group_table(const struct gs_alloc_table *t, uint64_t now, uint64_t m
 		*bytes += a->size;
 		*count += 1;
 	}
-	free(g.index);
+	gs_hash_index__release(&g.index);
 	if (err) {
 		free(g.groups);
 		return err;

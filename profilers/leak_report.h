@@ -13,6 +13,7 @@
 #include "profilers/mem_accounting.h"
 #include "profilers/mem_model.h"
 #include "profilers/torch/accounting.h"
+#include "user/units.h" /* gs_format_bytes(), for the reports */
 
 struct gs_stack_table;
 
@@ -103,8 +104,5 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 /* Exactly one JSON document, on one line. */
 void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 				const struct gs_stack_table *stacks);
-
-/* "256.0 MiB": a size for people. */
-void gs_format_bytes(uint64_t bytes, char *buf, size_t len);
 
 #endif /* GS_LEAK_REPORT_H */

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* options.c: -p/-a/-- CMD, -d, -o, -v, --ringbuf shared by every subcommand; --stacks. */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,19 +40,6 @@ static const struct argp_option options[] = {
 	  "Ring buffer size (default 8, 32 with --stacks dwarf; a power of 2)", 0 },
 	{ 0 },
 };
-
-int gs_parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > GS_SECONDS_MAX)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
 
 void gs_parse_report_format(struct argp_state *state, const char *arg, bool *json)
 {

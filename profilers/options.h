@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "profilers/proc_filter.h"
 #include "profilers/tracker.h"
+#include "user/units.h" /* gs_parse_seconds(), for the options */
 
 #define GS_MAX_PIDS 256
 /* sysexits' EX_USAGE: every usage error (argp's and ours) exits with it */
@@ -68,12 +69,6 @@ int gs_common_opts__finish(struct gs_common_opts *opts);
 /* The tracker's view of the common options, probing the given API families. */
 struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts,
 					       uint32_t families);
-/*
- * Parses a non-negative number of seconds ("2", "0.5") of at most GS_SECONDS_MAX; -EINVAL on
- * junk, NaN, infinities and more: callers convert to nanoseconds, which then cannot overflow.
- */
-#define GS_SECONDS_MAX (365 * 86400.0)
-int gs_parse_seconds(const char *s, double *out);
 /*
  * A binary format (pprof, gzip) is not written to a terminal: with output NULL, "-" or
  * /dev/stdout while stdout is one, logs and returns -EINVAL (a usage error), else 0.

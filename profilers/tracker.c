@@ -746,25 +746,9 @@ static int check_environment(void)
 	return 0;
 }
 
-int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
-			   struct bpf_map *stats)
+struct gs_bpf_objects *gs_tracker__objects(struct gs_tracker *t)
 {
-	return gs_bpf_objects__share_maps(&t->objs, events, targets, stats);
-}
-
-int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs)
-{
-	return gs_python__share_map(t->python, py_procs);
-}
-
-bool gs_tracker__has_python(const struct gs_tracker *t)
-{
-	return t->python != NULL;
-}
-
-uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t)
-{
-	return t->objs.wakeup_bytes;
+	return &t->objs;
 }
 
 static int open_objects(struct gs_tracker *t)
@@ -858,7 +842,9 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	}
 	err = err ?: open_objects(t);
 	if (!err && opts->gpu) {
-		t->gpu = gs_gpu_attach__open(t, t->links, opts->all);
+		struct gpu_bpf *gpu = gs_bpf_objects__gpu(&t->objs);
+
+		t->gpu = gpu ? gs_gpu_attach__new(gpu, t->links) : NULL;
 		err = t->gpu ? 0 : -errno;
 	}
 	if (err)

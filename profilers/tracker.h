@@ -13,6 +13,7 @@
 struct bpf_map;
 struct gs_symcache;
 struct gs_tracker;
+struct gs_bpf_objects;
 struct gs_proc_tree_entry;
 struct gs_proc_filter;
 
@@ -64,17 +65,10 @@ struct gs_tracker_ops {
 int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts,
 		     const struct gs_tracker_ops *ops);
 /*
- * Makes another BPF object (opened, not loaded) use the session's ring buffer, target set
- * and loss counters, so its records arrive through gs_tracker__poll(). Returns 0 or -errno.
+ * The session's BPF objects (borrowed, valid until gs_tracker__free()): code that loads
+ * another one there (gs_bpf_objects__cpu()) has its records arrive through gs_tracker__poll().
  */
-int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
-			   struct bpf_map *stats);
-/* ... and its py_procs map (bpf/gs_python.bpf.h) the session's. Returns 0 or -errno. */
-int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs);
-/* whether Python frames are on: off with --no-python or on a kernel without bpf_loop() */
-bool gs_tracker__has_python(const struct gs_tracker *t);
-/* What such an object's cfg_wakeup_bytes should be: the session's wake-up threshold. */
-uint32_t gs_tracker__wakeup_bytes(const struct gs_tracker *t);
+struct gs_bpf_objects *gs_tracker__objects(struct gs_tracker *t);
 /* Resolves targets (spawning the command) and attaches. Returns 0 or -errno (logged). */
 int gs_tracker__start(struct gs_tracker *t);
 /* Drains events for at most timeout_ms; returns the number handled or -errno. */

@@ -7,21 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "user/hash_index.h"
 
 /*
  * Per-process tables keep their entries in an array, for iteration in a stable order, and
- * find them through this hash: a host's thousands of processes cost no linear search per
- * event. Zero-initialised it is empty; an open-addressing table, linear probing, deletion by
- * backward shift (no tombstones to rehash away).
+ * find them through this index (user/hash_index.h): a host's thousands of processes cost no
+ * linear search per event. Zero-initialised it is empty.
  */
-struct gs_pid_slot {
-	pid_t pid;
-	uint32_t pos_plus1; /* 0: an empty slot */
-};
-
 struct gs_pid_index {
-	struct gs_pid_slot *slots;
-	size_t nr, cap; /* cap: 0 or a power of two */
+	struct gs_hash_index h;
 };
 
 /* The array position recorded for pid; false when there is none. */

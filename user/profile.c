@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "user/array.h"
+#include "user/hash_index.h"
 #include "user/profile.h"
 #include "user/text_escape.h"
 
@@ -14,12 +15,6 @@
  * length-delimited fields, write-only, which is less code than generating protobuf-c
  * bindings and adds no build-time compiler or runtime library (see the README).
  */
-
-/* Open-addressing index from a hash to id + 1 (0: empty), grown at half full. */
-struct index {
-	uint32_t *slots;
-	size_t nr_slots;
-};
 
 struct frame {
 	uint32_t name, module; /* string ids; 0 = "" = unknown */
@@ -49,16 +44,16 @@ struct stack {
 struct gs_profile {
 	char **strings; /* string table: strings[0] is "" */
 	size_t nr_strings, cap_strings;
-	struct index string_index;
+	struct gs_hash_index string_index;
 	struct frame *frames;
 	size_t nr_frames, cap_frames;
-	struct index frame_index;
+	struct gs_hash_index frame_index;
 	struct mapping *mappings;
 	size_t nr_mappings, cap_mappings;
-	struct index mapping_index;
+	struct gs_hash_index mapping_index;
 	struct stack *stacks;
 	size_t nr_stacks, cap_stacks;
-	struct index stack_index;
+	struct gs_hash_index stack_index;
 	uint64_t total;
 };
 
@@ -75,52 +70,37 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 
 #define HASH_SEED 1469598103934665603ULL
 
-/* Slot of the id equal per eq(), or of the empty slot where it belongs. */
-static size_t index_find(const struct index *ix, uint64_t hash,
-			 bool (*eq)(const struct gs_profile *, uint32_t, const void *),
-			 const struct gs_profile *p, const void *key)
-{
-	size_t i = hash & (ix->nr_slots - 1);
+typedef bool (*eq_fn)(const struct gs_profile *p, uint32_t id, const void *key);
 
-	while (ix->slots[i] && !eq(p, ix->slots[i] - 1, key))
-		i = (i + 1) & (ix->nr_slots - 1);
-	return i;
+struct lookup {
+	const struct gs_profile *p;
+	eq_fn eq;
+	const void *key;
+};
+
+static bool lookup_eq(const void *ctx, size_t id)
+{
+	const struct lookup *l = ctx;
+
+	return l->eq(l->p, (uint32_t)id, l->key);
 }
 
-/* Makes room for one more id among nr; rehashes with hash_of(id). */
-static int index_reserve(struct index *ix, size_t nr, const struct gs_profile *p,
-			 uint64_t (*hash_of)(const struct gs_profile *, uint32_t))
+/* Whether ix has an id equal to key per eq(); *id is it. */
+static bool index_find(const struct gs_hash_index *ix, uint64_t hash, eq_fn eq,
+		       const struct gs_profile *p, const void *key, uint32_t *id)
 {
-	size_t nr_slots;
-	uint32_t *slots;
+	struct lookup l = { .p = p, .eq = eq, .key = key };
+	size_t pos;
 
-	if (ix->nr_slots && (nr + 1) * 2 <= ix->nr_slots)
-		return 0;
-	nr_slots = ix->nr_slots ? ix->nr_slots * 2 : 256;
-	slots = calloc(nr_slots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t id = 0; id < nr; id++) {
-		size_t i = hash_of(p, (uint32_t)id) & (nr_slots - 1);
-
-		while (slots[i])
-			i = (i + 1) & (nr_slots - 1);
-		slots[i] = (uint32_t)id + 1;
-	}
-	free(ix->slots);
-	ix->slots = slots;
-	ix->nr_slots = nr_slots;
-	return 0;
+	if (!gs_hash_index__find(ix, hash, lookup_eq, &l, &pos))
+		return false;
+	*id = (uint32_t)pos;
+	return true;
 }
 
 static uint64_t string_hash(const char *s)
 {
-	return hash_bytes(HASH_SEED, s, strlen(s));
-}
-
-static uint64_t string_hash_of(const struct gs_profile *p, uint32_t id)
-{
-	return string_hash(p->strings[id]);
+	return gs_hash_u64(hash_bytes(HASH_SEED, s, strlen(s)));
 }
 
 static bool string_eq(const struct gs_profile *p, uint32_t id, const void *key)
@@ -131,23 +111,23 @@ static bool string_eq(const struct gs_profile *p, uint32_t id, const void *key)
 /* The id of s in the string table, adding it. Returns a negative errno on failure. */
 static int64_t intern_string(struct gs_profile *p, const char *s)
 {
-	size_t slot;
+	uint64_t hash;
+	uint32_t id;
 	char *copy;
 
 	if (!s)
 		s = "";
-	if (index_reserve(&p->string_index, p->nr_strings, p, string_hash_of))
-		return -ENOMEM;
-	slot = index_find(&p->string_index, string_hash(s), string_eq, p, s);
-	if (p->string_index.slots[slot])
-		return p->string_index.slots[slot] - 1;
+	hash = string_hash(s);
+	if (index_find(&p->string_index, hash, string_eq, p, s, &id))
+		return id;
 	if (GS_ARRAY_RESERVE(p->strings, p->nr_strings, p->cap_strings, 64))
 		return -ENOMEM;
 	copy = strdup(s);
-	if (!copy)
+	if (!copy || gs_hash_index__add(&p->string_index, hash, p->nr_strings)) {
+		free(copy);
 		return -ENOMEM;
+	}
 	p->strings[p->nr_strings] = copy;
-	p->string_index.slots[slot] = (uint32_t)p->nr_strings + 1;
 	return (int64_t)p->nr_strings++;
 }
 
@@ -159,12 +139,7 @@ static uint64_t mapping_hash(const struct mapping *m)
 	h = hash_bytes(h, &m->start, sizeof(m->start));
 	h = hash_bytes(h, &m->limit, sizeof(m->limit));
 	h = hash_bytes(h, &m->offset, sizeof(m->offset));
-	return hash_bytes(h, &m->executable, sizeof(m->executable));
-}
-
-static uint64_t mapping_hash_of(const struct gs_profile *p, uint32_t id)
-{
-	return mapping_hash(&p->mappings[id]);
+	return gs_hash_u64(hash_bytes(h, &m->executable, sizeof(m->executable)));
 }
 
 static bool mapping_eq(const struct gs_profile *p, uint32_t id, const void *key)
@@ -181,7 +156,7 @@ static int64_t intern_mapping(struct gs_profile *p, uint32_t module,
 {
 	int64_t build_id = intern_string(p, in ? in->build_id : NULL);
 	struct mapping m = { .file = module };
-	size_t slot;
+	uint32_t id;
 
 	if (!module)
 		return 0;
@@ -194,15 +169,12 @@ static int64_t intern_mapping(struct gs_profile *p, uint32_t module,
 				      .limit = in->limit,
 				      .offset = in->offset,
 				      .executable = in->executable };
-	if (index_reserve(&p->mapping_index, p->nr_mappings, p, mapping_hash_of))
-		return -ENOMEM;
-	slot = index_find(&p->mapping_index, mapping_hash(&m), mapping_eq, p, &m);
-	if (p->mapping_index.slots[slot])
-		return p->mapping_index.slots[slot];
-	if (GS_ARRAY_RESERVE(p->mappings, p->nr_mappings, p->cap_mappings, 64))
+	if (index_find(&p->mapping_index, mapping_hash(&m), mapping_eq, p, &m, &id))
+		return (int64_t)id + 1;
+	if (GS_ARRAY_RESERVE(p->mappings, p->nr_mappings, p->cap_mappings, 64) ||
+	    gs_hash_index__add(&p->mapping_index, mapping_hash(&m), p->nr_mappings))
 		return -ENOMEM;
 	p->mappings[p->nr_mappings] = m;
-	p->mapping_index.slots[slot] = (uint32_t)p->nr_mappings + 1;
 	return (int64_t)++p->nr_mappings;
 }
 
@@ -215,12 +187,7 @@ static uint64_t frame_hash(const struct frame *f)
 	h = hash_bytes(h, &f->address, sizeof(f->address));
 	h = hash_bytes(h, &f->line, sizeof(f->line));
 	h = hash_bytes(h, &f->python, sizeof(f->python));
-	return hash_bytes(h, &f->kernel, sizeof(f->kernel));
-}
-
-static uint64_t frame_hash_of(const struct gs_profile *p, uint32_t id)
-{
-	return frame_hash(&p->frames[id]);
+	return gs_hash_u64(hash_bytes(h, &f->kernel, sizeof(f->kernel)));
 }
 
 static bool frame_eq(const struct gs_profile *p, uint32_t id, const void *key)
@@ -237,7 +204,7 @@ static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame 
 	int64_t name = intern_string(p, in->name), module = intern_string(p, in->module);
 	int64_t mapping = module < 0 ? -ENOMEM : intern_mapping(p, (uint32_t)module, in->mapping);
 	struct frame f;
-	size_t slot;
+	uint32_t id;
 
 	if (name < 0 || module < 0 || mapping < 0)
 		return -ENOMEM;
@@ -248,15 +215,12 @@ static int64_t intern_frame(struct gs_profile *p, const struct gs_profile_frame 
 			    .kernel = in->kernel,
 			    .python = in->python,
 			    .line = in->line > 0 ? in->line : 0 };
-	if (index_reserve(&p->frame_index, p->nr_frames, p, frame_hash_of))
-		return -ENOMEM;
-	slot = index_find(&p->frame_index, frame_hash(&f), frame_eq, p, &f);
-	if (p->frame_index.slots[slot])
-		return p->frame_index.slots[slot] - 1;
-	if (GS_ARRAY_RESERVE(p->frames, p->nr_frames, p->cap_frames, 64))
+	if (index_find(&p->frame_index, frame_hash(&f), frame_eq, p, &f, &id))
+		return id;
+	if (GS_ARRAY_RESERVE(p->frames, p->nr_frames, p->cap_frames, 64) ||
+	    gs_hash_index__add(&p->frame_index, frame_hash(&f), p->nr_frames))
 		return -ENOMEM;
 	p->frames[p->nr_frames] = f;
-	p->frame_index.slots[slot] = (uint32_t)p->nr_frames + 1;
 	return (int64_t)p->nr_frames++;
 }
 
@@ -267,12 +231,7 @@ static uint64_t stack_hash(const struct stack *s)
 	h = hash_bytes(h, &s->tid, sizeof(s->tid));
 
 	h = hash_bytes(h, &s->comm, sizeof(s->comm));
-	return hash_bytes(h, s->frames, s->nr * sizeof(*s->frames));
-}
-
-static uint64_t stack_hash_of(const struct gs_profile *p, uint32_t id)
-{
-	return stack_hash(&p->stacks[id]);
+	return gs_hash_u64(hash_bytes(h, s->frames, s->nr * sizeof(*s->frames)));
 }
 
 static bool stack_eq(const struct gs_profile *p, uint32_t id, const void *key)
@@ -323,13 +282,13 @@ void gs_profile__free(struct gs_profile *p)
 	for (size_t i = 0; i < p->nr_stacks; i++)
 		free(p->stacks[i].frames);
 	free(p->strings);
-	free(p->string_index.slots);
+	gs_hash_index__release(&p->string_index);
 	free(p->frames);
-	free(p->frame_index.slots);
+	gs_hash_index__release(&p->frame_index);
 	free(p->mappings);
-	free(p->mapping_index.slots);
+	gs_hash_index__release(&p->mapping_index);
 	free(p->stacks);
-	free(p->stack_index.slots);
+	gs_hash_index__release(&p->stack_index);
 	free(p);
 }
 
@@ -344,7 +303,7 @@ int gs_profile__add_thread(struct gs_profile *p, pid_t pid, pid_t tid, const cha
 {
 	int64_t comm_id = intern_string(p, comm);
 	struct stack s = { .pid = pid, .tid = tid, .nr = (uint32_t)nr, .count = count };
-	size_t slot;
+	uint32_t found;
 	int err = -ENOMEM;
 
 	if (comm_id < 0)
@@ -360,19 +319,16 @@ int gs_profile__add_thread(struct gs_profile *p, pid_t pid, pid_t tid, const cha
 			goto out_free;
 		s.frames[i] = (uint32_t)id;
 	}
-	if (index_reserve(&p->stack_index, p->nr_stacks, p, stack_hash_of))
-		goto out_free;
-	slot = index_find(&p->stack_index, stack_hash(&s), stack_eq, p, &s);
-	if (p->stack_index.slots[slot]) {
-		p->stacks[p->stack_index.slots[slot] - 1].count += count;
+	if (index_find(&p->stack_index, stack_hash(&s), stack_eq, p, &s, &found)) {
+		p->stacks[found].count += count;
 		p->total += count;
 		err = 0;
 		goto out_free;
 	}
-	if (GS_ARRAY_RESERVE(p->stacks, p->nr_stacks, p->cap_stacks, 64))
+	if (GS_ARRAY_RESERVE(p->stacks, p->nr_stacks, p->cap_stacks, 64) ||
+	    gs_hash_index__add(&p->stack_index, stack_hash(&s), p->nr_stacks))
 		goto out_free;
 	p->stacks[p->nr_stacks] = s;
-	p->stack_index.slots[slot] = (uint32_t)p->nr_stacks + 1;
 	p->nr_stacks++;
 	p->total += count;
 	return 0;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/hash_index.h"
 #include "user/python_names.h"
 
 #define MAX_IDS 0xfffffff0u /* below the marker */
@@ -15,17 +16,14 @@ struct entry {
 struct gs_py_names {
 	struct entry **by_id; /* NULL once forgotten */
 	size_t nr, cap;
-	uint32_t *buckets; /* id + 1, open addressing; 0 = empty */
-	size_t nr_buckets, nr_used;
+	struct gs_hash_index index; /* ids by (pid, code, gen, line) */
 };
 
 static uint64_t hash_key(pid_t pid, uint64_t code, uint32_t gen, int line)
 {
-	uint64_t h = code * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = gs_hash_combine(gs_hash_u64(code), (uint64_t)(uint32_t)pid << 32 | gen);
 
-	h ^= ((uint64_t)(uint32_t)pid << 32 | gen) * 0xc2b2ae3d27d4eb4fULL;
-	h ^= (uint64_t)(uint32_t)line * 0x165667b19e3779f9ULL;
-	return h ^ (h >> 31);
+	return gs_hash_combine(h, (uint32_t)line);
 }
 
 struct gs_py_names *gs_py_names__new(void)
@@ -49,39 +47,25 @@ void gs_py_names__free(struct gs_py_names *n)
 	for (size_t i = 0; i < n->nr; i++)
 		free_entry(n->by_id[i]);
 	free(n->by_id);
-	free(n->buckets);
+	gs_hash_index__release(&n->index);
 	free(n);
 }
 
-static int rehash(struct gs_py_names *n, size_t nr_buckets)
+struct key {
+	const struct gs_py_names *n;
+	pid_t pid;
+	uint64_t code;
+	uint32_t gen;
+	int line;
+};
+
+static bool same(const void *ctx, size_t id)
 {
-	uint32_t *buckets = calloc(nr_buckets, sizeof(*buckets));
+	const struct key *k = ctx;
+	const struct entry *e = k->n->by_id[id];
 
-	if (!buckets)
-		return -ENOMEM;
-	n->nr_used = 0;
-	for (size_t id = 0; id < n->nr; id++) {
-		const struct entry *e = n->by_id[id];
-		size_t i;
-
-		if (!e)
-			continue;
-		i = hash_key(e->name.pid, e->name.code, e->gen, e->name.line) & (nr_buckets - 1);
-		while (buckets[i])
-			i = (i + 1) & (nr_buckets - 1);
-		buckets[i] = (uint32_t)id + 1;
-		n->nr_used++;
-	}
-	free(n->buckets);
-	n->buckets = buckets;
-	n->nr_buckets = nr_buckets;
-	return 0;
-}
-
-static bool same(const struct entry *e, pid_t pid, uint64_t code, uint32_t gen, int line)
-{
-	return e && e->name.pid == pid && e->name.code == code && e->gen == gen &&
-	       e->name.line == line;
+	return e && e->name.pid == k->pid && e->name.code == k->code && e->gen == k->gen &&
+	       e->name.line == k->line;
 }
 
 static struct entry *new_entry(pid_t pid, uint64_t code, uint32_t gen, const char *qualname,
@@ -105,16 +89,13 @@ static struct entry *new_entry(pid_t pid, uint64_t code, uint32_t gen, const cha
 uint64_t gs_py_names__intern(struct gs_py_names *n, pid_t pid, uint64_t code, uint32_t gen,
 			     const char *qualname, const char *file, int line)
 {
-	size_t i;
+	struct key k = { .n = n, .pid = pid, .code = code, .gen = gen, .line = line };
+	uint64_t hash = hash_key(pid, code, gen, line);
 	struct entry *e;
+	size_t id;
 
-	if ((n->nr_used + 1) * 2 > n->nr_buckets &&
-	    rehash(n, n->nr_buckets ? n->nr_buckets * 2 : 1024))
-		return 0;
-	i = hash_key(pid, code, gen, line) & (n->nr_buckets - 1);
-	for (; n->buckets[i]; i = (i + 1) & (n->nr_buckets - 1))
-		if (same(n->by_id[n->buckets[i] - 1], pid, code, gen, line))
-			return GS_PY_ADDR_TAG | (n->buckets[i] - 1);
+	if (gs_hash_index__find(&n->index, hash, same, &k, &id))
+		return GS_PY_ADDR_TAG | id;
 	if (n->nr >= MAX_IDS)
 		return 0;
 	if (n->nr == n->cap) {
@@ -129,9 +110,11 @@ uint64_t gs_py_names__intern(struct gs_py_names *n, pid_t pid, uint64_t code, ui
 	e = new_entry(pid, code, gen, qualname, file, line);
 	if (!e)
 		return 0;
+	if (gs_hash_index__add(&n->index, hash, n->nr)) {
+		free_entry(e);
+		return 0;
+	}
 	n->by_id[n->nr] = e;
-	n->buckets[i] = (uint32_t)n->nr + 1;
-	n->nr_used++;
 	return GS_PY_ADDR_TAG | n->nr++;
 }
 
@@ -159,18 +142,16 @@ const struct gs_py_name *gs_py_names__get(const struct gs_py_names *n, pid_t pid
 
 void gs_py_names__forget(struct gs_py_names *n, pid_t pid)
 {
-	bool any = false;
-
 	if (!n)
 		return;
 	for (size_t id = 0; id < n->nr; id++) {
-		if (n->by_id[id] && n->by_id[id]->name.pid == pid) {
+		const struct entry *e = n->by_id[id];
+
+		if (e && e->name.pid == pid) {
+			gs_hash_index__remove(
+				&n->index, hash_key(pid, e->name.code, e->gen, e->name.line), id);
 			free_entry(n->by_id[id]);
 			n->by_id[id] = NULL;
-			any = true;
 		}
 	}
-	/* a failed rehash keeps stale buckets: lookups skip NULL entries */
-	if (any)
-		rehash(n, n->nr_buckets);
 }

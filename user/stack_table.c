@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/array.h"
+#include "user/hash_index.h"
 #include "user/json.h"
 #include "user/pid_index.h"
 #include "user/python_names.h"
@@ -16,9 +17,8 @@ struct gs_stack_table {
 	struct gs_symcache *symcache; /* borrowed */
 	struct gs_stack *stacks;      /* by id */
 	size_t nr, cap;
-	uint32_t *buckets; /* id + 1; 0 = empty; open addressing */
-	size_t nr_buckets;
-	uint32_t *free_ids; /* slots of forgotten stacks (addrs NULL), reused first */
+	struct gs_hash_index index; /* interned stacks by (pid, frames); not the folded ones */
+	uint32_t *free_ids;	    /* slots of forgotten stacks (addrs NULL), reused first */
 	size_t nr_free, cap_free;
 	struct pid_stacks *per_pid; /* in no order; found by pid through pid_index */
 	size_t nr_per_pid, cap_per_pid;
@@ -44,13 +44,23 @@ static uint64_t hash_stack(pid_t pid, const uint64_t *addrs, uint32_t nr)
 		h *= 1099511628211ULL;
 		h ^= h >> 29;
 	}
-	return h ^ nr;
+	return gs_hash_u64(h ^ nr);
 }
 
-static bool same_stack(const struct gs_stack *s, pid_t pid, const uint64_t *addrs, uint32_t nr)
+struct key {
+	const struct gs_stack_table *t;
+	pid_t pid;
+	const uint64_t *addrs;
+	uint32_t nr;
+};
+
+static bool same_stack(const void *ctx, size_t id)
 {
-	return s->addrs && !s->other && s->pid == pid && s->nr_frames == nr &&
-	       !memcmp(s->addrs, addrs, nr * sizeof(*addrs));
+	const struct key *k = ctx;
+	const struct gs_stack *s = &k->t->stacks[id];
+
+	return s->addrs && !s->other && s->pid == k->pid && s->nr_frames == k->nr &&
+	       !memcmp(s->addrs, k->addrs, k->nr * sizeof(*k->addrs));
 }
 
 struct gs_stack_table *gs_stack_table__new(struct gs_symcache *symcache)
@@ -60,12 +70,6 @@ struct gs_stack_table *gs_stack_table__new(struct gs_symcache *symcache)
 	if (!t)
 		return NULL;
 	t->symcache = symcache;
-	t->nr_buckets = 1024;
-	t->buckets = calloc(t->nr_buckets, sizeof(*t->buckets));
-	if (!t->buckets) {
-		free(t);
-		return NULL;
-	}
 	return t;
 }
 
@@ -87,39 +91,11 @@ void gs_stack_table__free(struct gs_stack_table *t)
 	for (size_t i = 0; i < t->nr; i++)
 		free_stack(&t->stacks[i]);
 	free(t->stacks);
-	free(t->buckets);
+	gs_hash_index__release(&t->index);
 	free(t->free_ids);
 	free(t->per_pid);
 	gs_pid_index__release(&t->pid_index);
 	free(t);
-}
-
-static void insert_bucket(uint32_t *buckets, size_t nr_buckets, uint64_t hash, uint32_t id)
-{
-	size_t i = hash & (nr_buckets - 1);
-
-	while (buckets[i])
-		i = (i + 1) & (nr_buckets - 1);
-	buckets[i] = id + 1;
-}
-
-static int rehash(struct gs_stack_table *t, size_t nr_buckets)
-{
-	uint32_t *buckets = calloc(nr_buckets, sizeof(*buckets));
-
-	if (!buckets)
-		return -ENOMEM;
-	for (size_t id = 0; id < t->nr; id++) {
-		const struct gs_stack *s = &t->stacks[id];
-
-		if (s->addrs && !s->other)
-			insert_bucket(buckets, nr_buckets,
-				      hash_stack(s->pid, s->addrs, s->nr_frames), (uint32_t)id);
-	}
-	free(t->buckets);
-	t->buckets = buckets;
-	t->nr_buckets = nr_buckets;
-	return 0;
 }
 
 static void forget_pid(struct gs_stack_table *t, pid_t pid)
@@ -137,8 +113,6 @@ static void forget_pid(struct gs_stack_table *t, pid_t pid)
 
 void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid)
 {
-	size_t forgotten = 0;
-
 	forget_pid(t, pid);
 	for (size_t id = 0; id < t->nr; id++) {
 		struct gs_stack *s = &t->stacks[id];
@@ -147,18 +121,13 @@ void gs_stack_table__forget(struct gs_stack_table *t, pid_t pid)
 			continue;
 		if (GS_ARRAY_RESERVE(t->free_ids, t->nr_free, t->cap_free, 64))
 			break; /* the stack stays, interned: only memory is not given back */
+		if (!s->other)
+			gs_hash_index__remove(&t->index, hash_stack(pid, s->addrs, s->nr_frames),
+					      id);
 		free_stack(s);
 		*s = (struct gs_stack){ 0 };
 		t->free_ids[t->nr_free++] = (uint32_t)id;
-		forgotten++;
 	}
-	/*
-	 * Open addressing has no cheap delete: the buckets are rebuilt without them. Should
-	 * that fail, the stale entries only cost probes (lookups compare contents) and the next
-	 * forget tries again.
-	 */
-	if (forgotten)
-		rehash(t, t->nr_buckets);
 }
 
 static void symbolize(struct gs_stack_table *t, struct gs_stack *s)
@@ -230,7 +199,7 @@ static int64_t fill_slot(struct gs_stack_table *t, uint32_t id, pid_t pid, const
 	s->nr_frames = nr;
 	s->addrs = malloc((nr ? nr : 1) * sizeof(*addrs));
 	s->frames = calloc(nr ? nr : 1, sizeof(*s->frames));
-	if (!s->addrs || !s->frames) {
+	if (!s->addrs || !s->frames || gs_hash_index__add(&t->index, hash, id)) {
 		free(s->addrs);
 		free(s->frames);
 		*s = (struct gs_stack){ 0 };
@@ -242,7 +211,6 @@ static int64_t fill_slot(struct gs_stack_table *t, uint32_t id, pid_t pid, const
 	}
 	memcpy(s->addrs, addrs, nr * sizeof(*addrs));
 	symbolize(t, s);
-	insert_bucket(t->buckets, t->nr_buckets, hash, id);
 	return id;
 }
 
@@ -312,21 +280,19 @@ int64_t gs_stack_table__intern(struct gs_stack_table *t, pid_t pid, const uint64
 {
 	uint64_t hash = hash_stack(pid, addrs, nr);
 	size_t max = t->max_per_pid ? t->max_per_pid : GS_STACK_TABLE_MAX_PER_PROCESS;
+	struct key k = { .t = t, .pid = pid, .addrs = addrs, .nr = nr };
 	struct pid_stacks *ps;
+	size_t found;
 	int64_t id;
 
-	for (size_t i = hash & (t->nr_buckets - 1); t->buckets[i];
-	     i = (i + 1) & (t->nr_buckets - 1))
-		if (same_stack(&t->stacks[t->buckets[i] - 1], pid, addrs, nr))
-			return t->buckets[i] - 1;
+	if (gs_hash_index__find(&t->index, hash, same_stack, &k, &found))
+		return (int64_t)found;
 
 	ps = pid_entry(t, pid);
 	if (!ps)
 		return -ENOMEM;
 	if (ps->nr >= max)
 		return other_stack(t, ps);
-	if ((t->nr + 1) * 2 > t->nr_buckets && rehash(t, t->nr_buckets * 2))
-		return -ENOMEM;
 	id = new_slot(t);
 	if (id >= 0)
 		id = fill_slot(t, (uint32_t)id, pid, addrs, nr, hash);

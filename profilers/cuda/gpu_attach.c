@@ -11,7 +11,6 @@
 #include "gpu.skel.h"
 #include "profilers/cuda/gpu_attach.h"
 #include "profilers/cupti/cupti_abi.h"
-#include "profilers/tracker.h"
 #include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
@@ -29,7 +28,7 @@ struct probed_file {
 };
 
 struct gs_gpu_attach {
-	struct gpu_bpf *skel;
+	struct gpu_bpf *skel; /* borrowed: the session's (profilers/bpf_objects.c) */
 	struct gs_links *links;
 	struct probed_file *files;
 	size_t nr_files, cap_files;
@@ -62,41 +61,22 @@ static void find_own_library(struct gs_gpu_attach *ga)
 	}
 }
 
-struct gs_gpu_attach *gs_gpu_attach__open(struct gs_tracker *t, struct gs_links *links, bool all)
+struct gs_gpu_attach *gs_gpu_attach__new(struct gpu_bpf *skel, struct gs_links *links)
 {
 	struct gs_gpu_attach *ga = calloc(1, sizeof(*ga));
-	int err = -ENOMEM;
 
 	if (!ga)
-		goto out_err;
+		return NULL;
+	ga->skel = skel;
 	ga->links = links;
 	find_own_library(ga);
-	ga->skel = gpu_bpf__open();
-	if (!ga->skel) {
-		err = -errno;
-		goto out_err;
-	}
-	ga->skel->rodata->cfg_all_pids = all;
-	ga->skel->rodata->cfg_no_find_vma = !gs_kernel_has_find_vma();
-	ga->skel->rodata->cfg_wakeup_bytes = gs_tracker__wakeup_bytes(t);
-	err = gs_tracker__share_maps(t, ga->skel->maps.events, ga->skel->maps.targets,
-				     ga->skel->maps.stats);
-	if (!err)
-		err = gpu_bpf__load(ga->skel);
-	if (!err)
-		return ga;
-out_err:
-	gs_err("loading the GPU activity probes: %s", strerror(-err));
-	gs_gpu_attach__free(ga);
-	errno = -err;
-	return NULL;
+	return ga;
 }
 
 void gs_gpu_attach__free(struct gs_gpu_attach *ga)
 {
 	if (!ga)
 		return;
-	gpu_bpf__destroy(ga->skel);
 	free(ga->files);
 	free(ga);
 }

@@ -6,16 +6,16 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-struct gs_tracker;
+struct gpu_bpf;
 struct gs_links;
 struct gs_maps;
 struct gs_gpu_attach;
 
 /*
- * Opens and loads bpf/gpu.bpf.c on the tracker's ring buffer, targets and loss counters
- * (gs_tracker__share_maps()). Borrows links. Returns NULL with errno set (logged).
+ * Attaches bpf/gpu.bpf.c's programs (skel: loaded by gs_bpf_objects__gpu(), which owns it)
+ * through links. Borrows both. Returns NULL with errno set.
  */
-struct gs_gpu_attach *gs_gpu_attach__open(struct gs_tracker *t, struct gs_links *links, bool all);
+struct gs_gpu_attach *gs_gpu_attach__new(struct gpu_bpf *skel, struct gs_links *links);
 void gs_gpu_attach__free(struct gs_gpu_attach *ga);
 /*
  * Attaches the USDT probes of every libgpusnoop-cupti.so maps (NULL: none) holds, not probed yet

@@ -142,6 +142,24 @@ class Gpusnoop:
             self.proc.communicate()
 
 
+def run_attached(w, *args, ready="tracing CUDA allocations", timeout=TIMEOUT):
+    """The attach/release/stop sequence of tests on a running process: gpusnoop ARGS (-p w.pid,
+    or -a) started while the workload w is held, w released once gpusnoop's stderr says
+    `ready`, run to its 'done' line, gpusnoop stopped with SIGINT and its status checked to
+    be 0. Both end on every path (w is let finish). Returns the stopped Gpusnoop, its stdout
+    and stderr read."""
+    g = Gpusnoop(*args)
+    try:
+        g.wait_stderr(ready, timeout)
+        w.release()
+        w.wait_line("done")
+        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()})")
+        return g
+    finally:
+        g.kill()
+        w.finish()
+
+
 def end_input(proc):
     """Closes a process's stdin and waits for it; kills it past TIMEOUT. Its status."""
     if proc.poll() is None:

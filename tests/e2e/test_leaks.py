@@ -11,7 +11,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, GPUSNOOP, LIB, MiB, Gpusnoop, Skip, Workload, expect_eq, main, process,
-                     run_gpusnoop, stacks_by_function, test)
+                     run_gpusnoop, stacks_by_function, test, run_attached)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 
@@ -40,18 +40,10 @@ def leaky_expectations(proc):
 def attach_by_pid(name, *args, env=None, gs_args=()):
     """Starts a held workload, attaches with -p, runs it to 'done'; returns the final report."""
     w = Workload(name, *args, env=env)
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        reports = g.reports()
-        expect_eq([r["report"] for r in reports], ["final"], "reports written")
-        return w, reports[0], g
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json", *gs_args)
+    reports = g.reports()
+    expect_eq([r["report"] for r in reports], ["final"], "reports written")
+    return w, reports[0], g
 
 
 @test
@@ -225,18 +217,10 @@ def deleted_executable_still_symbolizes():
         shutil.copy(os.path.join(BIN, "gs_leaky"), exe)
         w = Workload("gs_leaky", exe=exe, env=dict(NO_DRIVER, LD_LIBRARY_PATH=LIB))
         os.unlink(exe)
-        g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-        try:
-            g.wait_tracing()
-            w.release()
-            w.wait_line("done")
-            expect_eq(g.stop(), 0, "gpusnoop status")
-            proc = process(g.reports()[-1], w.pid)
-            expect_eq(sorted(stacks_by_function(proc)), ["leak_activations", "leak_weights"],
-                      "symbols from the deleted file")
-        finally:
-            g.kill()
-            w.finish()
+        g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json")
+        proc = process(g.reports()[-1], w.pid)
+        expect_eq(sorted(stacks_by_function(proc)), ["leak_activations", "leak_weights"],
+                  "symbols from the deleted file")
     finally:
         shutil.rmtree(tmp)
 
@@ -297,19 +281,11 @@ def top_limits_stacks_shown():
 @test
 def text_report_for_people():
     w = Workload("gs_leaky", env=NO_DRIVER)
-    g = Gpusnoop("leaks", "-p", str(w.pid))
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        text = g.stdout.decode()
-        assert f"pid {w.pid} (gs_leaky): 280.0 MiB outstanding in 7 allocations" in text, text
-        assert "256.0 MiB        4" in text and "24.0 MiB        3" in text, text
-        assert "leak_weights+0x" in text and "leak_activations+0x" in text, text
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid))
+    text = g.stdout.decode()
+    assert f"pid {w.pid} (gs_leaky): 280.0 MiB outstanding in 7 allocations" in text, text
+    assert "256.0 MiB        4" in text and "24.0 MiB        3" in text, text
+    assert "leak_weights+0x" in text and "leak_activations+0x" in text, text
 
 
 @test

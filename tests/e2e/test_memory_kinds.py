@@ -10,8 +10,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, FIXTURES, LIB, ROOT, MiB, Gpusnoop, Skip, Workload, expect_eq, main,
-                     process, run_gpusnoop, stacks_by_function, test)
+from harness import (BIN, FIXTURES, LIB, ROOT, MiB, Skip, Workload, expect_eq, main,
+                     process, run_gpusnoop, stacks_by_function, test, run_attached)
 from test_record import expect_valid_trace, load_trace, slices
 from test_daemon import Daemon, metric
 from test_torch import tensors_by_function
@@ -40,16 +40,8 @@ PINNED = {
 def attach(name, gs_args=(), env=None):
     """Held workload, `leaks -p`, run to 'done'; returns (workload, final report, gpusnoop)."""
     w = Workload(name, env=env)
-    g = Gpusnoop("leaks", "-p", str(w.pid), *gs_args)
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        return w, g
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), *gs_args)
+    return w, g
 
 
 def by_function(proc):
@@ -246,16 +238,8 @@ def shared_and_pinned(version):
     """gs_torch_shm.py under `leaks -p` with this PyTorch: its shared-memory CPU tensors and
     its tensor pinned through the stand-in runtime, exactly."""
     w = VenvScript(TORCH_VENVS[version], SHM_SCRIPT, os.path.join(LIB, "libcudart.so.13"))
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        proc = process(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json")
+    proc = process(g.reports()[-1], w.pid)
     assert "CPU tensors in shared memory from at::MapAllocator" in g.stderr_text(), \
         g.stderr_text()
     t = proc["torch"]

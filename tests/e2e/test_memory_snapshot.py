@@ -13,7 +13,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, FIXTURES, MiB, Gpusnoop, Skip, Workload, expect_eq, run_gpusnoop,
-                     test)
+                     test, run_attached)
 from test_torch import ACTIVATION, GiB, TORCH_CPU_SCRIPT
 
 VENVS = {  # scripts/setup.sh test installs them
@@ -258,15 +258,7 @@ def torch_cpu_snapshot(version):
         f.write(f'#!/bin/sh\nexec "{python}" "{TORCH_CPU_SCRIPT}" "$@"\n')
     os.chmod(wrapper, 0o755)
     w = Workload("gs_torch_cpu.py", exe=wrapper)
-    g = Gpusnoop("leaks", "-p", str(w.pid), "-f", "memory-snapshot", "-o", out)
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "-f", "memory-snapshot", "-o", out)
     snap = load(out)
     expect_eq(device_names(snap), ["cuda:0", "cpu"], "devices")
     segs = [s for s in snap["segments"] if s["total_size"] == 493828]

@@ -11,8 +11,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import (LIB, LineReader, Gpusnoop, Skip, Workload, expect_eq, process,  # noqa: E402
-                     run_gpusnoop, test)
+from harness import (LIB, LineReader, Skip, Workload, expect_eq, process,  # noqa: E402
+                     run_gpusnoop, test, run_attached)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "tests", "fixtures", "python", "gs_pycaller.py")
@@ -74,16 +74,8 @@ def the_allocation(report, pid):
 
 def leaks_by_pid(python, *gs_args):
     w = PyWorkload(python, "malloc")
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        return the_allocation(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json", *gs_args)
+    return the_allocation(g.reports()[-1], w.pid)
 
 
 def leaks_by_command(python):
@@ -180,16 +172,8 @@ def system_torch_tensor_names_its_python_function():
     if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode:
         raise Skip("Debian's python3-torch is not installed")
     w = Workload("gs_torch_cpu", exe=TORCH_CPU_SCRIPT)
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        t = process(g.reports()[-1], w.pid)["torch"]
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json")
+    t = process(g.reports()[-1], w.pid)["torch"]
     expect_eq(len(t["stacks"]), 1, "one stack for the kept tensors")
     py = python_frames(t["stacks"][0]["frames"])
     with open(TORCH_CPU_SCRIPT) as f:

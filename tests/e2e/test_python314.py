@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import (LIB, LineReader, Gpusnoop, Workload, expect_eq, process,  # noqa: E402
-                     run_gpusnoop, test)
+                     run_gpusnoop, test, run_attached)
 from test_python import (MALLOC_CALLERS, SCRIPT, TORCH_CPU_SCRIPT, interpreter,  # noqa: E402
                          marked_lines, python_frames, the_allocation)
 
@@ -105,16 +105,8 @@ def no_refusal(err, version):
 def check_leaks(version):
     want = expected_frames(version)
     w = ChrootWorkload(version, "malloc")
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        frames = the_allocation(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json")
+    frames = the_allocation(g.reports()[-1], w.pid)
     expect_eq(python_frames(frames), want, f"{version} frames by -p")
     no_refusal(g.stderr_text(), version)
     status, out, err = run_gpusnoop("leaks", "--format", "json", "--", *command(version, "malloc"))
@@ -287,16 +279,8 @@ def newer_version_is_checked_on_its_frames_then_named():
     root, inner = sid()
     want = [(fn, inner + "/gs_pycaller.py", n) for fn, _, n in expected_frames("3.15")]
     w = ChrootWorkload("3.15", "malloc", python)
-    g = Gpusnoop("leaks", "-v", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        frames = the_allocation(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-v", "-p", str(w.pid), "--format", "json")
+    frames = the_allocation(g.reports()[-1], w.pid)
     expect_eq(python_frames(frames), want, "3.16 frames by -p")
     assert "CPython 3.16 (offsets read as 3.15's): frame chains end at a <module>" in \
         g.stderr_text(), g.stderr_text()
@@ -318,16 +302,8 @@ def newer_version_whose_offsets_mislead_is_refused():
     # a live chain shows it wrong; refused in one line, the stacks stay native
     python = fake_newer({39 + 1: 16})
     w = ChrootWorkload("3.15", "malloc", python)
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        frames = the_allocation(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json")
+    frames = the_allocation(g.reports()[-1], w.pid)
     expect_eq(python_frames(frames), [], "Python frames")
     said = [l for l in g.stderr_text().splitlines() if "CPython 3.16" in l]
     expect_eq(len(said), 1, f"lines about the interpreter ({g.stderr_text()})")
@@ -348,16 +324,8 @@ def torch_cpu_tensor_names_its_python_function_3_14():
     shutil.copy(TORCH_CPU_SCRIPT, inner)
     script = "/tmp/" + os.path.basename(inner) + "/" + os.path.basename(TORCH_CPU_SCRIPT)
     w = ChrootWorkload(None, None, cmd=["chroot", root, "python3.14", script, "--hold"])
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        t = process(g.reports()[-1], w.pid)["torch"]
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json")
+    t = process(g.reports()[-1], w.pid)["torch"]
     no_refusal(g.stderr_text(), "3.14")
     expect_eq(len(t["stacks"]), 1, "one stack for the kept tensors")
     py = python_frames(t["stacks"][0]["frames"])

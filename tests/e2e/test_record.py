@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, LIB, MiB, Gpusnoop, Workload, expect_eq, main, run_gpusnoop,
-                     test)
+                     test, run_attached)
 
 SYNC_US = 2000  # the fake runtime's synchronizations last at least this long
 GEMM = "gemm_kernel(float*, int)"
@@ -309,15 +309,8 @@ def attached_after_registration_never_guesses():
     w = Workload("gs_hidden", env=env)
     tmp = tempfile.mkdtemp()
     path = os.path.join(tmp, "t.json")
-    g = Gpusnoop("record", "-e", "cuda-launch", "-p", str(w.pid), "-o", path)
-    try:
-        g.wait_stderr("recording")
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-    finally:
-        g.kill()
-        w.finish()
+    run_attached(w, "record", "-e", "cuda-launch", "-p", str(w.pid), "-o", path,
+                 ready="recording")
     names = set(launches_by_kernel(load_trace(path), w.pid))
     expect_eq(len(names), 1, "one kernel")
     assert names.pop().startswith("unknown 0x"), names

@@ -9,7 +9,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, FIXTURES, MiB, Gpusnoop, LineReader, Skip, Workload, expect_eq,
-                     process, run_gpusnoop, test)
+                     process, run_gpusnoop, test, run_attached)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TORCH_CPU_SCRIPT = os.path.join(ROOT, "tests", "fixtures", "workloads", "gs_torch_cpu.py")
@@ -194,16 +194,8 @@ def torch_segments_are_raw_cuda_with_no_torch():
 @test
 def raw_cuda_oom_report():
     w = Workload("gs_oom", env={"GS_FAKE_CUDA_MEM_LIMIT": str(200 * MiB)})
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", "--on-oom")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        reports = g.reports()
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json", "--on-oom")
+    reports = g.reports()
     expect_eq([r["report"] for r in reports], ["trigger", "final"], "reports written")
     o = reports[0]["trigger"]
     expect_eq((o["kind"], o["pid"], o["api"], o["error"], o["error_name"], o["bytes_requested"]),
@@ -282,16 +274,8 @@ def run_system_torch(*gs_args):
 def leaks_of_cpu_tensors(w, *gs_args):
     """`leaks -p` of a held gs_torch_cpu.py (w, under any PyTorch), released and run to its
     "done": its 3 kept tensors, exactly. The report's torch part and gpusnoop's stderr."""
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        proc = process(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json", *gs_args)
+    proc = process(g.reports()[-1], w.pid)
     assert "CPU tensors from c10::alloc_cpu/free_cpu" in g.stderr_text(), g.stderr_text()
     t = proc["torch"]
     # alloc_cpu gets exactly numel * itemsize (posix_memalign aligns, it does not pad)

@@ -11,7 +11,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BIN, NOBODY, MiB, Gpusnoop, Workload, expect_eq, main, run_gpusnoop,
-                     stacks_by_function, test)
+                     stacks_by_function, test, run_attached)
 from test_daemon import Daemon
 from test_leaks import leaky_expectations
 
@@ -166,16 +166,9 @@ def record_names_one_process_group_per_rank():
 def attach_to_launcher(*gs_args):
     """gs_ranks held before it forks, attached by -p; returns (launcher pid, stdout)."""
     w = Workload("gs_ranks", env={"GS_RANKS": "3"})
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
-    try:
-        g.wait_stderr("Ctrl-C to stop", timeout=RUN_TIMEOUT)
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()})")
-        return w.pid, g.stdout.decode()
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json", *gs_args,
+                     ready="Ctrl-C to stop", timeout=RUN_TIMEOUT)
+    return w.pid, g.stdout.decode()
 
 
 @test

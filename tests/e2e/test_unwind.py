@@ -10,8 +10,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, LIB, ROOT, MiB, Gpusnoop, LineReader, Skip, Workload, expect_eq, main,
-                     process, run_gpusnoop, test)
+from harness import (BIN, LIB, ROOT, MiB, LineReader, Skip, Workload, expect_eq, main,
+                     process, run_gpusnoop, test, run_attached)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 NOFP_CHAIN = ["gs_nofp_inner", "gs_nofp_middle", "gs_nofp_outer", "main"]
@@ -36,18 +36,10 @@ step(m, x)
 def held_report(name, *gs_args, env=None):
     """Runs a held workload to 'done' under `leaks -p`; returns (pid, final report, stderr)."""
     w = Workload(name, env=dict(NO_DRIVER, **(env or {})))
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", *gs_args)
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, f"gpusnoop status ({g.stderr_text()})")
-        reports = g.reports()
-        expect_eq([r["report"] for r in reports], ["final"], "reports written")
-        return w.pid, reports[0], g.stderr_text()
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-p", str(w.pid), "--format", "json", *gs_args)
+    reports = g.reports()
+    expect_eq([r["report"] for r in reports], ["final"], "reports written")
+    return w.pid, reports[0], g.stderr_text()
 
 
 def only_stack(report, pid, nbytes):
@@ -93,16 +85,8 @@ def frame_pointer_stacks_stop_short_without_them():
 def dwarf_stacks_in_all_processes_mode():
     # -a sees other processes too (other fixtures): only ours is checked
     w = Workload("gs_nofp", env=NO_DRIVER)
-    g = Gpusnoop("leaks", "-a", "--format", "json", "--stacks", "dwarf")
-    try:
-        g.wait_tracing()
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, "gpusnoop status")
-        expect_nofp_chain(only_stack(g.reports()[-1], w.pid, 3 * MiB))
-    finally:
-        g.kill()
-        w.finish()
+    g = run_attached(w, "leaks", "-a", "--format", "json", "--stacks", "dwarf")
+    expect_nofp_chain(only_stack(g.reports()[-1], w.pid, 3 * MiB))
 
 
 @test

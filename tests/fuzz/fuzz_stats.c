@@ -6,13 +6,6 @@
 #include "stitch/trace_parse.h"
 #include "tests/fuzz/fuzz.h"
 
-/* profilers/leak_report.c's, whose file would bring the whole memory model: any text will do */
-void gs_format_bytes(uint64_t bytes, char *buf, size_t len);
-void gs_format_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gs_stats_reader rd = { .stats = gs_trace_stats__new() };

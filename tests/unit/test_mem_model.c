@@ -336,10 +336,10 @@ GS_TEST(pid_index_survives_churn)
 			ok = false;
 	}
 	GS_EXPECT(ok);
-	GS_EXPECT_EQ(x.nr, 2000);
+	GS_EXPECT_EQ(x.h.nr, 2000);
 	GS_EXPECT_EQ(gs_pid_index__set(&x, 128, 5), 0); /* moves it */
 	GS_EXPECT(gs_pid_index__get(&x, 128, &pos) && pos == 5);
-	GS_EXPECT_EQ(x.nr, 2000);
+	GS_EXPECT_EQ(x.h.nr, 2000);
 	gs_pid_index__release(&x);
 	GS_EXPECT(!gs_pid_index__get(&x, 128, &pos));
 }
