@@ -37,6 +37,12 @@ struct gs_json *gs_chrome_trace__event(struct gs_chrome_trace *t, const char *ph
 	gs_json__i64(j, "tid", tid);
 	gs_chrome_trace_format_us(ts_ns, ts, sizeof(ts));
 	gs_json__raw(j, "ts", ts);
+	/*
+	 * An instant lasts nothing, and says so: Holistic Trace Analysis 0.5 keeps only rows
+	 * with a "dur", and a trace without one (CPU samples only) fails to load (KeyError).
+	 */
+	if (ph[0] == 'i' && !ph[1])
+		gs_json__raw(j, "dur", "0");
 	return j;
 }
 

@@ -2,6 +2,7 @@
 /* record.c: `gpusnoop record`, CUDA calls of live processes as one Chrome/Perfetto timeline. */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include "stitch/chrome_trace.h"
 #include "stitch/trace_writer.h"
 #include "profilers/cmd/record_ranks.h"
+#include "profilers/timeline/names.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"
@@ -82,8 +84,9 @@ struct record {
 	struct gs_tracker *tracker;
 	struct gs_stack_table *stacks;
 	struct gs_kernel_names *names;
-	struct gs_mem_model mem;   /* memory state: the counter tracks render it */
-	struct gs_addr_map *named; /* (pid, tid) already given an M event; tid 0: the process */
+	struct gs_mem_model mem;	 /* memory state: the counter tracks render it */
+	struct gs_timeline_names *named; /* thread tracks named; process labels, written last */
+	struct gs_addr_map *outputs;	 /* -o DIR/: (pid, 0) -> its output, kept past its exit */
 	/* record's summary, counted from the rows as written (gpusnoop stats: from the file) */
 	struct gs_trace_stats *stats;
 	struct gs_stats_row row;     /* the slice being written; ph 0: none */
@@ -115,20 +118,67 @@ static void fatal(struct record *r, int err)
 	}
 }
 
+/* Whether pid's environment is gone (an exit, a zombie): its rank could not be read. */
+static bool environ_gone(pid_t pid)
+{
+	char path[64], c;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, &c, 1);
+	close(fd);
+	return n <= 0;
+}
+
+/*
+ * The rank of a process first seen rankless, or -1. Its environment was read at its fork or
+ * exec, and a read then can come up empty (mid-exec, already gone): read again; a child gone
+ * since goes to its parent's file (it had its parent's environment). -2: that file is *known.
+ */
+static long rank_again(struct record *r, const struct gs_proc_tree_entry *e, pid_t pid,
+		       uint64_t *known)
+{
+	int32_t rank, local_rank;
+
+	if (!gs_read_rank_env(pid, &rank, &local_rank, NULL) && rank >= 0)
+		return rank;
+	if (e && e->ppid > 0 && environ_gone(pid) &&
+	    gs_addr_map__get(r->outputs, e->ppid, 0, known))
+		return -2;
+	return -1;
+}
+
 /* pid's output: 0, the one file (or the sink); i + 1, the i-th file of -o DIR/, its rank's. */
 static size_t output_of(struct record *r, pid_t pid)
 {
 	const struct gs_proc_tree_entry *e;
-	long i;
+	uint64_t known = 0;
+	long i, rank;
 
 	if (!r->ranks)
 		return 0;
 	e = gs_tracker__proc(r->tracker, pid);
-	i = gs_record_ranks__file(r->ranks, e ? e->rank : -1, pid);
+	rank = e ? e->rank : -1;
+	/*
+	 * A process's last samples come after its exit, when its environment is gone and the
+	 * tracker knows it afresh, rankless: they go to the file it wrote to while it lived.
+	 */
+	if (rank < 0 && gs_addr_map__get(r->outputs, pid, 0, &known))
+		return (size_t)known;
+	if (rank < 0 && (rank = rank_again(r, e, pid, &known)) == -2)
+		i = (long)known - 1;
+	else
+		i = gs_record_ranks__file(r->ranks, rank < 0 ? -1 : rank, pid);
 	if (i < 0) {
 		fatal(r, (int)i);
 		return 0; /* the sink: the recording stops and removes its files */
 	}
+	if (gs_addr_map__set(r->outputs, pid, 0, (uint64_t)i + 1))
+		fatal(r, -ENOMEM);
 	return (size_t)i + 1;
 }
 
@@ -152,30 +202,22 @@ static void render_end(struct record *r)
 		fatal(r, -ENOMEM);
 }
 
-/* Names the process and the thread track the first time either appears. */
+/* Labels the process (named at its file's end) and names the thread track at first sight. */
 static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
-	uint64_t seen;
 	char comm[32], label[64];
 
-	if (!gs_addr_map__get(r->named, pid, 0, &seen)) {
+	if (gs_timeline_names__process_wanted(r->named, pid)) {
 		/* the processes of a tree (ranks of a launcher) apart at a glance */
 		gs_proc_tree_label(gs_tracker__proc(r->tracker, pid),
 				   gs_tracker__comm(r->tracker, pid), label, sizeof(label));
-		gs_chrome_trace__process_name(render_begin(r, pid, ts_ns), pid, label);
-		render_end(r);
-		if (gs_trace_stats__add(r->stats, &(struct gs_stats_row){ .ph = 'M',
-									  .name = "process_name",
-									  .pid = pid,
-									  .label = label }))
+		if (gs_timeline_names__set_process(r->named, pid, output_of(r, pid), label))
 			fatal(r, -ENOMEM);
-		gs_addr_map__set(r->named, pid, 0, 1);
 	}
-	if (!gs_addr_map__get(r->named, pid, (uint64_t)tid, &seen)) {
+	if (gs_timeline_names__thread_wanted(r->named, pid, tid)) {
 		gs_read_comm(pid, tid, comm, sizeof(comm));
 		gs_chrome_trace__thread_name(render_begin(r, pid, ts_ns), pid, tid, comm);
 		render_end(r);
-		gs_addr_map__set(r->named, pid, (uint64_t)tid, 1);
 	}
 }
 
@@ -687,7 +729,8 @@ static void nvtx_name_thread(void *ctx, pid_t pid, pid_t tid, const char *name, 
 {
 	struct record *r = ctx;
 
-	gs_addr_map__set(r->named, pid, (uint64_t)tid, 1);
+	if (gs_timeline_names__thread_named(r->named, pid, tid))
+		fatal(r, -ENOMEM);
 	name_tracks(r, pid, tid, ts_ns); /* the process's own name, if not given yet */
 	gs_chrome_trace__thread_name(render_begin(r, pid, ts_ns), pid, tid, name);
 	render_end(r);
@@ -740,8 +783,14 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	/* what the old image held is gone with it */
 	if (exec)
 		memory_counter(r, pid, gs_clock_ns(CLOCK_MONOTONIC));
-	/* a new image may name its threads anew */
-	gs_addr_map__forget_pid(r->named, pid, NULL);
+	/*
+	 * A new image may name its threads anew. With -o DIR/ an exited process stays named
+	 * (its late samples come after its exit: a file names each process once) and keeps its
+	 * file; a new image reads its rank anew.
+	 */
+	gs_timeline_names__gone(r->named, pid, exec, r->ranks);
+	if (exec)
+		gs_addr_map__forget_pid(r->outputs, pid, NULL);
 }
 
 /* One file's end: Kineto's top-level keys (rank NULL: the recording's) and the metadata. */
@@ -755,11 +804,18 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	time_t secs = (time_t)(r->start_real_ns / 1000000000ULL);
 	struct gs_trace_writer *w = writer_at(r, output);
 
+	long no_rank = -1;
+
 	gs_trace_writer__flush(w);
-	if (r->gpu) /* Kineto's top-level keys, where HTA looks for them */
+	gs_timeline_names__write(r->named, output, gs_trace_writer__trace(w));
+	/* Kineto's top-level keys, where HTA looks for them; a rank file's rank whatever -e */
+	if (r->gpu)
 		gs_record_gpu__top_level(r->gpu,
 					 gs_chrome_trace__top_level(gs_trace_writer__trace(w)),
-					 output, rank);
+					 output, rank ? &no_rank : NULL);
+	if (rank)
+		gs_record_ranks__top_level(&r->ranks->files[output - 1],
+					   gs_chrome_trace__top_level(gs_trace_writer__trace(w)));
 	j = gs_trace_writer__metadata(w);
 	gs_tracker__stats(r->tracker, stats);
 	uname(&u);
@@ -813,6 +869,16 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 
 static void write_metadata(struct record *r)
 {
+	/* the summary counts each process's last label, as `gpusnoop stats` reads the file */
+	for (size_t i = 0; i < gs_timeline_names__nr(r->named); i++) {
+		const struct gs_timeline_proc *p = gs_timeline_names__get(r->named, i);
+
+		if (gs_trace_stats__add(r->stats, &(struct gs_stats_row){ .ph = 'M',
+									  .name = "process_name",
+									  .pid = p->pid,
+									  .label = p->label }))
+			fatal(r, -ENOMEM);
+	}
 	write_file_metadata(r, 0, NULL);
 	for (size_t i = 0; r->ranks && i < r->ranks->nr; i++)
 		write_file_metadata(r, i + 1, &r->ranks->files[i].rank);
@@ -1121,7 +1187,8 @@ static int open_parts(struct record *r)
 		return err;
 	r->stacks = gs_stack_table__new(gs_tracker__symcache(r->tracker));
 	r->names = gs_kernel_names__new(gs_tracker__symcache(r->tracker));
-	r->named = gs_addr_map__new();
+	r->named = gs_timeline_names__new();
+	r->outputs = gs_addr_map__new();
 	r->stats = gs_trace_stats__new();
 	/* the document begins here; a failure before the end removes its temporary file */
 	r->writer = gs_trace_writer__new(gs_out__file(r->out), REORDER_WINDOW_NS);
@@ -1143,7 +1210,7 @@ static int open_parts(struct record *r)
 						       .end = gpu_render_end,
 						       .track = nvtx_track,
 						       .name_thread = nvtx_name_thread });
-	if (!r->stacks || !r->names || !r->named || !r->stats || !r->writer ||
+	if (!r->stacks || !r->names || !r->named || !r->outputs || !r->stats || !r->writer ||
 	    (r->opts.gpu && !r->gpu) || (r->opts.nvtx && !r->nvtx)) {
 		gs_err("out of memory");
 		return -ENOMEM;
@@ -1310,7 +1377,8 @@ out_free:
 	gs_trace_stats__free(r.stats);
 	gs_record_gpu__free(r.gpu);
 	gs_record_nvtx__free(r.nvtx);
-	gs_addr_map__free(r.named);
+	gs_timeline_names__free(r.named);
+	gs_addr_map__free(r.outputs);
 	gs_kernel_names__free(r.names);
 	gs_stack_table__free(r.stacks);
 	gs_tracker__free(r.tracker);
