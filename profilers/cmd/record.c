@@ -32,6 +32,7 @@
 #include "stitch/trace_writer.h"
 #include "profilers/cmd/record_ranks.h"
 #include "profilers/timeline/names.h"
+#include "profilers/timeline/vocab.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"
@@ -45,8 +46,6 @@
 
 #define POLL_MS		100
 #define STATUS_EVERY_NS 1000000000ULL
-#define MEMORY_COUNTER	"CUDA memory"
-#define PINNED_COUNTER	"CUDA pinned host memory"
 /*
  * Records reach userspace from several CPUs through the ring buffer, and a call's slice only
  * when it returns: events are held this long and written in timestamp order. A slice that
@@ -224,7 +223,7 @@ static void name_tracks(struct record *r, pid_t pid, pid_t tid, uint64_t ts_ns)
 static const char *category(const struct gs_cuda_api *api)
 {
 	/* Kineto's categories, so Holistic Trace Analysis-style tools recognise the slices */
-	return api && api->lib == GS_LIB_DRIVER ? "cuda_driver" : "cuda_runtime";
+	return api && api->lib == GS_LIB_DRIVER ? GS_TL_CAT_CUDA_DRIVER : GS_TL_CAT_CUDA_RUNTIME;
 }
 
 /* Starts an X slice for one API call on its thread. */
@@ -361,10 +360,10 @@ static void memory_counter(struct record *r, pid_t pid, uint64_t ts_ns)
 
 	if (!p)
 		return;
-	counter_event(r, pid, MEMORY_COUNTER, ts_ns,
+	counter_event(r, pid, GS_TL_COUNTER_MEMORY, ts_ns,
 		      gs_mem_model__cuda_bytes(&r->mem, pid) - p->pinned_bytes);
 	if (p->pinned_seen)
-		counter_event(r, pid, PINNED_COUNTER, ts_ns, p->pinned_bytes);
+		counter_event(r, pid, GS_TL_COUNTER_PINNED, ts_ns, p->pinned_bytes);
 }
 
 /* Two counter tracks per device of a PyTorch process: allocated and reserved bytes. */
@@ -423,8 +422,8 @@ static void on_torch_oom(void *ctx, const struct gs_torch_oom *e)
 	gs_record_summary__torch_oom(gs_trace_stats__record_summary(r->stats));
 	name_tracks(r, (pid_t)e->hdr.pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
 	j = gs_chrome_trace__event(render_begin(r, (pid_t)e->hdr.pid, e->hdr.ts_ns), "i",
-				   "PyTorch out of memory", "torch_oom", e->hdr.pid, e->hdr.tid,
-				   e->hdr.ts_ns);
+				   "PyTorch out of memory", GS_TL_CAT_TORCH_OOM, e->hdr.pid,
+				   e->hdr.tid, e->hdr.ts_ns);
 	gs_json__string(j, "s", "t");
 	gs_json__begin_object(j, "args");
 	gs_torch_device_name(fx.oom.device, dev, sizeof(dev));
@@ -685,8 +684,8 @@ static void on_cpu_sample(void *ctx, const struct gs_cpu_sample *e)
 		name = s->frames[0].symbol;
 	}
 	name_tracks(r, pid, (pid_t)e->hdr.tid, e->hdr.ts_ns);
-	j = gs_chrome_trace__event(render_begin(r, pid, e->hdr.ts_ns), "i", name, "cpu_sample", pid,
-				   e->hdr.tid, e->hdr.ts_ns);
+	j = gs_chrome_trace__event(render_begin(r, pid, e->hdr.ts_ns), "i", name,
+				   GS_TL_CAT_CPU_SAMPLE, pid, e->hdr.tid, e->hdr.ts_ns);
 	gs_json__string(j, "s", "t");
 	gs_json__begin_object(j, "args");
 	gs_json__u64(j, "cpu", e->cpu);
