@@ -67,6 +67,12 @@ static long rank_again(struct gs_timeline *tl, const struct gs_proc_tree_entry *
 	return -1;
 }
 
+/* What the tracker knows of pid's process (NULL: nothing, or no tracker: unit tests). */
+static const struct gs_proc_tree_entry *proc_of(const struct gs_timeline *tl, pid_t pid)
+{
+	return tl->tracker ? gs_tracker__proc(tl->tracker, pid) : NULL;
+}
+
 /* pid's output: 0, the one file (or the sink); i + 1, the i-th file of -o DIR/, its rank's. */
 static size_t output_of(struct gs_timeline *tl, pid_t pid)
 {
@@ -76,7 +82,7 @@ static size_t output_of(struct gs_timeline *tl, pid_t pid)
 
 	if (!tl->ranks)
 		return 0;
-	e = gs_tracker__proc(tl->tracker, pid);
+	e = proc_of(tl, pid);
 	rank = e ? e->rank : -1;
 	/*
 	 * A process's last samples come after its exit, when its environment is gone and the
@@ -124,8 +130,9 @@ static void name_tracks(struct gs_timeline *tl, pid_t pid, pid_t tid, uint64_t t
 
 	if (gs_timeline_names__process_wanted(tl->named, pid)) {
 		/* the processes of a tree (ranks of a launcher) apart at a glance */
-		gs_proc_tree_label(gs_tracker__proc(tl->tracker, pid),
-				   gs_tracker__comm(tl->tracker, pid), label, sizeof(label));
+		gs_proc_tree_label(proc_of(tl, pid),
+				   tl->tracker ? gs_tracker__comm(tl->tracker, pid) : "?", label,
+				   sizeof(label));
 		if (gs_timeline_names__set_process(tl->named, pid, output_of(tl, pid), label))
 			fatal(tl, -ENOMEM);
 	}
