@@ -22,12 +22,13 @@
  *   cpu_sample    a CPU sample (-e cpu): an instant on its thread, named by its function
  *   torch_oom     PyTorch's out-of-memory (an instant, with what was requested)
  *   trigger       what made the daemon write a flight-recorder trace (an instant)
- * Counters (C events, no category), per process:
+ *   counter       a sample of one of the counters below (C events), per process:
  *   "CUDA memory"                 device and managed bytes held through the CUDA API
  *   "CUDA pinned host memory"     page-locked host bytes (cudaMallocHost, ...), once any
  *   "PyTorch DEV allocated"       bytes of live tensors on DEV (cuda:0, cpu, ...)
  *   "PyTorch DEV reserved"        bytes the caching allocator holds on DEV
- * Instants carry "dur": 0 (HTA keeps only rows with a duration).
+ * Instants and counter samples carry "dur": 0: Holistic Trace Analysis keeps only rows with
+ * a duration and a category, and loads no trace without one.
  */
 #define GS_TL_CAT_CUDA_RUNTIME "cuda_runtime"
 #define GS_TL_CAT_CUDA_DRIVER  "cuda_driver"

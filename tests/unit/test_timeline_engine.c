@@ -117,7 +117,8 @@ GS_TEST(an_allocation_is_a_runtime_slice_and_a_memory_counter)
 	GS_EXPECT(strstr(text, "\"name\":\"cudaMalloc\",\"cat\":\"cuda_runtime\"") != NULL);
 	GS_EXPECT(strstr(text, "\"ts\":1.000") && strstr(text, "\"dur\":2.000"));
 	GS_EXPECT(strstr(text, "\"bytes\":4096") && strstr(text, "\"ptr\":\"0x1000\""));
-	GS_EXPECT(strstr(text, "\"ph\":\"C\",\"name\":\"CUDA memory\"") != NULL);
+	GS_EXPECT(strstr(text, "\"ph\":\"C\",\"name\":\"CUDA memory\",\"cat\":\"counter\"") !=
+		  NULL);
 	GS_EXPECT_EQ(count(text, "\"process_name\""), 1);
 	GS_EXPECT_EQ(count(text, "\"thread_name\""), 1);
 	GS_EXPECT_EQ(g.tl.events, 2); /* the slice and the counter */

@@ -139,8 +139,8 @@ GS_TEST(a_rank_file_says_its_rank_whatever_the_events)
 	free(text);
 }
 
-/* HTA 0.5 keeps rows with a "dur" only: a trace of samples alone had none (KeyError 'dur') */
-GS_TEST(an_instant_lasts_zero_a_counter_has_no_duration)
+/* HTA 0.5 keeps rows with a "dur" only: a trace of samples or counters had none (KeyError) */
+GS_TEST(an_instant_and_a_counter_last_zero)
 {
 	struct gs_chrome_trace t;
 	char *text = NULL;
@@ -155,13 +155,12 @@ GS_TEST(an_instant_lasts_zero_a_counter_has_no_duration)
 	gs_chrome_trace__counter(&t, 1, "CUDA memory", 4000, "bytes", 5);
 	gs_chrome_trace__finish(&t);
 	fclose(f);
-	GS_EXPECT_EQ(count(text, "\"dur\":0"), 1);
+	GS_EXPECT_EQ(count(text, "\"dur\":0"), 2);
 	GS_EXPECT(strstr(text, "\"ph\":\"i\"") && strstr(text, "\"ph\":\"C\""));
 	free(text);
 }
 
-GS_TEST_MAIN(an_instant_lasts_zero_a_counter_has_no_duration,
-	     a_process_is_named_once_with_its_label_after_exec,
+GS_TEST_MAIN(an_instant_and_a_counter_last_zero, a_process_is_named_once_with_its_label_after_exec,
 	     an_exit_kept_stays_named_a_forgotten_one_is_named_anew,
 	     a_thread_is_named_once_and_nvtx_names_stay,
 	     a_rank_file_says_its_rank_whatever_the_events)
