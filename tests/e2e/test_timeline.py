@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Skip, expect_eq, main, run_gpusnoop, test
+from harness import BIN, Skip, expect_eq, main, run_gpusnoop, test
 
 LOAD_TIMEOUT = 120  # seconds for gpusnoop to load its BPF objects on a busy machine
 # scripts/setup.sh test installs Holistic Trace Analysis here, outside the work tree
@@ -85,6 +85,27 @@ def timeline_cpu_only_trace_loads_in_holistic_trace_analysis():
     hta = hta_load(out_dir)
     expect_eq(hta["ranks"], [0], "HTA's rank of a rankless trace")
     assert hta["rows"]["0"] > 0, hta
+
+
+@test
+def timeline_counters_trace_loads_in_holistic_trace_analysis():
+    """-e torch-mem (as the default events on a CPU-only PyTorch): counters, not one slice."""
+    out_dir = tempfile.mkdtemp()
+    out = os.path.join(out_dir, "torch.json")
+    status, _, err = run_gpusnoop("record", "-e", "torch-mem", "-o", out, "--",
+                                  os.path.join(BIN, "gs_torch"), timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace = load(out)
+    expect_eq([e for e in trace["traceEvents"] if e["ph"] == "X"], [], "complete slices")
+    counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert any(e["name"] == "PyTorch cpu allocated" for e in counters), counters
+    expect_eq({(e.get("cat"), e.get("dur")) for e in counters}, {("counter", 0)},
+              "counters' category and duration")
+    ooms = [e for e in trace["traceEvents"] if e["ph"] == "i"]
+    expect_eq([(e["cat"], e["dur"]) for e in ooms], [("torch_oom", 0)], "the OOM instant")
+    hta = hta_load(out_dir)
+    expect_eq(hta["ranks"], [0], "HTA's rank of a rankless trace")
+    expect_eq(hta["rows"]["0"], len(counters) + len(ooms), "HTA's rows: counters, the OOM")
 
 
 if __name__ == "__main__":
