@@ -37,6 +37,12 @@ struct gs_json *gs_chrome_trace__event(struct gs_chrome_trace *t, const char *ph
 	gs_json__i64(j, "tid", tid);
 	gs_chrome_trace_format_us(ts_ns, ts, sizeof(ts));
 	gs_json__raw(j, "ts", ts);
+	/*
+	 * An instant lasts nothing, and says so: Holistic Trace Analysis 0.5 keeps only rows
+	 * with a "dur", and a trace without one (CPU samples only) fails to load (KeyError).
+	 */
+	if (ph[0] == 'i' && !ph[1])
+		gs_json__raw(j, "dur", "0");
 	return j;
 }
 
@@ -83,8 +89,14 @@ void gs_chrome_trace__thread_name(struct gs_chrome_trace *t, int64_t pid, int64_
 void gs_chrome_trace__counter(struct gs_chrome_trace *t, int64_t pid, const char *name,
 			      uint64_t ts_ns, const char *series, uint64_t value)
 {
-	struct gs_json *j = gs_chrome_trace__event(t, "C", name, NULL, pid, 0, ts_ns);
+	/*
+	 * A sample of a counter lasts nothing either, and has a category: Holistic Trace
+	 * Analysis 0.5 keeps only rows with both, and a trace of counters alone (PyTorch's
+	 * memory on a CPU-only build) was one it could not load (KeyError: 'dur').
+	 */
+	struct gs_json *j = gs_chrome_trace__event(t, "C", name, "counter", pid, 0, ts_ns);
 
+	gs_json__raw(j, "dur", "0");
 	gs_json__begin_object(j, "args");
 	gs_json__u64(j, series, value);
 	gs_json__end_object(j);

@@ -682,6 +682,16 @@ void gs_format_us_signed(int64_t ns, char *buf, size_t len)
 bool gs_is_perfetto_data(const void *buf, size_t len)
 {
 	const unsigned char *b = buf;
+	size_t i = 1;
 
-	return len > 1 && b[0] == 0x0a && b[1] && !strchr(" \t\r\n{[", b[1]);
+	/*
+	 * A Trace opens with its first packet's tag, 0x0a, which is also JSON's "\n"; then a
+	 * length, which may look like more whitespace. JSON goes on to '{' or '['; a packet's
+	 * first field never does (0x7b and 0x5b are groups' tags, which Perfetto never uses).
+	 */
+	if (len < 2 || b[0] != 0x0a)
+		return false;
+	while (i < len && strchr(" \t\r\n", b[i]) && b[i])
+		i++;
+	return i < len && b[i] != '{' && b[i] != '[';
 }

@@ -73,8 +73,8 @@ int gs_parse_us_ns(const char *s, size_t len, int64_t *ns);
 int gs_parse_i64(const char *s, size_t len, int64_t *v);
 /*
  * Whether a trace file's first len bytes are a Perfetto protobuf trace's (record --format
- * perfetto): field 1 length-delimited (0x0a), then a length. JSON may begin with '\n' too, but
- * then only with more whitespace, '{' or '['.
+ * perfetto): field 1 length-delimited (0x0a), then a length, which may be a whitespace byte.
+ * JSON may begin with '\n' too, but then goes on, past more whitespace, to '{' or '['.
  */
 bool gs_is_perfetto_data(const void *buf, size_t len);
 /* Writes signed nanoseconds as microseconds with three decimals ("-0.005"). */

@@ -13,6 +13,7 @@
 #include "profilers/cuda/gpu_correlate.h"
 #include "profilers/proc_tree.h"
 #include "profilers/cupti/cupti_abi.h"
+#include "profilers/timeline/vocab.h"
 #include "user/addr_map.h"
 #include "user/demangle.h"
 #include "user/log.h"
@@ -20,7 +21,7 @@
 #define MAX_DEVICES 64
 /* device and stream tracks named over all outputs: the library's records choose them */
 #define MAX_TRACKS 1024
-#define FLOW_CAT   "ac2g" /* Kineto's flows from a CPU launch to its GPU work */
+#define FLOW_CAT   GS_TL_CAT_FLOW /* Kineto's flows from a CPU launch to its GPU work */
 /* processes numbered in flow ids, so that an id stays below 2^53 (exact as a JSON number) */
 #define FLOW_PROCS (1u << 21)
 #define FLOW_KEY   0

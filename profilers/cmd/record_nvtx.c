@@ -8,11 +8,12 @@
 #include <unistd.h>
 #include "profilers/cmd/record_gpu.h"
 #include "profilers/cmd/record_nvtx.h"
+#include "profilers/timeline/vocab.h"
 #include "bpf/gs_nvtx.h"
 #include "user/addr_map.h"
 #include "user/log.h"
 
-#define CAT	    "nvtx"
+#define CAT	    GS_TL_CAT_NVTX
 #define UNNAMED	    "[unnamed range]"
 #define MAX_OPEN    16384      /* push ranges open at once, over all threads */
 #define MAX_ASYNC   16384      /* start/end ranges open at once */

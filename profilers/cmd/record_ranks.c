@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "profilers/cmd/record_ranks.h"
+#include "profilers/proc_tree.h"
+#include "user/json.h"
 #include "user/log.h"
 #include "user/out_file.h"
 
@@ -132,14 +134,31 @@ static int open_file(struct gs_record_ranks *rr, struct gs_record_file *f)
 	return 0;
 }
 
+/*
+ * A rank file says its world's size: read from the environment of its processes while they
+ * live (their first events), a few times at most (a read can come up empty mid-exec).
+ */
+static void read_world_size(struct gs_record_file *f, pid_t pid)
+{
+	int32_t rank, local_rank, world_size;
+
+	if (f->rank < 0 || f->world_size > 0 || f->size_reads >= 4)
+		return;
+	f->size_reads++;
+	if (!gs_read_rank_env(pid, &rank, &local_rank, &world_size) && world_size > 0)
+		f->world_size = world_size;
+}
+
 long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 {
 	long i = find(rr, rank, pid);
 	struct gs_record_file *f;
 	int err;
 
-	if (i >= 0)
+	if (i >= 0) {
+		read_world_size(&rr->files[i], pid);
 		return i;
+	}
 	if (rr->error)
 		return rr->error;
 	if (rr->nr == rr->cap) {
@@ -154,11 +173,27 @@ long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 		rr->cap = cap;
 	}
 	f = &rr->files[rr->nr];
-	*f = (struct gs_record_file){ .rank = rank < 0 ? -1 : rank, .pid = pid };
+	*f = (struct gs_record_file){ .rank = rank < 0 ? -1 : rank, .world_size = -1, .pid = pid };
+	read_world_size(f, pid);
 	err = open_file(rr, f);
 	if (err)
 		return rr->error = err;
 	return (long)rr->nr++;
+}
+
+void gs_record_ranks__top_level(const struct gs_record_file *f, struct gs_json *j)
+{
+	char info[96];
+
+	if (f->rank < 0)
+		return;
+	/* HTA finds the rank by searching the text for "rank": N, space included */
+	if (f->world_size > 0)
+		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", f->rank,
+			 f->world_size);
+	else
+		snprintf(info, sizeof(info), "{\"rank\": %ld}", f->rank);
+	gs_json__raw(j, "distributedInfo", info);
 }
 
 int gs_record_ranks__close(struct gs_record_ranks *rr)

@@ -16,7 +16,9 @@
  * recording ends well (user/out_file.h), so Holistic Trace Analysis can load DIR.
  */
 struct gs_record_file {
-	long rank; /* -1: none, pid names the file */
+	long rank;	 /* -1: none, pid names the file */
+	long world_size; /* WORLD_SIZE or its kin in its processes' environment; -1 */
+	int size_reads;	 /* reads of it so far */
 	pid_t pid;
 	struct gs_out *out;
 	struct gs_trace_writer *writer;
@@ -37,6 +39,8 @@ bool gs_record_ranks_wanted(const char *output);
 int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t window_ns);
 /* The file of rank (>= 0) or else of pid, opened on first use: its index, or -errno (logged). */
 long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid);
+/* A rank file's "distributedInfo" (Kineto's, where HTA finds the rank); none for a pid file. */
+void gs_record_ranks__top_level(const struct gs_record_file *f, struct gs_json *j);
 /* Renames every file into place. Returns 0 or the first -errno (logged); frees nothing. */
 int gs_record_ranks__close(struct gs_record_ranks *rr);
 /* Removes the temporaries of files not closed; NULL is ignored. */

@@ -9,12 +9,11 @@
 #include "profilers/daemon/flight_recorder.h"
 #include "profilers/daemon/flight_trace.h"
 #include "profilers/leak_report.h"
+#include "profilers/timeline/vocab.h"
 #include "stitch/chrome_trace.h"
 #include "user/clock.h"
 #include "user/proc_info.h"
 #include "user/stack_table.h"
-
-#define MEMORY_COUNTER "CUDA memory"
 
 struct writer {
 	struct gs_chrome_trace trace;
@@ -68,8 +67,11 @@ static void write_event(void *ctx, const struct gs_flight_event *e)
 	char buf[1024];
 
 	name_thread(w, e->tid);
-	j = gs_chrome_trace__event(&w->trace, "X", gs_cuda_api_name(e->api), "cuda_mem", w->pid,
-				   e->tid, e->entry_ts_ns);
+	/* record's categories: the same call is the same row in either trace */
+	j = gs_chrome_trace__event(&w->trace, "X", gs_cuda_api_name(e->api),
+				   api && api->lib == GS_LIB_DRIVER ? GS_TL_CAT_CUDA_DRIVER
+								    : GS_TL_CAT_CUDA_RUNTIME,
+				   w->pid, e->tid, e->entry_ts_ns);
 	gs_chrome_trace_format_us(e->ts_ns - e->entry_ts_ns, buf, sizeof(buf));
 	gs_json__raw(j, "dur", buf);
 	gs_json__begin_object(j, "args");
@@ -95,7 +97,7 @@ static void write_event(void *ctx, const struct gs_flight_event *e)
 	gs_chrome_trace__end_event(&w->trace);
 	if (delta(e)) {
 		w->net += delta(e);
-		gs_chrome_trace__counter(&w->trace, w->pid, MEMORY_COUNTER, e->ts_ns, "bytes",
+		gs_chrome_trace__counter(&w->trace, w->pid, GS_TL_COUNTER_MEMORY, e->ts_ns, "bytes",
 					 (uint64_t)w->net);
 	}
 	w->events++;
@@ -118,7 +120,7 @@ int gs_flight_trace__write(FILE *f, const struct gs_flight_recorder *fr, pid_t p
 	if (w.net < 0)
 		w.net = 0; /* frees of memory allocated before the daemon saw the process */
 	gs_flight_recorder__each(fr, pid, now_ns, write_event, &w);
-	j = gs_chrome_trace__event(&w.trace, "i", t->kind, "trigger", pid, pid, now_ns);
+	j = gs_chrome_trace__event(&w.trace, "i", t->kind, GS_TL_CAT_TRIGGER, pid, pid, now_ns);
 	gs_json__string(j, "s", "p");
 	gs_chrome_trace__end_event(&w.trace);
 	j = gs_chrome_trace__metadata(&w.trace);

@@ -43,8 +43,8 @@ GS_TEST(document_with_events_and_metadata)
 		      "\"args\":{\"name\":\"train\"}}\n"
 		      ",{\"ph\":\"X\",\"name\":\"cudaMalloc\",\"cat\":\"cuda_runtime\",\"pid\":7,"
 		      "\"tid\":8,\"ts\":1.500,\"dur\":0.250}\n"
-		      ",{\"ph\":\"C\",\"name\":\"CUDA memory\",\"pid\":7,\"tid\":0,\"ts\":2.000,"
-		      "\"args\":{\"bytes\":4096}}\n"
+		      ",{\"ph\":\"C\",\"name\":\"CUDA memory\",\"cat\":\"counter\",\"pid\":7,"
+		      "\"tid\":0,\"ts\":2.000,\"dur\":0,\"args\":{\"bytes\":4096}}\n"
 		      "],\"metadata\":{\"dropped_events\":0}}\n");
 	GS_EXPECT_EQ(t.nr_events, 3);
 	free(text);

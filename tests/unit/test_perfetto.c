@@ -209,6 +209,10 @@ GS_TEST(perfetto_paths)
 	GS_EXPECT(gs_is_perfetto_data("\x0a\x17\x08", 3));
 	GS_EXPECT(!gs_is_perfetto_data("\n{\"traceEvents\"", 4));
 	GS_EXPECT(!gs_is_perfetto_data("\n\n", 2));
+	/* a first packet of 13 or 32 bytes: its length byte is JSON whitespace */
+	GS_EXPECT(gs_is_perfetto_data("\x0a\x0d\x50\x01", 4));
+	GS_EXPECT(gs_is_perfetto_data("\x0a\x20\x50\x01", 4));
+	GS_EXPECT(!gs_is_perfetto_data("\n\r\n  [{", 6));
 	GS_EXPECT(!gs_is_perfetto_data("\x0a", 1));
 }
 

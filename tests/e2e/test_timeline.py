@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""test_timeline.py: traces without GPU rows or complete slices, per rank, as HTA loads them."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import BIN, Skip, expect_eq, main, run_gpusnoop, test
+
+LOAD_TIMEOUT = 120  # seconds for gpusnoop to load its BPF objects on a busy machine
+# scripts/setup.sh test installs Holistic Trace Analysis here, outside the work tree
+HTA_PYTHON = os.environ.get("GS_HTA_PYTHON", "/var/cache/gpusnoop-tests/venv/bin/python")
+PYTHON = "/usr/bin/python3"  # Debian's, not a shim that runs shell scripts first
+# busy on the CPU for half a second, then exits: its last samples come with its exit
+SPIN = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 0.5:\n    pass\n"
+
+
+def hta_load(trace_dir):
+    """Holistic Trace Analysis' ranks and rows of the traces in trace_dir."""
+    if not os.access(HTA_PYTHON, os.X_OK):
+        raise Skip(f"{HTA_PYTHON} missing: `make setup-test` installs Holistic Trace Analysis")
+    p = subprocess.run([HTA_PYTHON, os.path.join(os.path.dirname(__file__),
+                                                 "hta_load_check.py"), trace_dir],
+                       capture_output=True, timeout=LOAD_TIMEOUT)
+    expect_eq(p.returncode, 0, f"hta_load_check status; stderr:\n{p.stderr.decode()[-3000:]}")
+    return json.loads(p.stdout)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def process_names(trace):
+    return [(e["pid"], e["args"]["name"]) for e in trace["traceEvents"]
+            if e["ph"] == "M" and e["name"] == "process_name"]
+
+
+def expect_samples_only(trace):
+    """CPU samples, no complete slice: each an instant that lasts 0 (HTA needs a "dur")."""
+    samples = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_sample"]
+    assert samples, "no CPU sample"
+    expect_eq([e for e in trace["traceEvents"] if e["ph"] == "X"], [], "complete slices")
+    expect_eq({(e["ph"], e.get("dur")) for e in samples}, {("i", 0)}, "samples' phase, dur")
+    return samples
+
+
+@test
+def timeline_cpu_rank_directory_is_one_file_per_rank():
+    out_dir = os.path.join(tempfile.mkdtemp(), "ranks") + "/"
+    status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "499", "-o", out_dir, "--",
+                                  PYTHON, "-c", SPIN, env={"RANK": "0", "WORLD_SIZE": "1"},
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    # every sample of the rank, its exit's last ones included, in the rank's one file
+    expect_eq(sorted(os.listdir(out_dir)), ["rank-0.json"], "files")
+    trace = load(os.path.join(out_dir, "rank-0.json"))
+    expect_eq(trace.get("distributedInfo"), {"rank": 0, "world_size": 1},
+              "distributedInfo without -e gpu")
+    samples = expect_samples_only(trace)
+    names = process_names(trace)
+    pids = [pid for pid, _ in names]
+    expect_eq(len(pids), len(set(pids)), f"each process named once: {names}")
+    target = {pid for pid, name in names if name.startswith("python3")}
+    expect_eq(len(target), 1, f"the command's process: {names}")
+    expect_eq(dict(names)[target.pop()], "python3 (rank 0)", "its name, after its exec")
+    assert all(e["pid"] in dict(names) for e in samples), "every sample's process named"
+    hta = hta_load(out_dir)
+    expect_eq(hta["ranks"], [0], "the rank HTA finds")
+    assert hta["rows"]["0"] > 0, hta
+
+
+@test
+def timeline_cpu_only_trace_loads_in_holistic_trace_analysis():
+    out_dir = tempfile.mkdtemp()
+    out = os.path.join(out_dir, "cpu.json")
+    status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "499", "-o", out, "--",
+                                  PYTHON, "-c", SPIN, timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    expect_samples_only(load(out))
+    # no "dur" anywhere was HTA 0.5's KeyError: 'dur'
+    hta = hta_load(out_dir)
+    expect_eq(hta["ranks"], [0], "HTA's rank of a rankless trace")
+    assert hta["rows"]["0"] > 0, hta
+
+
+@test
+def timeline_counters_trace_loads_in_holistic_trace_analysis():
+    """-e torch-mem (as the default events on a CPU-only PyTorch): counters, not one slice."""
+    out_dir = tempfile.mkdtemp()
+    out = os.path.join(out_dir, "torch.json")
+    status, _, err = run_gpusnoop("record", "-e", "torch-mem", "-o", out, "--",
+                                  os.path.join(BIN, "gs_torch"), timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace = load(out)
+    expect_eq([e for e in trace["traceEvents"] if e["ph"] == "X"], [], "complete slices")
+    counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert any(e["name"] == "PyTorch cpu allocated" for e in counters), counters
+    expect_eq({(e.get("cat"), e.get("dur")) for e in counters}, {("counter", 0)},
+              "counters' category and duration")
+    ooms = [e for e in trace["traceEvents"] if e["ph"] == "i"]
+    expect_eq([(e["cat"], e["dur"]) for e in ooms], [("torch_oom", 0)], "the OOM instant")
+    hta = hta_load(out_dir)
+    expect_eq(hta["ranks"], [0], "HTA's rank of a rankless trace")
+    expect_eq(hta["rows"]["0"], len(counters) + len(ooms), "HTA's rows: counters, the OOM")
+
+
+if __name__ == "__main__":
+    main()
