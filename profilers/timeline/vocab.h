@@ -7,8 +7,8 @@
  * Every trace gpusnoop writes (record, the daemon's flight-recorder and OOM traces, stitch's
  * merges of them) names its rows with these words, Kineto's where Kineto has one, so that
  * Holistic Trace Analysis and Perfetto's PyTorch views recognise them. `gpusnoop stats`
- * counts rows by them. The README's "Reading a trace" section and gpusnoop-record(1) list
- * them for users: change both with this file.
+ * counts rows by them. gpusnoop-record(8) (scripts/man/sections/gpusnoop-record.8.md) lists
+ * them for users: change it with this file.
  *
  * "cat" of a row:
  *   cuda_runtime  a CUDA runtime API call on its thread (cudaMalloc, cudaLaunchKernel, ...):
