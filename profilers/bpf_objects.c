@@ -221,6 +221,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_ustack = o->opts.ustack;
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
+	o->mem->rodata->cfg_no_stacks = o->opts.no_stacks;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: share_flood_maps(o, o->mem->obj);
@@ -245,6 +246,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 	o->cuda->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->cuda->rodata->cfg_python = o->opts.python != NULL;
+	o->cuda->rodata->cfg_no_stacks = o->opts.no_stacks;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
 	err = err ?: share_flood_maps(o, o->cuda->obj);
@@ -304,6 +306,7 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 		o->torch->rodata->cfg_ustack = o->opts.ustack;
 		o->torch->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 		o->torch->rodata->cfg_python = o->opts.python != NULL;
+		o->torch->rodata->cfg_no_stacks = o->opts.no_stacks;
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
 		err = err ?: share_flood_maps(o, o->torch->obj);

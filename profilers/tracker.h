@@ -20,6 +20,7 @@ struct gs_proc_filter;
 enum gs_stack_mode {
 	GS_STACKS_FP = 0, /* frame pointers, by the kernel at the probe (bpf_get_stack) */
 	GS_STACKS_DWARF,  /* a copied stack slice, unwound here with the files' CFI */
+	GS_STACKS_NONE,	  /* none walked (record, leaks --stacks none): no frames, no Python */
 };
 
 struct gs_tracker_opts {
