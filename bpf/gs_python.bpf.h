@@ -36,6 +36,19 @@ struct {
 	__type(value, struct gs_py_proc);
 } py_procs SEC(".maps");
 
+/*
+ * How many of the processes in py_procs have a pid of each value mod GS_PY_PID_SLOTS, kept by
+ * userspace (user/python.c): a zero says "not Python" with an array lookup the verifier
+ * inlines, so that other processes do not pay py_procs' hash lookup on every event. A count,
+ * not a pid: two Python processes in one slot both keep their frames.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GS_PY_PID_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} py_pids SEC(".maps");
+
 /* --no-python: no lookup at all (one costs ~110 ns per event, Python or not) */
 const volatile bool cfg_python = true;
 
@@ -327,8 +340,9 @@ static __always_inline int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 #else
 __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 {
-	__u32 pid = pid_tgid >> 32, zero = 0, n;
-	struct gs_py_proc *pp = cfg_python ? bpf_map_lookup_elem(&py_procs, &pid) : NULL;
+	__u32 pid = pid_tgid >> 32, zero = 0, n, slot = pid & (GS_PY_PID_SLOTS - 1);
+	__u32 *nr = cfg_python ? bpf_map_lookup_elem(&py_pids, &slot) : NULL;
+	struct gs_py_proc *pp = nr && *nr ? bpf_map_lookup_elem(&py_procs, &pid) : NULL;
 	struct gs_py_stack_event *e;
 	struct gs_py_scratch *sc;
 	struct gs_py_walk w = {};

@@ -225,7 +225,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: share_flood_maps(o, o->mem->obj);
-	err = err ?: gs_python__share_map(o->opts.python, o->mem->maps.py_procs);
+	err = err ?: gs_python__share_maps(o->opts.python, o->mem->obj);
 	err = err ?: gs_links__prepare(o->mem->obj);
 	err = err ?: mem_bpf__load(o->mem);
 	return err ? gs_bpf_load_error("mem", err) : 0;
@@ -250,7 +250,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
 	err = err ?: share_flood_maps(o, o->cuda->obj);
-	err = err ?: gs_python__share_map(o->opts.python, o->cuda->maps.py_procs);
+	err = err ?: gs_python__share_maps(o->opts.python, o->cuda->obj);
 	err = err ?: gs_links__prepare(o->cuda->obj);
 	err = err ?: cuda_bpf__load(o->cuda);
 	return err ? gs_bpf_load_error("cuda", err) : 0;
@@ -310,7 +310,7 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
 		err = err ?: share_flood_maps(o, o->torch->obj);
-		err = err ?: gs_python__share_map(o->opts.python, o->torch->maps.py_procs);
+		err = err ?: gs_python__share_maps(o->opts.python, o->torch->obj);
 	}
 	err = err ?: gs_links__prepare(o->torch->obj);
 	err = err ?: torch_bpf__load(o->torch);

@@ -273,7 +273,7 @@ int gs_cpu_sampler__open(struct gs_cpu_sampler **out, struct gs_tracker *t,
 	}
 	err = gs_tracker__share_maps(t, s->skel->maps.events, s->skel->maps.targets,
 				     s->skel->maps.stats);
-	err = err ?: gs_tracker__share_python_map(t, s->skel->maps.py_procs);
+	err = err ?: gs_tracker__share_python_maps(t, s->skel->obj);
 	err = err ?: cpu_bpf__load(s->skel);
 	if (err) {
 		gs_bpf_load_error("cpu", err);

@@ -752,9 +752,9 @@ int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct 
 	return gs_bpf_objects__share_maps(&t->objs, events, targets, stats);
 }
 
-int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs)
+int gs_tracker__share_python_maps(struct gs_tracker *t, struct bpf_object *obj)
 {
-	return gs_python__share_map(t->python, py_procs);
+	return gs_python__share_maps(t->python, obj);
 }
 
 bool gs_tracker__has_python(const struct gs_tracker *t)

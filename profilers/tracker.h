@@ -11,6 +11,7 @@
 #include "bpf/gs_event.h"
 
 struct bpf_map;
+struct bpf_object;
 struct gs_symcache;
 struct gs_tracker;
 struct gs_proc_tree_entry;
@@ -70,8 +71,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
  */
 int gs_tracker__share_maps(struct gs_tracker *t, struct bpf_map *events, struct bpf_map *targets,
 			   struct bpf_map *stats);
-/* ... and its py_procs map (bpf/gs_python.bpf.h) the session's. Returns 0 or -errno. */
-int gs_tracker__share_python_map(struct gs_tracker *t, struct bpf_map *py_procs);
+/* ... and its py_procs, py_pids maps (bpf/gs_python.bpf.h) the session's. 0 or -errno. */
+int gs_tracker__share_python_maps(struct gs_tracker *t, struct bpf_object *obj);
 /* whether Python frames are on: off with --no-python or on a kernel without bpf_loop() */
 bool gs_tracker__has_python(const struct gs_tracker *t);
 /* What such an object's cfg_wakeup_bytes should be: the session's wake-up threshold. */
