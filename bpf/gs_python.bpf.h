@@ -340,14 +340,19 @@ static __always_inline int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 #else
 __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 {
-	__u32 pid = pid_tgid >> 32, zero = 0, n, slot = pid & (GS_PY_PID_SLOTS - 1);
-	__u32 *nr = cfg_python ? bpf_map_lookup_elem(&py_pids, &slot) : NULL;
-	struct gs_py_proc *pp = nr && *nr ? bpf_map_lookup_elem(&py_procs, &pid) : NULL;
+	/* one key slot for both lookups: this frame is on handle_sample's 512-byte stack (6.1) */
+	__u32 pid = pid_tgid >> 32, key = pid & (GS_PY_PID_SLOTS - 1), zero = 0, n;
+	__u32 *nr = cfg_python ? bpf_map_lookup_elem(&py_pids, &key) : NULL;
+	struct gs_py_proc *pp = NULL;
 	struct gs_py_stack_event *e;
 	struct gs_py_scratch *sc;
 	struct gs_py_walk w = {};
 	__u64 ts, size;
 
+	if (!nr || !*nr)
+		return 0; /* not a Python process: no hash lookup */
+	key = pid;
+	pp = bpf_map_lookup_elem(&py_procs, &key);
 	if (!pp)
 		return 0;
 	w.p = *pp;
