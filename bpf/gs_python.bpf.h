@@ -22,7 +22,7 @@
 /* 3.14+: f_executable is a _PyStackRef whose low bits are tags; objects are 8-aligned */
 #define GS_PY_TAG_BITS	  7ULL
 #define GS_PY_PAGE	  4096ULL /* x86-64 */
-#define GS_PY_MAX_TSS_KEY 1024 /* glibc's PTHREAD_KEYS_MAX */
+#define GS_PY_MAX_TSS_KEY 1024	  /* glibc's PTHREAD_KEYS_MAX */
 
 /*
  * pid -> where its interpreter keeps thread states and how its frames are laid out, written
