@@ -286,13 +286,21 @@ static __always_inline long gs_py_frame_at(struct gs_py_walk *w, struct gs_py_sc
 	if (w->blk && start >= w->blk && end <= w->blk + w->blk_end)
 		return (long)(start - w->blk);
 	if (w->p.instr_is_ptr) {
-		from = end > GS_PY_BLOCK ? end - GS_PY_BLOCK : 0;
+		from = end > GS_PY_BLOCK - 1 ? end - (GS_PY_BLOCK - 1) : 0;
 		if (from < (start & ~(GS_PY_PAGE - 1)))
 			from = start & ~(GS_PY_PAGE - 1);
 	}
+	/*
+	 * One test, then a mask: with a "!size" test too, clang tests size - 1 instead, a bound
+	 * the verifiers before 6.18 do not carry over to size (6.1 and 6.12 refuse the object).
+	 */
 	size = end - from;
-	asm volatile("" : "+r"(size)); /* the verifier must see the bound on this register */
-	if (size > GS_PY_BLOCK || !size || bpf_probe_read_user(sc->block, size, (void *)from)) {
+	if (size > GS_PY_BLOCK - 1) {
+		w->blk = 0;
+		return -1;
+	}
+	asm volatile("" : "+r"(size));
+	if (bpf_probe_read_user(sc->block, size & (GS_PY_BLOCK - 1), (void *)from)) {
 		w->blk = 0;
 		return -1;
 	}
