@@ -346,6 +346,13 @@ static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
 	code = gs_py_field(sc, (__u32)base, w->p.frame_code, w->lo) & ~GS_PY_TAG_BITS;
 	instr = gs_py_field(sc, (__u32)base, w->p.frame_instr, w->lo);
 	gs_py_note_code(w, code);
+	/*
+	 * n again, tested where it indexes: clang spilled it before the test above, and 6.1's
+	 * verifier does not carry a test's bound over to a spilled copy (6.12's does)
+	 */
+	asm volatile("" : "+r"(n));
+	if (n >= GS_PY_MAX_FRAMES)
+		return 1;
 	sc->ev.frames[n].code = code;
 	sc->ev.frames[n].instr = (__u32)(w->p.instr_is_ptr ? instr - code : instr);
 	sc->ev.frames[n].flags =
