@@ -345,11 +345,16 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 	return n;
 }
 
+/* --stacks none (record, leaks): no user stack is walked at all, records carry no frames */
+const volatile bool cfg_no_stacks = false;
+
 /* from the task's user registers: in a sample that interrupted the kernel too (gs_uregs) */
 static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 {
 	struct gs_uregs r;
 
+	if (cfg_no_stacks)
+		return 0;
 	if (!gs_uregs(ctx, &r))
 		return gs_user_stack_kernel(ctx, frames);
 	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp);
@@ -365,6 +370,8 @@ static __always_inline __u16 gs_user_stack_at_entry(void *ctx, __u64 *frames)
 	struct pt_regs *regs = ctx;
 	__u64 ret;
 
+	if (cfg_no_stacks)
+		return 0;
 	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(regs))) {
 		gs_count(GS_STAT_STACK_FAILED);
 		return 0;

@@ -330,6 +330,7 @@ struct gs_ustack_event {
  */
 #define GS_PY_MAX_FRAMES 128 /* Python frames recorded per stack, innermost first */
 #define GS_PY_MAX_PROCS	 4096
+#define GS_PY_PID_SLOTS	 4096 /* py_pids: a power of 2 */
 
 /* gs_py_proc.flag_kind: how a frame says that it ends a run of _PyEval_EvalFrameDefault */
 #define GS_PY_RUN_EVERY	   0 /* 3.8-3.10: one C evaluation per Python frame */

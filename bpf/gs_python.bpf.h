@@ -21,7 +21,8 @@
 #define GS_PY_OWNER_CSTACK 3
 /* 3.14+: f_executable is a _PyStackRef whose low bits are tags; objects are 8-aligned */
 #define GS_PY_TAG_BITS	  7ULL
-#define GS_PY_MAX_TSS_KEY 1024 /* glibc's PTHREAD_KEYS_MAX */
+#define GS_PY_PAGE	  4096ULL /* x86-64 */
+#define GS_PY_MAX_TSS_KEY 1024	  /* glibc's PTHREAD_KEYS_MAX */
 
 /*
  * pid -> where its interpreter keeps thread states and how its frames are laid out, written
@@ -35,6 +36,19 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gs_py_proc);
 } py_procs SEC(".maps");
+
+/*
+ * How many of the processes in py_procs have a pid of each value mod GS_PY_PID_SLOTS, kept by
+ * userspace (user/python.c): a zero says "not Python" with an array lookup the verifier
+ * inlines, so that other processes do not pay py_procs' hash lookup on every event. A count,
+ * not a pid: two Python processes in one slot both keep their frames.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GS_PY_PID_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} py_pids SEC(".maps");
 
 /* --no-python: no lookup at all (one costs ~110 ns per event, Python or not) */
 const volatile bool cfg_python = true;
@@ -93,11 +107,19 @@ static __always_inline __u64 gs_py_top_frame(const struct gs_py_proc *p, __u64 t
 
 /* One frame written at a time, by a bpf_loop() callback: the verifier checks it once. */
 #define GS_PY_FRAME_WINDOW 128 /* bytes of a frame read at once: every field of every layout */
+/*
+ * 3.11+ push frames one above the other on the thread's data stack, so a frame's callers
+ * usually lie just below it: one read of up to GS_PY_BLOCK bytes ending at a frame (not
+ * below its page, which may be the first mapped) serves the frames under it too, instead
+ * of one read each (a user read costs more than the bytes it copies). Older frames are
+ * objects of their own: one window each.
+ */
+#define GS_PY_BLOCK 2048
 
-/* The record being built, and the current frame's bytes */
+/* The record being built, and the bytes of the current frame and those read with it */
 struct gs_py_scratch {
 	struct gs_py_stack_event ev;
-	__u8 frame[GS_PY_FRAME_WINDOW];
+	__u8 block[GS_PY_BLOCK];
 };
 
 struct {
@@ -133,9 +155,11 @@ struct gs_py_walk {
 	struct gs_py_proc p;
 	__u16 lo;    /* the window starts at the lowest field offset */
 	__u16 len;   /* and ends after the highest field */
+	__u32 n;     /* frames recorded */
 	__u64 frame; /* the next frame to read; 0 at the end of the chain */
 	__u64 pid_tgid;
-	__u32 n; /* frames recorded */
+	__u64 blk; /* the user address the scratch block holds bytes of, up to blk_end */
+	__u32 blk_end;
 	__u32 pid;
 	bool news; /* a code object not sent before */
 };
@@ -235,15 +259,54 @@ static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
 	w->news = true;
 }
 
-/* A field of the frame window: off is the field's offset in the frame, as userspace says */
-static __always_inline __u64 gs_py_field(const struct gs_py_scratch *sc, __u16 off, __u16 lo)
+/*
+ * A field of the frame whose window starts at base in the block: off is the field's offset
+ * in the frame, as userspace says, and lo the window's (the lowest field offset)
+ */
+static __always_inline __u64 gs_py_field(const struct gs_py_scratch *sc, __u32 base, __u16 off,
+					 __u16 lo)
 {
-	__u32 at = (__u32)(off - lo);
+	__u32 at = base + (__u32)(off - lo);
 	__u64 v = 0;
 
-	if (at <= GS_PY_FRAME_WINDOW - sizeof(v))
-		__builtin_memcpy(&v, &sc->frame[at & (GS_PY_FRAME_WINDOW - 1)], sizeof(v));
+	if (at <= GS_PY_BLOCK - sizeof(v))
+		__builtin_memcpy(&v, &sc->block[at & (GS_PY_BLOCK - 1)], sizeof(v));
 	return v;
+}
+
+/*
+ * Where w->frame's window starts in the block, reading the block again unless it holds the
+ * window already; -1 when the frame cannot be read.
+ */
+static __always_inline long gs_py_frame_at(struct gs_py_walk *w, struct gs_py_scratch *sc)
+{
+	__u64 start = w->frame + w->lo, end = start + w->len, from = start;
+	__u64 size;
+
+	if (w->blk && start >= w->blk && end <= w->blk + w->blk_end)
+		return (long)(start - w->blk);
+	if (w->p.instr_is_ptr) {
+		from = end > GS_PY_BLOCK - 1 ? end - (GS_PY_BLOCK - 1) : 0;
+		if (from < (start & ~(GS_PY_PAGE - 1)))
+			from = start & ~(GS_PY_PAGE - 1);
+	}
+	/*
+	 * One test, then a mask: with a "!size" test too, clang tests size - 1 instead, a bound
+	 * the verifiers before 6.18 do not carry over to size (6.1 and 6.12 refuse the object).
+	 */
+	size = end - from;
+	if (size > GS_PY_BLOCK - 1) {
+		w->blk = 0;
+		return -1;
+	}
+	asm volatile("" : "+r"(size));
+	if (bpf_probe_read_user(sc->block, size & (GS_PY_BLOCK - 1), (void *)from)) {
+		w->blk = 0;
+		return -1;
+	}
+	w->blk = from;
+	w->blk_end = (__u32)size;
+	return (long)(start - from);
 }
 
 /* Reads one frame into the scratch record (or steps over a shim); 1 stops the walk. */
@@ -253,14 +316,16 @@ static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
 	__u32 zero = 0, n = w->n, last = w->n - 1;
 	struct gs_py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
 	__u64 code, back, instr;
+	long base;
 	__u8 flag;
 
-	if (!sc || !w->frame ||
-	    bpf_probe_read_user(sc->frame, w->len & (GS_PY_FRAME_WINDOW - 1),
-				(void *)(w->frame + w->lo)))
+	if (!sc || !w->frame)
 		return 1;
-	back = gs_py_field(sc, w->p.frame_back, w->lo);
-	flag = (__u8)gs_py_field(sc, w->p.frame_flag, w->lo);
+	base = gs_py_frame_at(w, sc);
+	if (base < 0)
+		return 1;
+	back = gs_py_field(sc, (__u32)base, w->p.frame_back, w->lo);
+	flag = (__u8)gs_py_field(sc, (__u32)base, w->p.frame_flag, w->lo);
 	if (w->p.flag_kind == GS_PY_RUN_OWNER && flag >= GS_PY_OWNER_CSTACK) {
 		/* the shim below an eval run: the frame above it was the run's outermost */
 		if (last < GS_PY_MAX_FRAMES)
@@ -278,9 +343,16 @@ static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
 		w->frame = back;
 		return 0;
 	}
-	code = gs_py_field(sc, w->p.frame_code, w->lo) & ~GS_PY_TAG_BITS;
-	instr = gs_py_field(sc, w->p.frame_instr, w->lo);
+	code = gs_py_field(sc, (__u32)base, w->p.frame_code, w->lo) & ~GS_PY_TAG_BITS;
+	instr = gs_py_field(sc, (__u32)base, w->p.frame_instr, w->lo);
 	gs_py_note_code(w, code);
+	/*
+	 * n again, tested where it indexes: clang spilled it before the test above, and 6.1's
+	 * verifier does not carry a test's bound over to a spilled copy (6.12's does)
+	 */
+	asm volatile("" : "+r"(n));
+	if (n >= GS_PY_MAX_FRAMES)
+		return 1;
 	sc->ev.frames[n].code = code;
 	sc->ev.frames[n].instr = (__u32)(w->p.instr_is_ptr ? instr - code : instr);
 	sc->ev.frames[n].flags =
@@ -327,13 +399,19 @@ static __always_inline int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 #else
 __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 {
-	__u32 pid = pid_tgid >> 32, zero = 0, n;
-	struct gs_py_proc *pp = cfg_python ? bpf_map_lookup_elem(&py_procs, &pid) : NULL;
+	/* one key slot for both lookups: this frame is on handle_sample's 512-byte stack (6.1) */
+	__u32 pid = pid_tgid >> 32, key = pid & (GS_PY_PID_SLOTS - 1), zero = 0, n;
+	__u32 *nr = cfg_python ? bpf_map_lookup_elem(&py_pids, &key) : NULL;
+	struct gs_py_proc *pp = NULL;
 	struct gs_py_stack_event *e;
 	struct gs_py_scratch *sc;
 	struct gs_py_walk w = {};
 	__u64 ts, size;
 
+	if (!nr || !*nr)
+		return 0; /* not a Python process: no hash lookup */
+	key = pid;
+	pp = bpf_map_lookup_elem(&py_procs, &key);
 	if (!pp)
 		return 0;
 	w.p = *pp;

@@ -224,10 +224,11 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_ustack = o->opts.ustack;
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
+	o->mem->rodata->cfg_no_stacks = o->opts.no_stacks;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: share_flood_maps(o, o->mem->obj);
-	err = err ?: gs_python__share_map(o->opts.python, o->mem->maps.py_procs);
+	err = err ?: gs_python__share_maps(o->opts.python, o->mem->obj);
 	err = err ?: gs_links__prepare(o->mem->obj);
 	err = err ?: mem_bpf__load(o->mem);
 	return err ? gs_bpf_load_error("mem", err) : 0;
@@ -248,10 +249,11 @@ static int load_cuda(struct gs_bpf_objects *o)
 	o->cuda->rodata->cfg_no_find_vma = o->no_find_vma;
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->cuda->rodata->cfg_python = o->opts.python != NULL;
+	o->cuda->rodata->cfg_no_stacks = o->opts.no_stacks;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
 	err = err ?: share_flood_maps(o, o->cuda->obj);
-	err = err ?: gs_python__share_map(o->opts.python, o->cuda->maps.py_procs);
+	err = err ?: gs_python__share_maps(o->opts.python, o->cuda->obj);
 	err = err ?: gs_links__prepare(o->cuda->obj);
 	err = err ?: cuda_bpf__load(o->cuda);
 	return err ? gs_bpf_load_error("cuda", err) : 0;
@@ -307,10 +309,11 @@ struct torch_bpf *gs_bpf_objects__torch(struct gs_bpf_objects *o)
 		o->torch->rodata->cfg_ustack = o->opts.ustack;
 		o->torch->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 		o->torch->rodata->cfg_python = o->opts.python != NULL;
+		o->torch->rodata->cfg_no_stacks = o->opts.no_stacks;
 		err = gs_bpf_objects__share_maps(o, o->torch->maps.events, o->torch->maps.targets,
 						 o->torch->maps.stats);
 		err = err ?: share_flood_maps(o, o->torch->obj);
-		err = err ?: gs_python__share_map(o->opts.python, o->torch->maps.py_procs);
+		err = err ?: gs_python__share_maps(o->opts.python, o->torch->obj);
 	}
 	err = err ?: gs_links__prepare(o->torch->obj);
 	err = err ?: torch_bpf__load(o->torch);
@@ -362,7 +365,7 @@ struct cpu_bpf *gs_bpf_objects__cpu(struct gs_bpf_objects *o, const struct gs_cp
 	}
 	err = gs_bpf_objects__share_maps(o, o->cpu->maps.events, o->cpu->maps.targets,
 					 o->cpu->maps.stats);
-	err = err ?: gs_python__share_map(o->opts.python, o->cpu->maps.py_procs);
+	err = err ?: gs_python__share_maps(o->opts.python, o->cpu->obj);
 	err = err ?: cpu_bpf__load(o->cpu);
 	if (!err)
 		return o->cpu;

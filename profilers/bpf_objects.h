@@ -22,6 +22,7 @@ struct gs_bpf_objects_opts {
 	bool oom_kills;	   /* the OOM killer's tracepoint */
 	bool free_returns; /* every free's return, not only failures */
 	bool ustack;	   /* --stacks dwarf: stack slices before the records */
+	bool no_stacks;	   /* --stacks none: no user stack walked in BPF */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the CUDA APIs that will be probed */
 	/*

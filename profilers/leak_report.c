@@ -196,6 +196,8 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	fprintf(f, "[%s] gpusnoop leaks (%s report)", stamp, r->reason);
 	if (r->min_age_s > 0)
 		fprintf(f, ", allocations older than %.1fs", r->min_age_s);
+	if (r->no_stacks)
+		fprintf(f, ", stacks off (--stacks none)");
 	fputc('\n', f);
 	if (r->trigger)
 		text_trigger(f, r->trigger, stacks);
@@ -408,6 +410,7 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__i64(&j, "time", (int64_t)time(NULL));
 	gs_json__u64(&j, "monotonic_ns", r->now_ns);
 	gs_json__double(&j, "min_age_s", r->min_age_s);
+	gs_json__string(&j, "stacks", r->no_stacks ? "none" : "user");
 	if (r->trigger)
 		json_trigger(&j, r->trigger, stacks);
 	gs_json__begin_array(&j, "processes");

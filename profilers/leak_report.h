@@ -78,6 +78,7 @@ struct gs_leak_report {
 	uint64_t window_start_ns;
 	/* successful CUDA allocations since the start, so that "none left" tells "none made" */
 	uint64_t seen_allocations, seen_bytes;
+	bool no_stacks; /* --stacks none: the groups are by API only, no frames were taken */
 };
 
 /*

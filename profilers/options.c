@@ -168,6 +168,36 @@ static error_t parse_stacks(int key, char *arg, struct argp_state *state)
 
 const struct argp gs_stacks_argp = { stacks_options, parse_stacks, NULL, NULL, NULL, NULL, NULL };
 
+static const struct argp_option stacks_none_options[] = {
+	{ "stacks", OPT_STACKS, "fp|dwarf|none", 0,
+	  "User stacks by frame pointers (default), by DWARF unwinding of a copied stack slice "
+	  "(code built without frame pointers: PyTorch), or none: no stack walked, exact counts "
+	  "and sizes only, at the lowest cost",
+	  0 },
+	{ "no-python", OPT_NO_PYTHON, NULL, 0,
+	  "Native frames only: no Python functions in the stacks of CPython processes", 0 },
+	{ 0 },
+};
+
+static error_t parse_stacks_none(int key, char *arg, struct argp_state *state)
+{
+	struct gs_common_opts *o = state->input;
+
+	if (key == OPT_STACKS && !strcmp(arg, "none")) {
+		o->stacks = GS_STACKS_NONE;
+		return 0;
+	}
+	if (key == OPT_STACKS && strcmp(arg, "fp") && strcmp(arg, "dwarf")) {
+		argp_error(state, "unknown --stacks '%s' (fp, dwarf or none)", arg);
+		return 0;
+	}
+	return parse_stacks(key, arg, state);
+}
+
+const struct argp gs_stacks_none_argp = {
+	stacks_none_options, parse_stacks_none, NULL, NULL, NULL, NULL, NULL
+};
+
 #define COMM_OPTION                                                                       \
 	{                                                                                 \
 		"comm", OPT_COMM, "REGEX", 0,                                             \
@@ -286,6 +316,7 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 		.families = families,
 		.filter = opts->filter,
 		.stacks = opts->stacks,
-		.python = !opts->no_python,
+		/* --stacks none: not even the lookup that tells a Python process */
+		.python = !opts->no_python && opts->stacks != GS_STACKS_NONE,
 	};
 }

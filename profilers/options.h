@@ -48,6 +48,8 @@ struct gs_common_opts {
 extern const struct argp gs_common_argp;
 /* --stacks fp|dwarf, for the subcommands that honor it: another child, same input. */
 extern const struct argp gs_stacks_argp;
+/* the same with --stacks none too (record, leaks): GS_STACKS_NONE, no stack walked at all */
+extern const struct argp gs_stacks_none_argp;
 /*
  * --comm REGEX and --cgroup PATH: only the processes whose comm matches, in that cgroup or
  * below; either alone implies -a. Another child, same input. gs_comm_argp: --comm alone, for

@@ -758,6 +758,7 @@ static int open_objects(struct gs_tracker *t)
 		.oom_kills = t->opts.oom_kills,
 		.free_returns = t->opts.free_returns,
 		.ustack = t->opts.stacks == GS_STACKS_DWARF,
+		.no_stacks = t->opts.stacks == GS_STACKS_NONE,
 		.ringbuf_bytes = t->opts.ringbuf_bytes,
 		.families = t->opts.families,
 		.torch = t->opts.torch,

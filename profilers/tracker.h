@@ -11,6 +11,7 @@
 #include "bpf/gs_event.h"
 
 struct bpf_map;
+struct bpf_object;
 struct gs_symcache;
 struct gs_tracker;
 struct gs_bpf_objects;
@@ -21,6 +22,7 @@ struct gs_proc_filter;
 enum gs_stack_mode {
 	GS_STACKS_FP = 0, /* frame pointers, by the kernel at the probe (bpf_get_stack) */
 	GS_STACKS_DWARF,  /* a copied stack slice, unwound here with the files' CFI */
+	GS_STACKS_NONE,	  /* none walked (record, leaks --stacks none): no frames, no Python */
 };
 
 struct gs_tracker_opts {

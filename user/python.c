@@ -44,6 +44,7 @@ struct pystack_slot {
 
 struct gs_python {
 	int map_fd;
+	int pids_fd; /* py_pids: active targets per pid slot, so that others skip map_fd */
 	struct gs_symcache *symcache; /* borrowed */
 	struct target **targets;      /* pointers: each holds its interp, which codes borrows */
 	size_t nr_targets, cap_targets;
@@ -65,9 +66,10 @@ struct gs_python *gs_python__new(struct gs_symcache *symcache)
 	py->slots = calloc(PYSTACK_SLOTS, sizeof(*py->slots));
 	py->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "py_procs", sizeof(__u32),
 				    sizeof(struct gs_py_proc), GS_PY_MAX_PROCS, NULL);
-	if (!py->slots || py->map_fd < 0) {
-		err = py->map_fd < 0 ? py->map_fd : -ENOMEM;
-		py->map_fd = -1;
+	py->pids_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "py_pids", sizeof(__u32), sizeof(__u32),
+				     GS_PY_PID_SLOTS, NULL);
+	if (!py->slots || py->map_fd < 0 || py->pids_fd < 0) {
+		err = py->map_fd < 0 ? py->map_fd : py->pids_fd < 0 ? py->pids_fd : -ENOMEM;
 		gs_python__free(py);
 		errno = -err;
 		return NULL;
@@ -94,12 +96,33 @@ void gs_python__free(struct gs_python *py)
 	free(py->slots);
 	if (py->map_fd >= 0)
 		close(py->map_fd);
+	if (py->pids_fd >= 0)
+		close(py->pids_fd);
 	free(py);
 }
 
-int gs_python__share_map(struct gs_python *py, struct bpf_map *py_procs)
+int gs_python__share_maps(struct gs_python *py, struct bpf_object *obj)
 {
-	return py ? bpf_map__reuse_fd(py_procs, py->map_fd) : 0;
+	struct bpf_map *procs, *pids;
+
+	if (!py)
+		return 0;
+	procs = bpf_object__find_map_by_name(obj, "py_procs");
+	pids = bpf_object__find_map_by_name(obj, "py_pids");
+	if (!procs || !pids)
+		return -ENOENT;
+	return bpf_map__reuse_fd(procs, py->map_fd) ?: bpf_map__reuse_fd(pids, py->pids_fd);
+}
+
+/* Adds delta to the count of active targets in pid's slot of py_pids */
+static int count_pid(struct gs_python *py, pid_t pid, int delta)
+{
+	__u32 slot = (__u32)pid & (GS_PY_PID_SLOTS - 1), nr = 0;
+
+	if (bpf_map_lookup_elem(py->pids_fd, &slot, &nr))
+		return -errno;
+	nr += delta;
+	return bpf_map_update_elem(py->pids_fd, &slot, &nr, BPF_ANY) ? -errno : 0;
 }
 
 static struct target *find_target(const struct gs_python *py, pid_t pid)
@@ -142,8 +165,9 @@ static int activate(struct gs_python *py, struct target *t)
 	t->codes = gs_py_codes__new(t->pid, &t->interp);
 	if (!t->codes)
 		return -ENOMEM;
-	if (bpf_map_update_elem(py->map_fd, &key, &cfg, BPF_ANY)) {
+	if (bpf_map_update_elem(py->map_fd, &key, &cfg, BPF_ANY) || count_pid(py, t->pid, 1)) {
 		gs_warn("pid %d: python frames: %s", (int)t->pid, strerror(errno));
+		bpf_map_delete_elem(py->map_fd, &key);
 		return -errno;
 	}
 	t->state = TARGET_ACTIVE;
@@ -198,6 +222,8 @@ void gs_python__forget(struct gs_python *py, pid_t pid)
 	if (!gs_pid_index__get(&py->target_index, pid, &pos))
 		return;
 	bpf_map_delete_elem(py->map_fd, &key);
+	if (py->targets[pos]->state == TARGET_ACTIVE)
+		count_pid(py, pid, -1);
 	free_target(py->targets[pos]);
 	gs_pid_index__remove(&py->target_index, pid);
 	/* the last entry fills the hole; its index entry follows (it exists: no allocation) */

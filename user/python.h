@@ -9,7 +9,7 @@
 #include <linux/types.h>
 #include "bpf/gs_event.h"
 
-struct bpf_map;
+struct bpf_object;
 struct gs_symcache;
 struct gs_python;
 
@@ -21,10 +21,10 @@ struct gs_python;
 struct gs_python *gs_python__new(struct gs_symcache *symcache);
 void gs_python__free(struct gs_python *py);
 /*
- * Makes an object's py_procs map (opened, not loaded) the session's; py NULL (--no-python):
- * the object keeps its own, empty one. Returns 0 or -errno.
+ * Makes an object's py_procs and py_pids maps (opened, not loaded) the session's; py NULL
+ * (--no-python): the object keeps its own, empty ones. Returns 0 or -errno.
  */
-int gs_python__share_map(struct gs_python *py, struct bpf_map *py_procs);
+int gs_python__share_maps(struct gs_python *py, struct bpf_object *obj);
 
 /*
  * Looks for CPython in pid (after its maps snapshot in symcache was refreshed) and, the

@@ -193,6 +193,7 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		.trigger = trigger,
 		.seen_allocations = l->seen_allocations,
 		.seen_bytes = l->seen_bytes,
+		.no_stacks = l->opts.common.stacks == GS_STACKS_NONE,
 	};
 	int err = 0;
 
@@ -331,7 +332,7 @@ static error_t leaks_parse(int key, char *arg, struct argp_state *state)
 
 static const struct argp_child leaks_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
-	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_stacks_none_argp, 0, NULL, 0 },
 	{ &gs_filter_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },

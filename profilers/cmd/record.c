@@ -146,6 +146,8 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 									 : r->argv[0] + 9);
 	gs_json__end_array(j);
 	gs_json__u64(j, "events", r->tl.events);
+	/* --stacks none: the events carry no stacks by request, not by loss */
+	gs_json__string(j, "stacks", r->opts.common.stacks == GS_STACKS_NONE ? "none" : "user");
 	gs_losses_write_json(j, stats);
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");
@@ -398,7 +400,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 
 static const struct argp_child record_children[] = {
 	{ &gs_common_argp, 0, "Targets and output:", 0 },
-	{ &gs_stacks_argp, 0, NULL, 0 },
+	{ &gs_stacks_none_argp, 0, NULL, 0 },
 	{ &gs_filter_argp, 0, NULL, 0 },
 	{ &gs_help_argp, 0, NULL, 0 },
 	{ 0 },

@@ -4,6 +4,8 @@
 # from kernel.bpf_stats_enabled (run_time_ns / run_cnt, read from the session's own program
 # descriptors), and the loop's CPU ns per iteration. Root; after `make gpusnoop fixtures`.
 #   scripts/bench/prog-cost.sh record            # or: leaks --format json, record -e ...
+# PROG_COST_TARGET=python: the loop is py_target.py's (cudaMalloc + cudaFree under 23 Python
+# frames, Debian's python3.11), for the cost of the Python walk per program run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] || { echo "usage: $0 SUBCOMMAND [ARGS...]" >&2; exit 2; }
@@ -25,7 +27,12 @@ wait_for() { # FILE PATTERN: up to 60 s
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1
-.output/fixtures/bin/gs_bench loop 20000 500 --hold >"$tmp/w.out" 2>&1 &
+if [ "${PROG_COST_TARGET:-}" = python ]; then
+	/usr/bin/python3.11 scripts/bench/py_target.py .output/fixtures/lib/libcudart.so.13 20000 20 \
+		>"$tmp/w.out" 2>&1 &
+else
+	.output/fixtures/bin/gs_bench loop 20000 500 --hold >"$tmp/w.out" 2>&1 &
+fi
 workload=$!
 wait_for "$tmp/w.out" '^ready'
 ./gpusnoop "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &

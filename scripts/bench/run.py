@@ -171,9 +171,14 @@ def start_tool(kind, pid, tmp):
     if kind == "record-latency":
         return Tool([GPUSNOOP, "record", "-e", RECORD_EVENTS + ",cuda-launch-latency", "-p",
                      str(pid), "-o", "/dev/null"], "recording")
-    if kind == "leaks":
+    if kind == "record-nostacks":
+        return Tool([GPUSNOOP, "record", "--stacks", "none", "-p", str(pid), "-o", "/dev/null"],
+                    "recording")
+    if kind in ("leaks", "leaks-nostacks"):
         return Tool([GPUSNOOP, "leaks", "-p", str(pid), "--format", "json", "-o",
-                     os.path.join(tmp, "leaks.json")], "tracing CUDA allocations")
+                     os.path.join(tmp, "leaks.json")] +
+                    (["--stacks", "none"] if kind == "leaks-nostacks" else []),
+                    "tracing CUDA allocations")
     if kind == "bpftrace":
         path = os.path.join(tmp, "peer.bt")
         with open(path, "w") as f:
@@ -257,7 +262,7 @@ def median(xs):
 # --- (a)-(e): per-event overhead ------------------------------------------------------------
 
 OVERHEAD_KINDS = ["untraced", "floor", "floor-mem", "floor-min", "floor-min-mem", "record",
-                  "record-latency", "leaks", "bpftrace"]
+                  "record-latency", "record-nostacks", "leaks", "leaks-nostacks", "bpftrace"]
 # record's default events (record --help), all CUDA events with stacks
 RECORD_EVENTS = "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
@@ -730,7 +735,9 @@ def main():
                              ("floor-min-mem", "(m') minimal floor of leaks: frees entry only"),
                              ("record", "(c) gpusnoop record, all events + stacks"),
                              ("record-latency", "(c') record + cuda-launch-latency"),
+                             ("record-nostacks", "(cn) record --stacks none"),
                              ("leaks", "(d) gpusnoop leaks"),
+                             ("leaks-nostacks", "(dn) leaks --stacks none"),
                              ("bpftrace", "(e) bpftrace peer script")]:
                 rows.append((label, "%.0f ns" % med[k],
                              ("wall %.0f ns" % wall[k]) + ("" if k == "untraced" else
@@ -750,6 +757,11 @@ def main():
                          "%.2fx" % ((med["leaks"] - a) / (fmin_mem - a)),
                          "target <= 1.3x; (b'), allocations and frees entry + return, adds "
                          "%.2fx (m')'s" % ((bm - a) / (fmin_mem - a))))
+            rows.append(("(cn)-(a) / (m)-(a): record --stacks none vs its minimal floor",
+                         "%.2fx" % ((med["record-nostacks"] - a) / (fmin - a)), "target <= 1.1x"))
+            rows.append(("(dn)-(a) / (m')-(a): leaks --stacks none vs its minimal floor",
+                         "%.2fx" % ((med["leaks-nostacks"] - a) / (fmin_mem - a)),
+                         "target <= 1.1x"))
             rows.append(("(d)/(b) leaks vs floor", "%.2fx" % (med["leaks"] / b),
                          "vs (b'), same probe set: %.2fx; cost above (a): %.2fx (b')'s"
                          % (med["leaks"] / bm, (med["leaks"] - a) / (bm - a))))

@@ -7,23 +7,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include "user/metrics_server.h"
 #include "tests/unit/harness.h"
 
+/*
+ * A socket to the server, every send and receive bounded: a connection the server cut off
+ * may linger half-open until its listening thread next wakes, so a send into it could block.
+ */
+static int connect_bounded(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* GET path over HTTP/1.0 on loopback: the status, and the body into body (NUL-ended). */
 static int get(uint16_t port, const char *path, char *body, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	char req[256], buf[4096];
 	size_t used = 0;
 	int fd, status = -1;
 	ssize_t n;
 	char *sep;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+	fd = connect_bounded(port);
+	if (fd < 0)
 		goto out;
 	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
@@ -44,15 +65,13 @@ out:
 /* POST len bytes of 'x' to /debug/pprof/symbol; the status, -1 when the server hung up. */
 static int post_symbols(uint16_t port, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	char head[128], chunk[65536], buf[512];
 	int fd, status = -1;
 	ssize_t n;
 
 	memset(chunk, 'x', sizeof(chunk));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+	fd = connect_bounded(port);
+	if (fd < 0)
 		goto out;
 	snprintf(head, sizeof(head),
 		 "POST /debug/pprof/symbol HTTP/1.0\r\nContent-Length: %zu\r\n\r\n", len);
