@@ -136,7 +136,7 @@ FUZZ_SRCS_ctl_request := profilers/daemon/ctl_request.c profilers/daemon/event_l
 	profilers/cuda/api.c
 FUZZ_SRCS_trace := stitch/trace_parse.c user/text_escape.c
 FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correlate.c user/addr_map.c \
-	user/hash_index.c
+	user/array.c user/hash_index.c
 FUZZ_SRCS_python_lines := user/python_lines.c
 FUZZ_SRCS_pickle := user/pickle_writer.c
 FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
