@@ -28,7 +28,7 @@ void gs_lib_attach__free(struct gs_lib_attach *la);
 /*
  * Probes every file for all the processes that map it, the targets map filtering in BPF: a
  * followed tree's new processes are traced from their first instruction, with no attach of
- * their own (the cost to other processes mapping the same files: README, Process trees).
+ * their own (the cost to other processes mapping the same files: gpusnoop(7), "Process trees").
  */
 void gs_lib_attach__probe_by_file(struct gs_lib_attach *la);
 

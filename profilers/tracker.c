@@ -954,7 +954,7 @@ static int start_command(struct gs_tracker *t)
 	/*
 	 * Its tree's processes stop at exec and at loader events, and no stop that a parent's
 	 * waitpid(WUNTRACED) does not see exists without ptrace: an interactive shell would
-	 * report each as a stopped job (README, "Stops").
+	 * report each as a stopped job (gpusnoop(7), "Stops").
 	 */
 	if (t->opts.children && gs_is_interactive_shell(t->opts.argv, isatty(STDIN_FILENO))) {
 		gs_err("'%s' is an interactive shell: its job control would see gpusnoop's stops; "

@@ -13,7 +13,7 @@
 /*
  * pprof is written by hand: profile.proto's wire format needs only varints and
  * length-delimited fields, write-only, which is less code than generating protobuf-c
- * bindings and adds no build-time compiler or runtime library (see the README).
+ * bindings and adds no build-time compiler or runtime library (see the README's dependency list).
  */
 
 struct frame {

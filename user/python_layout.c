@@ -6,7 +6,7 @@
 /*
  * Checked against the DWARF of pyenv's 3.8.18..3.13.0 builds (gdb: offsetof of each field),
  * against Debian's 3.11 at run time (tests/e2e/test_python.py), and against py-spy's and
- * Strobelight's tables (README, "Python frames"). glibc x86-64's struct pthread keeps
+ * Strobelight's tables (gpusnoop(7), "Python frames"). glibc x86-64's struct pthread keeps
  * specific_1stblock at 784 and specific[] at 1296 (2.26 to 2.40).
  */
 #define PTHREAD_OFFSETS .pthread_first = 784, .pthread_second = 1296

@@ -8,7 +8,7 @@
 #include "bpf/gs_event.h"
 #include "user/python_lines.h"
 
-/* One minor version's offsets (upstream builds; checked in the README's Python section). */
+/* One minor version's offsets (upstream builds; checked in gpusnoop(7), "Python frames"). */
 struct gs_py_layout {
 	int minor;		  /* 3.minor */
 	uint16_t runtime_tss_key; /* _PyRuntime -> autoTSSkey (Py_tss_t) */

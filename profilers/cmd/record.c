@@ -291,7 +291,7 @@ static const struct argp_option record_options[] = {
 	  0 },
 	{ "inject", OPT_INJECT, NULL, 0,
 	  "With -e gpu -p: load the CUPTI injection library into processes started without it "
-	  "(ptrace; risks in the README)",
+	  "(ptrace; risks in gpusnoop-record(8))",
 	  0 },
 	{ "memory-snapshot", OPT_MEMORY_SNAPSHOT, "FILE", 0,
 	  "With -e torch-mem: also write PyTorch's memory snapshot (torch.cuda._memory_viz's "

@@ -11,7 +11,7 @@
  * file mapped is the one checked, the library's InitializeInjection(); each call returns into
  * a stub (user/remote_stub.h) that puts the thread back where it was, so a call given up on
  * after 10 s finishes later with the thread going on. Nothing is ever unloaded. Risks
- * (README): the thread runs dlopen wherever it was stopped; if it held a lock dlopen needs
+ * (gpusnoop-record(8), `--inject`): the thread runs dlopen wherever it was stopped; if it held a lock dlopen needs
  * (the loader's, or malloc's), the process deadlocks. Returns 0, -EBUSY when CUPTI refused
  * (another subscriber), or -errno; logged.
  */
