@@ -238,7 +238,7 @@ def dwarf_unwinds_debian_libtorch_to_python():
 def bad_stacks_option_is_one_clear_error():
     status, out, err = run_gpusnoop("leaks", "--stacks", "lbr", "--", NOFP_EXE)
     assert status != 0, (status, err)
-    assert "unknown --stacks 'lbr' (fp or dwarf)" in err, err
+    assert "unknown --stacks 'lbr' (fp, dwarf or none)" in err, err
     expect_eq(out, "", "stdout")
 
 
