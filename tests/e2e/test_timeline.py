@@ -5,7 +5,9 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import BIN, Skip, expect_eq, main, run_gpusnoop, test
@@ -106,6 +108,35 @@ def timeline_counters_trace_loads_in_holistic_trace_analysis():
     hta = hta_load(out_dir)
     expect_eq(hta["ranks"], [0], "HTA's rank of a rankless trace")
     expect_eq(hta["rows"]["0"], len(counters) + len(ooms), "HTA's rows: counters, the OOM")
+
+
+@test
+def timeline_daemon_flight_trace_loads_in_holistic_trace_analysis():
+    """The daemon's OOM report's flight-recorder trace: its memory calls, counter and trigger
+    marker are rows HTA keeps, in the same vocabulary as record's."""
+    from test_daemon import Daemon, oom_workload  # its daemon and held OOM workload
+    d = Daemon()
+    w = None
+    try:
+        w = oom_workload(d)
+        deadline = time.monotonic() + 10
+        while not d.reports("cuda-oom-*.trace.json") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        traces = d.reports("cuda-oom-*.trace.json")
+        expect_eq(len(traces), 1, "one flight trace")
+        trace = load(traces[0])
+        cats = sorted({e.get("cat") for e in trace["traceEvents"] if e["ph"] in "XiC"})
+        expect_eq(cats, ["counter", "cuda_runtime", "trigger"], "the vocabulary's categories")
+        tmp = tempfile.mkdtemp()
+        shutil.copy(traces[0], os.path.join(tmp, "rank0.json"))
+        hta = hta_load(tmp)
+        kept = [e for e in trace["traceEvents"] if e["ph"] in "XiC"]
+        expect_eq((hta["ranks"], hta["rows"]["0"]), ([0], len(kept)),
+                  "HTA's rows: the calls, the counter samples, the marker")
+    finally:
+        if w:
+            w.kill()
+        d.stop()
 
 
 if __name__ == "__main__":
