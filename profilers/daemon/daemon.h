@@ -114,6 +114,13 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
 int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 				      const char *events, const char *kind, int schedule,
 				      uint64_t max_bytes, char *path_out, size_t len);
+/*
+ * Forks r's child to run this binary with argv: fd (the temporary it writes, closed here
+ * either way) is the one descriptor it inherits besides stderr, which comes back through a
+ * pipe so that a failure is logged as the child's own line; fsize, when not 0, is its
+ * RLIMIT_FSIZE. Sets r's pid and stderr state. Returns 0 or -errno.
+ */
+int gs_daemon__spawn(struct gs_daemon_recording *r, char *const argv[], int fd, uint64_t fsize);
 struct gs_ctl_peer;
 /* Whether a control client may see pid's state: root, or pid runs as the client's uid. */
 bool gs_daemon__may_see(const struct gs_ctl_peer *peer, pid_t pid);

@@ -79,8 +79,6 @@ int gs_daemon__start_profile(struct gs_daemon *d, double secs, unsigned int hz, 
 	struct gs_daemon_recording *r;
 	struct profile_argv *a;
 	char stamp[48];
-	int pipe_fds[2] = { -1, -1 };
-	pid_t child;
 	int fd, err;
 
 	if (d->nr_recordings == MAX_RECORDINGS) {
@@ -108,30 +106,12 @@ int gs_daemon__start_profile(struct gs_daemon *d, double secs, unsigned int hz, 
 		goto out_free;
 	}
 	snprintf(a->fd, sizeof(a->fd), "%d", fd);
-	/* its stderr comes back through a pipe, so that a failure is logged as its message */
-	child = pipe2(pipe_fds, O_CLOEXEC) ? -1 : fork();
-	if (!child) {
-		/* the descriptors the child inherits on purpose: the output, and stderr */
-		if (!fcntl(fd, F_SETFD, 0) && dup2(pipe_fds[1], STDERR_FILENO) >= 0)
-			execv("/proc/self/exe", a->argv);
-		_exit(127);
-	}
-	err = child < 0 ? -errno : 0;
-	close(fd);
-	if (pipe_fds[1] >= 0)
-		close(pipe_fds[1]);
+	err = gs_daemon__spawn(r, a->argv, fd, 0);
 	if (err) {
-		if (pipe_fds[0] >= 0)
-			close(pipe_fds[0]);
 		gs_err("starting a profile: %s", strerror(-err));
 		gs_out_dir__discard(d->out_dir, r->tmp);
 		goto out_free;
 	}
-	fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
-	r->err_fd = pipe_fds[0];
-	r->err_len = 0;
-	r->err_line[0] = '\0';
-	r->pid = child;
 	r->schedule = schedule;
 	r->profile = true;
 	r->overdue = false;

@@ -31,32 +31,64 @@ void gs_daemon_file_stamp(char *buf, size_t len)
 	snprintf(buf, len, "%s.%09ldZ", day, now.tv_nsec);
 }
 
-/* The recording child: "-p PID [--children]" or "-a", then the rest; max_bytes caps it. */
-static void exec_recording(pid_t pid, bool children, const char *target, const char *duration,
-			   const char *events, int fd, int err_fd, uint64_t max_bytes)
-{
+/* A recording child's command line: the strings it points to live here */
+struct record_argv {
+	char *argv[14];
 	char fd_arg[24], max_arg[24];
-	char *argv[] = { "gpusnoop",	   "record",	 pid ? "-p" : "-a",
-			 (char *)target,   "--children", "-d",
-			 (char *)duration, "-e",	 (char *)events,
-			 "--output-fd",	   fd_arg,	 "--max-bytes",
-			 max_arg,	   NULL };
-	struct rlimit fsize = { max_bytes, max_bytes };
+};
 
-	snprintf(fd_arg, sizeof(fd_arg), "%d,gz", fd);
-	snprintf(max_arg, sizeof(max_arg), "%" PRIu64, max_bytes);
+/* "-p PID [--children]" or "-a", then the rest; max_bytes caps it (0: no cap). */
+static void build_record_argv(struct record_argv *a, pid_t pid, bool children, const char *target,
+			      const char *duration, const char *events, int fd, uint64_t max_bytes)
+{
+	char *argv[] = { "gpusnoop",	 "record",	pid ? "-p" : "-a", (char *)target,
+			 "--children",	 "-d",		(char *)duration,  "-e",
+			 (char *)events, "--output-fd", a->fd_arg,	   "--max-bytes",
+			 a->max_arg,	 NULL };
+
+	snprintf(a->fd_arg, sizeof(a->fd_arg), "%d,gz", fd);
+	snprintf(a->max_arg, sizeof(a->max_arg), "%" PRIu64, max_bytes);
 	if (!max_bytes) /* no cap: no --max-bytes */
 		argv[11] = NULL;
 	if (!pid || !children) /* close the gap: no pid or no --children (-a has neither) */
 		memmove(&argv[pid ? 4 : 3], &argv[5], sizeof(argv) - 5 * sizeof(argv[0]));
-	/* the one descriptor the child inherits on purpose; the file cannot pass the cap */
-	if (fcntl(fd, F_SETFD, 0) || (max_bytes && setrlimit(RLIMIT_FSIZE, &fsize)))
+	memcpy(a->argv, argv, sizeof(argv));
+}
+
+int gs_daemon__spawn(struct gs_daemon_recording *r, char *const argv[], int fd, uint64_t fsize)
+{
+	struct rlimit cap = { fsize, fsize };
+	int pipe_fds[2], err;
+	pid_t child;
+
+	if (pipe2(pipe_fds, O_CLOEXEC)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	child = fork();
+	if (!child) {
+		/* the descriptors it inherits on purpose: its file, which cannot pass the cap,
+		 * and stderr, through the daemon, which keeps the last line for a failure */
+		if (fcntl(fd, F_SETFD, 0) || (fsize && setrlimit(RLIMIT_FSIZE, &cap)) ||
+		    dup2(pipe_fds[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execv("/proc/self/exe", argv);
 		_exit(127);
-	/* its diagnostics go through the daemon, which keeps the last one for a failure */
-	if (dup2(err_fd, STDERR_FILENO) < 0)
-		_exit(127);
-	execv("/proc/self/exe", argv);
-	_exit(127);
+	}
+	err = child < 0 ? -errno : 0;
+	close(fd);
+	close(pipe_fds[1]);
+	if (err) {
+		close(pipe_fds[0]);
+		return err;
+	}
+	fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+	r->err_fd = pipe_fds[0];
+	r->err_len = 0;
+	r->err_line[0] = '\0';
+	r->pid = child;
+	return 0;
 }
 
 int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
@@ -79,8 +111,8 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 {
 	char stamp[48], target[16], duration[32];
 	struct gs_daemon_recording *r;
-	int fd, err, pipe_fds[2];
-	pid_t child;
+	struct record_argv argv;
+	int fd, err;
 
 	if (d->nr_recordings == MAX_RECORDINGS) {
 		gs_warn("%s recording not started: %d already running", kind, MAX_RECORDINGS);
@@ -98,32 +130,13 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	if (fd < 0)
 		return fd;
 	snprintf(duration, sizeof(duration), "%.3f", secs);
-	if (pipe2(pipe_fds, O_CLOEXEC)) {
-		pipe_fds[0] = pipe_fds[1] = -1;
-		child = -1;
-	} else {
-		child = fork();
-	}
-	if (child < 0) {
-		err = -errno;
-		gs_err("starting a recording: %s", strerror(errno));
-		close(fd);
-		if (pipe_fds[0] >= 0) {
-			close(pipe_fds[0]);
-			close(pipe_fds[1]);
-		}
+	build_record_argv(&argv, pid, children, target, duration, events, fd, max_bytes);
+	err = gs_daemon__spawn(r, argv.argv, fd, max_bytes);
+	if (err) {
+		gs_err("starting a recording: %s", strerror(-err));
 		gs_out_dir__discard(d->out_dir, r->tmp);
 		return err;
 	}
-	if (!child)
-		exec_recording(pid, children, target, duration, events, fd, pipe_fds[1], max_bytes);
-	close(fd);
-	close(pipe_fds[1]);
-	fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
-	r->err_fd = pipe_fds[0];
-	r->err_len = 0;
-	r->err_line[0] = '\0';
-	r->pid = child;
 	r->schedule = schedule;
 	r->profile = false;
 	r->deadline_ns = 0;
