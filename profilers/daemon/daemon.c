@@ -535,7 +535,8 @@ static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 	err = gs_daemon__start_capped_recording(
 		d, p->pid, false, req->secs,
 		req->events[0] ? req->events : d->cfg.oom_record_events, kind, -1,
-		*tag ? user_recording_cap(d) : 0, path, sizeof(path));
+		*tag ? user_recording_cap(d) : 0, gs_daemon__request_perfetto(d, req->format), path,
+		sizeof(path));
 	if (err == -EBUSY)
 		fprintf(out, "error: busy: %d recordings are running\n", MAX_RECORDINGS);
 	else if (err)

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "profilers/daemon/ctl_request.h"
 #include "profilers/daemon/daemon.h"
 #include "profilers/daemon/profile_schedule.h"
 #include "user/clock.h"
@@ -38,12 +39,12 @@ struct record_argv {
 };
 
 /*
- * "-p PID [--children]" or "-a", then the rest: the daemon's trace format and ring buffer
+ * "-p PID [--children]" or "-a", then the rest: the trace's format, the daemon's ring buffer
  * size; max_bytes caps it (0: no cap).
  */
 static void build_record_argv(struct record_argv *a, const struct gs_daemon *d, pid_t pid,
 			      bool children, const char *target, const char *duration,
-			      const char *events, int fd, uint64_t max_bytes)
+			      const char *events, int fd, uint64_t max_bytes, bool perfetto)
 {
 	char *argv[] = { "gpusnoop",
 			 "record",
@@ -55,7 +56,7 @@ static void build_record_argv(struct record_argv *a, const struct gs_daemon *d, 
 			 "-e",
 			 (char *)events,
 			 "--format",
-			 d->cfg.trace_perfetto ? "perfetto" : "json",
+			 perfetto ? "perfetto" : "json",
 			 "--ringbuf",
 			 a->ringbuf_arg,
 			 "--output-fd",
@@ -111,12 +112,18 @@ int gs_daemon__spawn(struct gs_daemon_recording *r, char *const argv[], int fd, 
 	return 0;
 }
 
+bool gs_daemon__request_perfetto(const struct gs_daemon *d, int format)
+{
+	return format == GS_CTL_FORMAT_DEFAULT ? d->cfg.trace_perfetto
+					       : format == GS_CTL_FORMAT_PERFETTO;
+}
+
 int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 			       const char *events, const char *kind, int schedule, char *path_out,
 			       size_t len)
 {
 	return gs_daemon__start_capped_recording(d, pid, children, secs, events, kind, schedule, 0,
-						 path_out, len);
+						 d->cfg.trace_perfetto, path_out, len);
 }
 
 /*
@@ -127,7 +134,7 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
  */
 int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 				      const char *events, const char *kind, int schedule,
-				      uint64_t max_bytes, char *path_out, size_t len)
+				      uint64_t max_bytes, bool perfetto, char *path_out, size_t len)
 {
 	char stamp[48], target[16], duration[32];
 	struct gs_daemon_recording *r;
@@ -145,13 +152,14 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 	else
 		snprintf(target, sizeof(target), "all");
 	snprintf(r->name, sizeof(r->name), "%s-%s-%s.%s.gz", kind, target, stamp,
-		 d->cfg.trace_perfetto ? "pftrace" : "json");
+		 perfetto ? "pftrace" : "json");
 	fd = gs_out_dir__create_tmp(d->out_dir, r->name, r->tmp, sizeof(r->tmp), r->path,
 				    sizeof(r->path));
 	if (fd < 0)
 		return fd;
 	snprintf(duration, sizeof(duration), "%.3f", secs);
-	build_record_argv(&argv, d, pid, children, target, duration, events, fd, max_bytes);
+	build_record_argv(&argv, d, pid, children, target, duration, events, fd, max_bytes,
+			  perfetto);
 	err = gs_daemon__spawn(r, argv.argv, fd, max_bytes);
 	if (err) {
 		gs_err("starting a recording: %s", strerror(-err));
