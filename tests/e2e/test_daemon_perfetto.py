@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import expect_eq, main, test
-from test_daemon import Daemon, oom_workload
+from test_daemon import Daemon, config_file, oom_workload
 from test_perfetto import decode, json_rows, kinds
 
 
@@ -35,7 +35,8 @@ def daemon_perfetto_oom_trace_has_the_json_traces_rows():
     """trace-format perfetto: the OOM report's flight trace is a .pftrace that Perfetto's schema
     decodes, with the slices (by name and category), counter values and trigger of the JSON
     trace of the same run, and the window's losses in its metadata."""
-    d = Daemon("--trace-format", "perfetto")
+    _, conf = config_file("gs-daemon-pf-", "trace-format perfetto\n")
+    d = Daemon("--config", conf)
     try:
         pf, _ = flight_trace(d, ".pftrace")
         assert not d.reports("cuda-oom-*.trace.json"), "no JSON trace beside it"
@@ -85,7 +86,8 @@ def child_cmdline(parent):
 def daemon_ctl_record_perfetto_with_the_daemons_ring_buffer():
     """ctl record --format perfetto: a .pftrace.gz that Perfetto's schema decodes, recorded by
     a child given the daemon's ringbuf setting; a malformed request is a usage error (64)."""
-    d = Daemon("--ringbuf", "16")
+    _, conf = config_file("gs-daemon-pf-", "ringbuf 16\n")
+    d = Daemon("--config", conf)
     w = None
     try:
         w = oom_workload(d)
