@@ -137,7 +137,8 @@ static int take_format(struct gs_ctl_request *req, char **w, size_t *n, char *ms
 		else if (!strcmp(v, "perfetto"))
 			req->format = GS_CTL_FORMAT_PERFETTO;
 		else
-			return fail(msg, msg_len, "unknown trace format '%s' (json or perfetto)", v);
+			return fail(msg, msg_len, "unknown trace format '%s' (json or perfetto)",
+				    v);
 	}
 	*n = kept;
 	return 0;

@@ -114,7 +114,8 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
  */
 int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 				      const char *events, const char *kind, int schedule,
-				      uint64_t max_bytes, bool perfetto, char *path_out, size_t len);
+				      uint64_t max_bytes, bool perfetto, char *path_out,
+				      size_t len);
 /* The trace format a ctl request asked for, or the daemon's trace-format. */
 bool gs_daemon__request_perfetto(const struct gs_daemon *d, int format);
 /*

@@ -102,8 +102,9 @@ static void replay_free(struct replay *r, const struct gs_flight_event *e)
 				    .tid = e->tid };
 	struct gs_mem_free f = { .hdr = hdr, .ptr = e->ptr, .api = e->api };
 	/* the window keeps a free's entry only: its slice lasts 0 */
-	struct gs_mem_free_ret ret = { .hdr = hdr, .ptr = e->ptr, .entry_ts_ns = e->ts_ns,
-				       .api = e->api };
+	struct gs_mem_free_ret ret = {
+		.hdr = hdr, .ptr = e->ptr, .entry_ts_ns = e->ts_ns, .api = e->api
+	};
 
 	f.hdr.type = GS_EV_MEM_FREE;
 	ret.hdr.type = GS_EV_MEM_FREE_RET;

@@ -245,6 +245,7 @@ GS_TEST(a_recordings_format)
 	GS_EXPECT_STR_EQ(reason("leaks 7 format=json"), "'format=json' goes with record");
 }
 
-GS_TEST_MAIN(children_with_leaks_and_record, valid_forms, a_recordings_format, unknown_and_extra_words, malformed_pids,
-	     record_lengths_range_checked, formats_and_event_lists,
-	     echoed_words_are_short_and_printable, long_lines_and_small_buffers)
+GS_TEST_MAIN(children_with_leaks_and_record, valid_forms, a_recordings_format,
+	     unknown_and_extra_words, malformed_pids, record_lengths_range_checked,
+	     formats_and_event_lists, echoed_words_are_short_and_printable,
+	     long_lines_and_small_buffers)
