@@ -536,7 +536,7 @@ static const struct gs_daemon_setting settings[] = {
 	  "DURATION | off", "30s", "1s to 1h, or off",
 	  "applies at once; the new window starts empty",
 	  "How much of each process's recent CUDA memory calls a trigger report's trace "
-	  "(.trace.json) shows, at most 16384 calls per process.",
+	  "(.trace.json, or .pftrace) shows, at most 16384 calls per process.",
 	  NULL },
 	{ "oom-record", parse_oom_record, WHOLE, false, "DURATION [events=LIST] | off", "off",
 	  "0.1s to 24h, or off; LIST as gpusnoop record -e takes it (default "
