@@ -8,11 +8,13 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import expect_eq, main, test
 from test_daemon import Daemon, config_file, oom_workload
+from test_daemon_profile import http_get
 from test_perfetto import decode, json_rows, kinds
 
 
@@ -67,8 +69,8 @@ def daemon_perfetto_oom_trace_has_the_json_traces_rows():
     expect_eq((meta["window_lost_events"], meta["events"]), (0, 4), "window losses, events")
 
 
-def child_cmdline(parent):
-    """The argv of parent's `gpusnoop record` child while it runs, or None."""
+def child_cmdline(parent, word="record"):
+    """The argv of parent's `gpusnoop WORD` child while it runs, or None."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as f:
@@ -77,15 +79,26 @@ def child_cmdline(parent):
                 argv = f.read().decode().split("\0")
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == parent and "record" in argv:
+        if ppid == parent and word in argv:
             return argv
     return None
+
+
+def wait_child(parent, word):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        argv = child_cmdline(parent, word)
+        if argv:
+            return argv
+        time.sleep(0.02)
+    raise AssertionError(f"the daemon's {word} child never seen")
 
 
 @test
 def daemon_ctl_record_perfetto_with_the_daemons_ring_buffer():
     """ctl record --format perfetto: a .pftrace.gz that Perfetto's schema decodes, recorded by
-    a child given the daemon's ringbuf setting; a malformed request is a usage error (64)."""
+    a child given the daemon's ringbuf setting (a profile's child too); a malformed request is
+    a usage error (64)."""
     _, conf = config_file("gs-daemon-pf-", "ringbuf 16\n")
     d = Daemon("--config", conf)
     w = None
@@ -95,15 +108,16 @@ def daemon_ctl_record_perfetto_with_the_daemons_ring_buffer():
         expect_eq(status, 0, f"ctl record ({err})")
         path = out.strip()
         assert path.endswith(".pftrace.gz"), path
-        argv = None
-        deadline = time.monotonic() + 5
-        while argv is None and time.monotonic() < deadline:
-            argv = child_cmdline(d.g.proc.pid)
-            time.sleep(0.02)
-        assert argv, "the recording's child seen"
-        i = argv.index("--ringbuf")
-        expect_eq((argv[i + 1], argv[argv.index("--format") + 1]), ("16", "perfetto"),
-                  f"the child's ring buffer and format ({argv})")
+        argv = wait_child(d.g.proc.pid, "record")
+        expect_eq((argv[argv.index("--ringbuf") + 1], argv[argv.index("--format") + 1]),
+                  ("16", "perfetto"), f"the recording's ring buffer and format ({argv})")
+        # a CPU profile asked over HTTP: its child too
+        profile = threading.Thread(target=http_get, args=(
+            d.metrics_url.replace("/metrics", "/debug/pprof/profile?seconds=1"),))
+        profile.start()
+        argv = wait_child(d.g.proc.pid, "profile")
+        profile.join(90)
+        expect_eq(argv[argv.index("--ringbuf") + 1], "16", f"the profile's ring buffer ({argv})")
         d.g.wait_stderr(f"recording done: {path}", timeout=90)
         tmp = os.path.join(tempfile.mkdtemp(), "t.pftrace")
         with gzip.open(path) as src, open(tmp, "wb") as dst:
