@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "profilers/daemon/ctl_request.h"
 #include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 #include "user/ctl_socket.h"
@@ -15,7 +16,7 @@
 
 struct ctl_opts {
 	const char *socket_path;
-	bool json;
+	const char *format; /* --format: leaks text|json, record json|perfetto */
 	bool children;	    /* --children */
 	char request[1024]; /* the daemon's line limit, GS_CTL_LINE_MAX */
 	size_t len;
@@ -25,7 +26,10 @@ enum { OPT_SOCKET = 0x3000, OPT_CHILDREN };
 
 static const struct argp_option ctl_options[] = {
 	{ "socket", OPT_SOCKET, "PATH", 0, "The daemon's socket (default /run/gpusnoop.sock)", 0 },
-	{ "format", 'f', "FMT", 0, "leaks: text (default) or json", 0 },
+	{ "format", 'f', "FMT", 0,
+	  "leaks: text (default) or json; record: json or perfetto (default: the daemon's "
+	  "trace-format)",
+	  0 },
 	{ "children", OPT_CHILDREN, NULL, 0,
 	  "leaks, record: the process's descendants too (record: root only)", 0 },
 	{ 0 },
@@ -44,7 +48,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		o->children = true;
 		break;
 	case 'f':
-		gs_parse_report_format(state, arg, &o->json);
+		o->format = arg;
 		break;
 	case ARGP_KEY_ARG:
 		if (strpbrk(arg, " \t\n"))
@@ -73,7 +77,8 @@ static const char ctl_doc[] =
 	"  leaks PID                    a leak report of one process (or --format json)\n"
 	"  snapshot PID                 a report written to the daemon's output dir\n"
 	"  record PID SECONDS [EVENTS]  a trace of at most 3600 s written there\n"
-	"                               (EVENTS: as record's -e)\n\n"
+	"                               (EVENTS: as record's -e; --format perfetto:\n"
+	"                               Perfetto's protobuf trace)\n\n"
 	"Root may ask about any process; other users about their own, with at most "
 	"user-max-recordings recordings at once and user-max-bytes of files (see the daemon's "
 	"settings).\n\n"
@@ -82,7 +87,9 @@ static const char ctl_doc[] =
 	"  gpusnoop ctl leaks 1234 --format json\n"
 	"  gpusnoop ctl leaks 1234 --children      # a launcher's ranks, one report\n"
 	"  gpusnoop ctl snapshot 1234              # prints the report's path\n"
-	"  gpusnoop ctl record 1234 30 cuda-mem    # prints the trace's path";
+	"  gpusnoop ctl record 1234 30 cuda-mem    # prints the trace's path\n"
+	"  gpusnoop ctl record 1234 30 --format perfetto  # a .pftrace.gz\n\n"
+	"A request the daemon would refuse as malformed is refused here, with exit status 64.";
 
 static const struct argp_child ctl_children[] = {
 	{ &gs_help_argp, 0, NULL, 0 },
@@ -95,6 +102,43 @@ static const struct argp ctl_argp = {
 	NULL
 };
 
+/* A word for the request, when there is room (it was checked against the same limit). */
+static void append(struct ctl_opts *o, const char *word)
+{
+	strncat(o->request, word, sizeof(o->request) - strlen(o->request) - 1);
+}
+
+/*
+ * --format and --children as the daemon takes them, then the request checked as the daemon
+ * checks it: a malformed one is a usage error here. 0, or GS_EXIT_USAGE (logged).
+ */
+static int finish_request(struct ctl_opts *o)
+{
+	struct gs_ctl_request req;
+	char msg[256];
+	bool leaks = !strncmp(o->request, "leaks ", 6), record = !strncmp(o->request, "record ", 7);
+
+	if (o->format && !(leaks && (!strcmp(o->format, "text") || !strcmp(o->format, "json"))) &&
+	    !(record && (!strcmp(o->format, "json") || !strcmp(o->format, "perfetto")))) {
+		gs_err("--format %.32s: leaks takes text or json, record json or perfetto",
+		       o->format);
+		return GS_EXIT_USAGE;
+	}
+	if (o->format && leaks && !strcmp(o->format, "json"))
+		append(o, " json");
+	if (o->format && record) {
+		append(o, " format=");
+		append(o, o->format);
+	}
+	if (o->children) /* the daemon takes it anywhere after the request's word */
+		append(o, " --children");
+	if (gs_ctl_request__parse(o->request, &req, msg, sizeof(msg))) {
+		gs_err("%s", msg);
+		return GS_EXIT_USAGE;
+	}
+	return 0;
+}
+
 int gs_cmd_ctl(int argc, char **argv)
 {
 	struct ctl_opts o = { .socket_path = "/run/gpusnoop.sock" };
@@ -104,12 +148,10 @@ int gs_cmd_ctl(int argc, char **argv)
 	int err;
 
 	if (argp_parse(&ctl_argp, argc, argv, 0, NULL, &o))
-		return 1;
-	if (o.json && !strncmp(o.request, "leaks ", 6)) {
-		strncat(o.request, " json", sizeof(o.request) - strlen(o.request) - 1);
-	}
-	if (o.children) /* the daemon takes it anywhere after the request's word */
-		strncat(o.request, " --children", sizeof(o.request) - strlen(o.request) - 1);
+		return GS_EXIT_USAGE;
+	err = finish_request(&o);
+	if (err)
+		return err;
 	f = open_memstream(&reply, &len);
 	if (!f) {
 		gs_err("out of memory");

@@ -440,6 +440,16 @@ static int parse_flight_recorder(void *dst, const char *value, char *msg, size_t
 	return err ? -EINVAL : 0;
 }
 
+static int parse_trace_format(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	if (!strcmp(value, "json") || !strcmp(value, "perfetto")) {
+		*(bool *)dst = !strcmp(value, "perfetto");
+		return 0;
+	}
+	snprintf(msg, msg_len, "'%s' is not a trace format (json or perfetto)", value);
+	return -EINVAL;
+}
+
 /*
  * Every setting: its name (config key, and flag name), its parser, where it goes, whether a
  * SIGHUP applies it, and its documentation. Start-only ones decide which probes are loaded at
@@ -526,7 +536,7 @@ static const struct gs_daemon_setting settings[] = {
 	  "DURATION | off", "30s", "1s to 1h, or off",
 	  "applies at once; the new window starts empty",
 	  "How much of each process's recent CUDA memory calls a trigger report's trace "
-	  "(.trace.json) shows, at most 16384 calls per process.",
+	  "(.trace.json, or .pftrace) shows, at most 16384 calls per process.",
 	  NULL },
 	{ "oom-record", parse_oom_record, WHOLE, false, "DURATION [events=LIST] | off", "off",
 	  "0.1s to 24h, or off; LIST as gpusnoop record -e takes it (default "
@@ -535,6 +545,14 @@ static const struct gs_daemon_setting settings[] = {
 	  "After the OOM report of a process that is still alive, record what it does next for "
 	  "this long, into gpusnoop-record-PID-TIME.json.gz.",
 	  "30s events=cuda-mem,cuda-launch,cpu" },
+	{ "trace-format", parse_trace_format, FIELD(trace_perfetto), false, "json | perfetto",
+	  "json", "json or perfetto", AT_ONCE,
+	  "The format of the traces the daemon writes: trigger reports' flight-recorder traces "
+	  "(.trace.json, or .pftrace) and its recordings, scheduled or asked for with ctl record "
+	  "(.json.gz, or .pftrace.gz). json is Chrome Trace Event JSON, what Holistic Trace "
+	  "Analysis and Kineto tools read; perfetto is Perfetto's protobuf trace, several times "
+	  "smaller, for ui.perfetto.dev and trace_processor.",
+	  NULL },
 	{ "ringbuf", gs_daemon_parse_ringbuf, FIELD(ringbuf_mib), true, "MIB", "8",
 	  "a power of 2, 1 to 1024", NULL,
 	  "The size of each of the daemon's event ring buffers, in MiB. Under a flood, events "

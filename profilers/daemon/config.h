@@ -66,6 +66,7 @@ struct gs_daemon_config {
 	/* what one non-root user's ctl requests may hold: recordings at once, bytes on disk */
 	unsigned int user_max_recordings;
 	unsigned int ringbuf_mib; /* the event ring buffer, MiB (read at start) */
+	bool trace_perfetto;	  /* traces in Perfetto's protobuf format, not JSON */
 	uint64_t user_max_bytes;
 	struct gs_daemon_schedule schedules[GS_DAEMON_MAX_SCHEDULES];
 	size_t nr_schedules;

@@ -8,12 +8,13 @@
 #include "profilers/daemon/ctl_request.h"
 #include "profilers/daemon/event_list.h"
 
-#define MAX_WORDS 6 /* one more than the longest request, to see extra words */
+#define MAX_WORDS 7 /* one more than the longest request, to see extra words */
 #define SHOW_MAX  32
 #define USAGE                                                                                   \
 	"status, leaks PID [--children] [json], snapshot PID, record PID [--children] SECONDS " \
-	"[EVENTS]"
+	"[EVENTS] [format=json|perfetto]"
 #define CHILDREN "--children"
+#define FORMAT	 "format="
 
 static const char *const verb_names[] = {
 	[GS_CTL_STATUS] = "status",
@@ -115,6 +116,34 @@ static int take_children(struct gs_ctl_request *req, char **w, size_t *n, char *
 	return 0;
 }
 
+/* Takes a record's "format=..." out of the words after the verb, into req->format. */
+static int take_format(struct gs_ctl_request *req, char **w, size_t *n, char *msg, size_t msg_len)
+{
+	size_t kept = 1;
+
+	for (size_t i = 1; i < *n; i++) {
+		const char *v = w[i] + strlen(FORMAT);
+
+		if (strncmp(w[i], FORMAT, strlen(FORMAT))) {
+			w[kept++] = w[i];
+			continue;
+		}
+		if (req->verb != GS_CTL_RECORD)
+			return fail(msg, msg_len, "'%s' goes with record", w[i]);
+		if (req->format)
+			return fail(msg, msg_len, "'%s' given twice", FORMAT);
+		if (!strcmp(v, "json"))
+			req->format = GS_CTL_FORMAT_JSON;
+		else if (!strcmp(v, "perfetto"))
+			req->format = GS_CTL_FORMAT_PERFETTO;
+		else
+			return fail(msg, msg_len, "unknown trace format '%s' (json or perfetto)",
+				    v);
+	}
+	*n = kept;
+	return 0;
+}
+
 int gs_ctl_request__parse(const char *line, struct gs_ctl_request *req, char *msg, size_t msg_len)
 {
 	char copy[GS_CTL_REQUEST_MAX], *save = NULL, *w[MAX_WORDS];
@@ -140,7 +169,7 @@ int gs_ctl_request__parse(const char *line, struct gs_ctl_request *req, char *ms
 	if (verb < 0)
 		return fail(msg, msg_len, "unknown request '%s' (" USAGE ")", n ? w[0] : NULL);
 	req->verb = (enum gs_ctl_verb)verb;
-	if (take_children(req, w, &n, msg, msg_len))
+	if (take_children(req, w, &n, msg, msg_len) || take_format(req, w, &n, msg, msg_len))
 		return -EINVAL;
 	switch (req->verb) {
 	case GS_CTL_STATUS:

@@ -18,8 +18,11 @@ enum gs_ctl_verb {
 	GS_CTL_STATUS,	 /* "status" */
 	GS_CTL_LEAKS,	 /* "leaks PID [--children] [text|json]" */
 	GS_CTL_SNAPSHOT, /* "snapshot PID" */
-	GS_CTL_RECORD,	 /* "record PID [--children] SECONDS [EVENTS]" */
+	GS_CTL_RECORD,	 /* "record PID [--children] SECONDS [EVENTS] [format=json|perfetto]" */
 };
+
+/* record format=: the trace's format; by default the daemon's trace-format setting */
+enum gs_ctl_format { GS_CTL_FORMAT_DEFAULT, GS_CTL_FORMAT_JSON, GS_CTL_FORMAT_PERFETTO };
 
 struct gs_ctl_request {
 	enum gs_ctl_verb verb;
@@ -28,6 +31,7 @@ struct gs_ctl_request {
 	bool children;			/* leaks, record: PID's descendants too ("--children") */
 	double secs;			/* record: GS_CTL_RECORD_MIN_S..GS_CTL_RECORD_MAX_S */
 	char events[GS_CTL_EVENTS_MAX]; /* record: `gpusnoop record -e` list; "": the default */
+	enum gs_ctl_format format;	/* record: "format=json" or "format=perfetto" */
 };
 
 /*

@@ -120,9 +120,10 @@ static void ctl_record_tree(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 		fprintf(out, "error: pid %d: no such process\n", req->pid);
 		return;
 	}
-	err = gs_daemon__start_recording(d, req->pid, true, req->secs,
-					 req->events[0] ? req->events : d->cfg.oom_record_events,
-					 "record", -1, path, sizeof(path));
+	err = gs_daemon__start_capped_recording(
+		d, req->pid, true, req->secs,
+		req->events[0] ? req->events : d->cfg.oom_record_events, "record", -1, 0,
+		gs_daemon__request_perfetto(d, req->format), path, sizeof(path));
 	if (err == -EBUSY)
 		fprintf(out, "error: busy: %d recordings are running\n", MAX_RECORDINGS);
 	else if (err)

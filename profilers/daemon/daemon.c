@@ -118,6 +118,32 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 	return 0;
 }
 
+/* The flight recorder's last seconds of the process, with the report's loss window. */
+static int write_flight_trace(struct gs_daemon *d, struct gs_mem_proc *p,
+			      const struct gs_leak_trigger *t, uint64_t now,
+			      const struct report_window *w, FILE *f)
+{
+	uint64_t stats[GS_STAT__MAX];
+	struct gs_flight_trace ft = {
+		.fr = d->flight,
+		.pid = p->pid,
+		.now_ns = now,
+		.outstanding_now = gs_mem_model__cuda_bytes(&d->mem, p->pid) - p->pinned_bytes,
+		.trigger = t,
+		.tracker = d->tracker,
+		.stacks = d->stacks,
+		.symcache = gs_tracker__symcache(d->tracker),
+		.perfetto = d->cfg.trace_perfetto,
+		.stats = stats,
+		.window_lost = w->lost,
+		.window_start_ns = w->start_ns,
+		.flight_nomem = d->losses.own[GS_DAEMON_LOSS_FLIGHT_NOMEM],
+	};
+
+	gs_tracker__stats(d->tracker, stats);
+	return gs_flight_trace__write(f, &ft);
+}
+
 /* The JSON report comes last: once it is in place, so are the files beside it. */
 enum report_output { REPORT_TEXT, REPORT_TRACE, REPORT_SNAPSHOT, REPORT_JSON, REPORT__MAX };
 
@@ -128,8 +154,8 @@ enum report_output { REPORT_TEXT, REPORT_TRACE, REPORT_SNAPSHOT, REPORT_JSON, RE
 static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const char *kind,
 			      const struct gs_leak_trigger *t, char *json_path, size_t len)
 {
-	static const char *const exts[] = { ".txt", ".trace.json", ".memory_snapshot.pickle",
-					    ".json" };
+	const char *const exts[] = { ".txt", d->cfg.trace_perfetto ? ".pftrace" : ".trace.json",
+				     ".memory_snapshot.pickle", ".json" };
 	char stamp[48], name[160], path[512];
 	uint64_t now = gs_clock_ns(CLOCK_MONOTONIC), stats[GS_STAT__MAX];
 	struct report_window w;
@@ -157,10 +183,7 @@ static int write_report_files(struct gs_daemon *d, struct gs_mem_proc *p, const 
 		if (i == REPORT_SNAPSHOT)
 			err = gs_mem_model__write_snapshot(&d->mem, p->pid, now, f);
 		else if (i == REPORT_TRACE)
-			err = gs_flight_trace__write(
-				f, d->flight, p->pid, gs_tracker__comm(d->tracker, p->pid), now,
-				gs_mem_model__cuda_bytes(&d->mem, p->pid) - p->pinned_bytes,
-				d->stacks, t);
+			err = write_flight_trace(d, p, t, now, &w, f);
 		else
 			err = write_proc_report(d, p, t ? "trigger" : "snapshot", t,
 						i == REPORT_JSON, f, &w);
@@ -512,7 +535,8 @@ static void ctl_record(struct gs_daemon *d, const struct gs_ctl_peer *peer,
 	err = gs_daemon__start_capped_recording(
 		d, p->pid, false, req->secs,
 		req->events[0] ? req->events : d->cfg.oom_record_events, kind, -1,
-		*tag ? user_recording_cap(d) : 0, path, sizeof(path));
+		*tag ? user_recording_cap(d) : 0, gs_daemon__request_perfetto(d, req->format), path,
+		sizeof(path));
 	if (err == -EBUSY)
 		fprintf(out, "error: busy: %d recordings are running\n", MAX_RECORDINGS);
 	else if (err)

@@ -108,12 +108,16 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
 			       const char *events, const char *kind, int schedule, char *path_out,
 			       size_t len);
 /*
- * The same, for a user's request: the recording stops by itself, its trace complete, before
- * the file passes max_bytes (record --max-bytes, and RLIMIT_FSIZE behind it); 0: no cap.
+ * The same, for a request: the recording stops by itself, its trace complete, before the
+ * file passes max_bytes (record --max-bytes, and RLIMIT_FSIZE behind it); 0: no cap. The
+ * trace is Perfetto's protobuf (...pftrace.gz) with perfetto, else JSON (...json.gz).
  */
 int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 				      const char *events, const char *kind, int schedule,
-				      uint64_t max_bytes, char *path_out, size_t len);
+				      uint64_t max_bytes, bool perfetto, char *path_out,
+				      size_t len);
+/* The trace format a ctl request asked for, or the daemon's trace-format. */
+bool gs_daemon__request_perfetto(const struct gs_daemon *d, int format);
 /*
  * Forks r's child to run this binary with argv: fd (the temporary it writes, closed here
  * either way) is the one descriptor it inherits besides stderr, which comes back through a

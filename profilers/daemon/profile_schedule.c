@@ -34,7 +34,7 @@
 struct profile_argv {
 	char *argv[16 + 2 * GS_MAX_PIDS];
 	char pids[GS_MAX_PIDS][16];
-	char secs[32], hz[16], fd[16];
+	char secs[32], hz[16], fd[16], ringbuf[16];
 };
 
 static int build_argv(struct gs_daemon *d, struct profile_argv *a, double secs, unsigned int hz,
@@ -67,6 +67,10 @@ static int build_argv(struct gs_daemon *d, struct profile_argv *a, double secs, 
 	a->argv[n++] = a->hz;
 	a->argv[n++] = "--format";
 	a->argv[n++] = "pprof";
+	/* the daemon's ring buffer size, as it sizes its own */
+	snprintf(a->ringbuf, sizeof(a->ringbuf), "%u", d->cfg.ringbuf_mib);
+	a->argv[n++] = "--ringbuf";
+	a->argv[n++] = a->ringbuf;
 	a->argv[n++] = "--output-fd";
 	a->argv[n++] = a->fd;
 	a->argv[n] = NULL;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "profilers/daemon/ctl_request.h"
 #include "profilers/daemon/daemon.h"
 #include "profilers/daemon/profile_schedule.h"
 #include "user/clock.h"
@@ -33,25 +34,45 @@ void gs_daemon_file_stamp(char *buf, size_t len)
 
 /* A recording child's command line: the strings it points to live here */
 struct record_argv {
-	char *argv[14];
-	char fd_arg[24], max_arg[24];
+	char *argv[18];
+	char fd_arg[24], max_arg[24], ringbuf_arg[16];
 };
 
-/* "-p PID [--children]" or "-a", then the rest; max_bytes caps it (0: no cap). */
-static void build_record_argv(struct record_argv *a, pid_t pid, bool children, const char *target,
-			      const char *duration, const char *events, int fd, uint64_t max_bytes)
+/*
+ * "-p PID [--children]" or "-a", then the rest: the trace's format, the daemon's ring buffer
+ * size; max_bytes caps it (0: no cap).
+ */
+static void build_record_argv(struct record_argv *a, const struct gs_daemon *d, pid_t pid,
+			      bool children, const char *target, const char *duration,
+			      const char *events, int fd, uint64_t max_bytes, bool perfetto)
 {
-	char *argv[] = { "gpusnoop",	 "record",	pid ? "-p" : "-a", (char *)target,
-			 "--children",	 "-d",		(char *)duration,  "-e",
-			 (char *)events, "--output-fd", a->fd_arg,	   "--max-bytes",
-			 a->max_arg,	 NULL };
+	char *argv[] = { "gpusnoop",
+			 "record",
+			 pid ? "-p" : "-a",
+			 (char *)target,
+			 "--children",
+			 "-d",
+			 (char *)duration,
+			 "-e",
+			 (char *)events,
+			 "--format",
+			 perfetto ? "perfetto" : "json",
+			 "--ringbuf",
+			 a->ringbuf_arg,
+			 "--output-fd",
+			 a->fd_arg,
+			 "--max-bytes",
+			 a->max_arg,
+			 NULL };
 
 	snprintf(a->fd_arg, sizeof(a->fd_arg), "%d,gz", fd);
 	snprintf(a->max_arg, sizeof(a->max_arg), "%" PRIu64, max_bytes);
+	snprintf(a->ringbuf_arg, sizeof(a->ringbuf_arg), "%u", d->cfg.ringbuf_mib);
 	if (!max_bytes) /* no cap: no --max-bytes */
-		argv[11] = NULL;
+		argv[15] = NULL;
 	if (!pid || !children) /* close the gap: no pid or no --children (-a has neither) */
 		memmove(&argv[pid ? 4 : 3], &argv[5], sizeof(argv) - 5 * sizeof(argv[0]));
+	_Static_assert(sizeof(argv) == sizeof(a->argv), "the argv fits");
 	memcpy(a->argv, argv, sizeof(argv));
 }
 
@@ -91,12 +112,18 @@ int gs_daemon__spawn(struct gs_daemon_recording *r, char *const argv[], int fd, 
 	return 0;
 }
 
+bool gs_daemon__request_perfetto(const struct gs_daemon *d, int format)
+{
+	return format == GS_CTL_FORMAT_DEFAULT ? d->cfg.trace_perfetto
+					       : format == GS_CTL_FORMAT_PERFETTO;
+}
+
 int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 			       const char *events, const char *kind, int schedule, char *path_out,
 			       size_t len)
 {
 	return gs_daemon__start_capped_recording(d, pid, children, secs, events, kind, schedule, 0,
-						 path_out, len);
+						 d->cfg.trace_perfetto, path_out, len);
 }
 
 /*
@@ -107,7 +134,7 @@ int gs_daemon__start_recording(struct gs_daemon *d, pid_t pid, bool children, do
  */
 int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool children, double secs,
 				      const char *events, const char *kind, int schedule,
-				      uint64_t max_bytes, char *path_out, size_t len)
+				      uint64_t max_bytes, bool perfetto, char *path_out, size_t len)
 {
 	char stamp[48], target[16], duration[32];
 	struct gs_daemon_recording *r;
@@ -124,13 +151,15 @@ int gs_daemon__start_capped_recording(struct gs_daemon *d, pid_t pid, bool child
 		snprintf(target, sizeof(target), "%d", (int)pid);
 	else
 		snprintf(target, sizeof(target), "all");
-	snprintf(r->name, sizeof(r->name), "%s-%s-%s.json.gz", kind, target, stamp);
+	snprintf(r->name, sizeof(r->name), "%s-%s-%s.%s.gz", kind, target, stamp,
+		 perfetto ? "pftrace" : "json");
 	fd = gs_out_dir__create_tmp(d->out_dir, r->name, r->tmp, sizeof(r->tmp), r->path,
 				    sizeof(r->path));
 	if (fd < 0)
 		return fd;
 	snprintf(duration, sizeof(duration), "%.3f", secs);
-	build_record_argv(&argv, pid, children, target, duration, events, fd, max_bytes);
+	build_record_argv(&argv, d, pid, children, target, duration, events, fd, max_bytes,
+			  perfetto);
 	err = gs_daemon__spawn(r, argv.argv, fd, max_bytes);
 	if (err) {
 		gs_err("starting a recording: %s", strerror(-err));

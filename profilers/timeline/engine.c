@@ -687,6 +687,18 @@ static void gpu_row(void *ctx, const struct gs_stats_row *row)
 		fatal(tl, -ENOMEM);
 }
 
+void gs_timeline__trigger(struct gs_timeline *tl, pid_t pid, uint64_t ts_ns, const char *kind)
+{
+	struct gs_json *j;
+
+	name_tracks(tl, pid, pid, ts_ns); /* the process named even in an empty window */
+	j = gs_chrome_trace__event(render_begin(tl, pid, ts_ns), "i", kind, GS_TL_CAT_TRIGGER, pid,
+				   pid, ts_ns);
+	gs_json__string(j, "s", "p"); /* the whole process's, not one thread's */
+	gs_json__begin_object(j, "args");
+	end_slice(tl, j);
+}
+
 void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec)
 {
 	if (tl->gpu)

@@ -56,6 +56,8 @@ void gs_timeline__tracker_ops(struct gs_timeline *tl, struct gs_tracker_ops *ops
 /* How record_gpu.c and record_nvtx.c render through tl's ordered output. */
 struct gs_record_gpu_emit gs_timeline__gpu_emit(struct gs_timeline *tl);
 struct gs_record_nvtx_emit gs_timeline__nvtx_emit(struct gs_timeline *tl);
+/* What made the daemon write a trace (kind: "cuda-oom", ...): an instant over pid at ts_ns. */
+void gs_timeline__trigger(struct gs_timeline *tl, pid_t pid, uint64_t ts_ns, const char *kind);
 /* A process's image is gone (exit, or exec: a new one follows). */
 void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec);
 /* output's writer: 0, the one file (or the sink of -o DIR/); i + 1, the i-th rank file. */

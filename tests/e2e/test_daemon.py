@@ -213,7 +213,7 @@ def daemon_writes_oom_report_serves_metrics_and_answers_ctl():
         assert f"pid {w.pid}" not in out, out
 
         status, _, err = d.ctl("frobnicate")
-        expect_eq(status, 1, "unknown request")
+        expect_eq(status, 64, "unknown request: a usage error")
         assert "unknown request 'frobnicate'" in err, err
         d.stop()
     finally:

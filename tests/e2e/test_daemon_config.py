@@ -44,6 +44,8 @@ SETTINGS = {
     "flight-recorder": ("10s", "2h", "flight recorder window '2h' is out of range (1s to 1h)"),
     "oom-record": ("5s events=cuda-launch,gpu", "5s events=cpu,gpus",
                    f"'gpus' is not an event ({EVENT_NAMES})"),
+    "trace-format": ("perfetto", "protobuf",
+                     "'protobuf' is not a trace format (json or perfetto)"),
     "ringbuf": ("8", "3",
                 "'3' is not a ring buffer size (MiB, a power of 2 from 1 to 1024)"),
 }
@@ -371,10 +373,10 @@ def daemon_config_bad_events_refused_up_front_and_failures_say_why():
         w = oom_workload(d)
         status, out, err = d.ctl("record", str(w.pid), "1", "cuda-foo")
         expect_eq((status, out, err.strip()),
-                  (1, "", f"gpusnoop: error: 'cuda-foo' is not an event ({EVENT_NAMES})"),
-                  "ctl record with an unknown event")
+                  (64, "", f"gpusnoop: error: 'cuda-foo' is not an event ({EVENT_NAMES})"),
+                  "ctl record with an unknown event: a usage error")
         status, out, err = d.ctl("record", str(w.pid), "1", "cuda-mem,,cpu")
-        expect_eq((status, out), (1, ""), f"ctl record with an empty event name ({err})")
+        expect_eq((status, out), (64, ""), f"ctl record with an empty event name ({err})")
 
         # a recording that fails says why in the daemon's log: here its trace cannot grow
         # past the 100 bytes the daemon's file size limit leaves (the daemon writes no file)

@@ -128,8 +128,16 @@ def pinned_host_memory_in_the_daemons_oom_report_and_metrics():
         assert "(device 8.0 MiB, pinned host 9.0 MiB)" in text, text
         with open(files[0][:-5] + ".trace.json") as f:
             trace = json.load(f)
-        counter = [e["args"]["bytes"] for e in trace["traceEvents"] if e["ph"] == "C"]
-        expect_eq(counter, [8 * MiB], "the flight trace's CUDA memory: device memory only")
+        counters = {}
+        for e in trace["traceEvents"]:
+            if e["ph"] == "C":
+                counters.setdefault(e["name"], []).append(e["args"]["bytes"])
+        # the timeline engine's tracks, as in record's trace of the same workload
+        expect_eq((counters["CUDA memory"][-1], max(counters["CUDA memory"])),
+                  (8 * MiB, 8 * MiB), "the flight trace's CUDA memory: device memory only")
+        expect_eq((counters["CUDA pinned host memory"][-1],
+                   max(counters["CUDA pinned host memory"])), (9 * MiB, 10 * MiB),
+                  "the flight trace's pinned host memory, a track of its own")
         deadline = time.monotonic() + 3
         m = d.metrics()
         while f'pid="{w.pid}"' not in m and time.monotonic() < deadline:

@@ -7,7 +7,7 @@
 
 #define USAGE                                                                                    \
 	"(status, leaks PID [--children] [json], snapshot PID, record PID [--children] SECONDS " \
-	"[EVENTS])"
+	"[EVENTS] [format=json|perfetto])"
 
 /* The reason a line is refused, or "ok". */
 static const char *reason(const char *line)
@@ -224,6 +224,28 @@ GS_TEST(children_with_leaks_and_record)
 	GS_EXPECT_STR_EQ(reason("leaks 1 --child"), "unknown format '--child' (text or json)");
 }
 
-GS_TEST_MAIN(children_with_leaks_and_record, valid_forms, unknown_and_extra_words, malformed_pids,
-	     record_lengths_range_checked, formats_and_event_lists,
-	     echoed_words_are_short_and_printable, long_lines_and_small_buffers)
+GS_TEST(a_recordings_format)
+{
+	struct gs_ctl_request r;
+	char msg[128];
+
+	GS_EXPECT_EQ(gs_ctl_request__parse("record 7 1", &r, msg, sizeof(msg)), 0);
+	GS_EXPECT_EQ(r.format, GS_CTL_FORMAT_DEFAULT);
+	GS_EXPECT_EQ(gs_ctl_request__parse("record 7 1 cpu format=perfetto --children", &r, msg,
+					   sizeof(msg)),
+		     0);
+	GS_EXPECT_EQ(r.format, GS_CTL_FORMAT_PERFETTO);
+	GS_EXPECT(r.children);
+	GS_EXPECT_STR_EQ(r.events, "cpu");
+	GS_EXPECT_EQ(gs_ctl_request__parse("record format=json 7 1", &r, msg, sizeof(msg)), 0);
+	GS_EXPECT_EQ(r.format, GS_CTL_FORMAT_JSON);
+	GS_EXPECT_STR_EQ(reason("record 7 1 format=pb"),
+			 "unknown trace format 'pb' (json or perfetto)");
+	GS_EXPECT_STR_EQ(reason("record 7 1 format=json format=json"), "'format=' given twice");
+	GS_EXPECT_STR_EQ(reason("leaks 7 format=json"), "'format=json' goes with record");
+}
+
+GS_TEST_MAIN(children_with_leaks_and_record, valid_forms, a_recordings_format,
+	     unknown_and_extra_words, malformed_pids, record_lengths_range_checked,
+	     formats_and_event_lists, echoed_words_are_short_and_printable,
+	     long_lines_and_small_buffers)
