@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* perfetto_trace.c: rows -> TracePacket/TrackEvent; field numbers from perfetto_trace.proto. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/perfetto_intern.h"
@@ -27,6 +28,8 @@ enum {
 	SEQ_NEEDS_INCREMENTAL_STATE = 2,
 	/* TracePacketDefaults */
 	TPD_TIMESTAMP_CLOCK_ID = 58,
+	TPD_TRACK_EVENT_DEFAULTS = 11,
+	TED_TRACK_UUID = 11, /* TrackEventDefaults */
 	/* ClockSnapshot, ClockSnapshot.Clock */
 	CS_CLOCKS = 1,
 	CS_PRIMARY_TRACE_CLOCK = 2,
@@ -123,6 +126,8 @@ struct gs_perfetto {
 	struct gs_intern *intern[NR_INTERN];
 	struct gs_intern *tracks;
 	bool started;	       /* the sequence's first packet (clock, defaults) is out */
+	uint64_t default_track; /* the sequence's TrackEventDefaults.track_uuid (0: none) */
+	uint64_t last_thread;	/* the last thread track a row was on: the next default */
 	uint64_t clock_ns;     /* the incremental clock's value */
 	struct open_end *ends; /* a min-heap on (ts_ns, -seq) */
 	size_t nr_ends;
@@ -212,8 +217,14 @@ static int start_sequence(struct gs_perfetto *p, uint64_t ts_ns)
 	gs_pb__end(pb);
 	gs_pb__begin(pb, TP_DEFAULTS);
 	gs_pb__varint(pb, TPD_TIMESTAMP_CLOCK_ID, CLOCK_DELTA);
+	if (p->last_thread) { /* events on it leave their track_uuid out */
+		gs_pb__begin(pb, TPD_TRACK_EVENT_DEFAULTS);
+		gs_pb__varint(pb, TED_TRACK_UUID, p->last_thread);
+		gs_pb__end(pb);
+	}
 	gs_pb__end(pb);
 	gs_pb__end(pb);
+	p->default_track = p->last_thread;
 	p->started = true;
 	p->clock_ns = ts_ns;
 	return flush_packet(p);
@@ -560,7 +571,121 @@ static bool callstack(struct gs_perfetto *p, const struct yajl_val_s *user,
 	return true;
 }
 
-/* The row's args: stacks as a callstack, the rest as debug annotations. */
+#define PACKED_NAME "args" /* the annotation of a row's args packed as one JSON object */
+#define MAX_PACKED  1024   /* bytes of such an object's text */
+
+struct text {
+	char *buf;
+	size_t len, cap; /* len > cap: it did not fit */
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+	if (t->len + n <= t->cap)
+		memcpy(t->buf + t->len, s, n);
+	t->len += n;
+}
+
+/* s as a JSON string: the rows' strings are valid UTF-8 (gs_json wrote them). */
+static void put_string(struct text *t, const char *s)
+{
+	put(t, "\"", 1);
+	for (; *s; s++) {
+		char esc[8];
+
+		if (*s == '"' || *s == '\\') {
+			esc[0] = '\\', esc[1] = *s;
+			put(t, esc, 2);
+		} else if ((unsigned char)*s < 0x20) {
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned char)*s);
+			put(t, esc, 6);
+		} else {
+			put(t, s, 1);
+		}
+	}
+	put(t, "\"", 1);
+}
+
+/* A scalar or a small integer array as JSON text; false for what does not pack. */
+static bool put_value(struct text *t, yajl_val v)
+{
+	if (YAJL_IS_STRING(v)) {
+		put_string(t, v->u.string);
+	} else if (YAJL_IS_NUMBER(v) && v->u.number.r) {
+		put(t, v->u.number.r, strlen(v->u.number.r)); /* its own text: exact */
+	} else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
+		put(t, YAJL_IS_TRUE(v) ? "true" : "false", YAJL_IS_TRUE(v) ? 4 : 5);
+	} else if (small_int_array(v)) {
+		put(t, "[", 1);
+		for (size_t i = 0; i < v->u.array.len; i++) {
+			const char *r = v->u.array.values[i]->u.number.r;
+
+			if (!r)
+				return false;
+			if (i)
+				put(t, ",", 1);
+			put(t, r, strlen(r));
+		}
+		put(t, "]", 1);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The args of o but the stacks (skip) as one JSON object's text into buf (NUL-terminated),
+ * when each value is a scalar or a small integer array and it fits. False otherwise.
+ */
+static bool packed_text(yajl_val o, yajl_val skip1, yajl_val skip2, char *buf, size_t cap)
+{
+	struct text t = { .buf = buf, .cap = cap - 1 };
+	size_t n = 0;
+
+	put(&t, "{", 1);
+	for (size_t i = 0; i < o->u.object.len; i++) {
+		yajl_val v = o->u.object.values[i];
+
+		if (v == skip1 || v == skip2)
+			continue;
+		if (!strcmp(o->u.object.keys[i], PACKED_NAME))
+			return false; /* would read back as the packed set */
+		if (n++)
+			put(&t, ",", 1);
+		put_string(&t, o->u.object.keys[i]);
+		put(&t, ":", 1);
+		if (!put_value(&t, v))
+			return false;
+	}
+	put(&t, "}", 1);
+	if (t.len > t.cap || n < 2)
+		return false; /* one arg alone is as small unpacked */
+	buf[t.len] = '\0';
+	return true;
+}
+
+/*
+ * A row's args met before, all of them together (a launch's kernel, grid, block, shared
+ * memory and stream repeat launch after launch): one annotation, PACKED_NAME, whose value is
+ * their JSON object's text, interned (one iid where five annotations took 35 bytes). Its
+ * reader parses the text back (Perfetto's UI shows it as it is). Args met once go unpacked.
+ */
+static bool packed_args(struct gs_perfetto *p, yajl_val o, yajl_val skip1, yajl_val skip2)
+{
+	char text[MAX_PACKED];
+
+	if (!packed_text(o, skip1, skip2, text, sizeof(text)))
+		return false;
+	if (!gs_intern__has(p->intern[IN_STRINGS], text, strlen(text)) && !seen_before(p, text))
+		return false;
+	gs_pb__begin(&p->event, TE_DEBUG_ANNOTATIONS);
+	interned_str(p, &p->event, IN_ARG_NAMES, DA_NAME_IID, DA_NAME, PACKED_NAME);
+	interned_str(p, &p->event, IN_STRINGS, DA_STRING_IID, DA_STRING, text);
+	gs_pb__end(&p->event);
+	return true;
+}
+
+/* The row's args: stacks as a callstack, the rest as debug annotations (packed when met before). */
 static void event_args(struct gs_perfetto *p, const struct yajl_val_s *args)
 {
 	yajl_val o = (yajl_val)args, user = NULL, kernel = NULL;
@@ -576,6 +701,8 @@ static void event_args(struct gs_perfetto *p, const struct yajl_val_s *args)
 			kernel = o->u.object.values[i];
 	}
 	stacked = (user || kernel) && callstack(p, user, kernel);
+	if (packed_args(p, o, stacked ? user : NULL, stacked ? kernel : NULL))
+		return;
 	for (size_t i = 0; i < o->u.object.len; i++) {
 		yajl_val v = o->u.object.values[i];
 
@@ -625,10 +752,17 @@ static struct open_end heap_pop(struct gs_perfetto *p)
 	return top;
 }
 
+/* The event's track: left out when it is the sequence's default (2 bytes an event). */
+static void event_track(struct gs_perfetto *p, uint64_t uuid)
+{
+	if (uuid != p->default_track)
+		gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+}
+
 static int slice_end(struct gs_perfetto *p, uint64_t uuid, uint64_t ts_ns)
 {
 	gs_pb__varint(&p->event, TE_TYPE, TYPE_SLICE_END);
-	gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+	event_track(p, uuid);
 	return emit_event(p, ts_ns);
 }
 
@@ -659,7 +793,7 @@ static void event_head(struct gs_perfetto *p, int type, uint64_t uuid,
 		       const struct gs_perfetto_row *row)
 {
 	gs_pb__varint(&p->event, TE_TYPE, (uint64_t)type);
-	gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+	event_track(p, uuid);
 	if (row->name)
 		interned_str(p, &p->event, IN_NAMES, TE_NAME_IID, TE_NAME, row->name);
 	if (row->cat && *row->cat) {
@@ -692,7 +826,7 @@ static int counters(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 		if (!uuid)
 			return -ENOMEM;
 		gs_pb__varint(&p->event, TE_TYPE, TYPE_COUNTER);
-		gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+		event_track(p, uuid);
 		if (YAJL_IS_INTEGER(v))
 			gs_pb__int64(&p->event, TE_COUNTER_VALUE, v->u.number.i);
 		else
@@ -733,12 +867,17 @@ static int metadata_row(struct gs_perfetto *p, const struct gs_perfetto_row *row
 	return 1;
 }
 
-/* Before a timed row: earlier ends out, the sequence (re)started when its tables fill. */
-static int before_row(struct gs_perfetto *p, uint64_t ts_ns)
+/*
+ * Before a timed row: earlier ends out, the row's thread track known (the default of a
+ * sequence started now), the sequence (re)started when its tables fill.
+ */
+static int before_row(struct gs_perfetto *p, uint64_t ts_ns, uint64_t uuid)
 {
 	int err = end_slices(p, ts_ns);
 	bool filling = false;
 
+	if (uuid)
+		p->last_thread = uuid;
 	for (int i = 0; i < NR_INTERN; i++)
 		filling |= gs_intern__filling(p->intern[i]);
 	if (!err && (!p->started || filling))
@@ -746,16 +885,13 @@ static int before_row(struct gs_perfetto *p, uint64_t ts_ns)
 	return err;
 }
 
-static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
+/* A row on a thread track (uuid; 0 for counters, on their own tracks). */
+static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row, uint64_t uuid)
 {
-	uint64_t uuid;
 	int err;
 
 	if (row->ph == 'C')
 		return counters(p, row);
-	uuid = track(p, TRACK_THREAD, row->pid, row->tid, NULL, NULL, false);
-	if (!uuid)
-		return -ENOMEM;
 	switch (row->ph) {
 	case 'X':
 	case 'B':
@@ -781,6 +917,18 @@ static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 	}
 }
 
+static int thread_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
+{
+	uint64_t uuid = 0;
+
+	if (row->ph != 'C') {
+		uuid = track(p, TRACK_THREAD, row->pid, row->tid, NULL, NULL, false);
+		if (!uuid)
+			return -ENOMEM;
+	}
+	return before_row(p, row->ts_ns, uuid) ?: timed_row(p, row, uuid);
+}
+
 int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 {
 	int err;
@@ -790,7 +938,7 @@ int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 	else if (!row->ph || !strchr("XBEiICstf", row->ph))
 		err = 1; /* a phase with no form here: nothing written, not even its track */
 	else
-		err = before_row(p, row->ts_ns) ?: timed_row(p, row);
+		err = thread_row(p, row);
 	if (err > 0)
 		p->skipped++;
 	else if (!err)
@@ -805,11 +953,11 @@ int gs_perfetto__top_level(struct gs_perfetto *p, const char *key, const char *j
 
 	if (!uuid)
 		return -ENOMEM;
-	err = before_row(p, p->clock_ns);
+	err = before_row(p, p->clock_ns, 0);
 	if (err)
 		return err;
 	gs_pb__varint(&p->event, TE_TYPE, TYPE_INSTANT);
-	gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+	event_track(p, uuid);
 	gs_pb__string(&p->event, TE_NAME, key);
 	gs_pb__begin(&p->event, TE_DEBUG_ANNOTATIONS);
 	gs_pb__string(&p->event, DA_NAME, key);
