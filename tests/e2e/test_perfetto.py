@@ -5,12 +5,15 @@ package's perfetto_trace_pb2, in the tests' venv) and compared with the JSON of 
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BIN, Skip, expect_eq, main, run_gpusnoop, test
+from harness import BIN, GPUSNOOP, Skip, expect_eq, main, run_gpusnoop, test
 from test_gpu import gpu_env
 from test_record import GEMM, RELU, SCALE, load_trace
 
@@ -157,6 +160,73 @@ def perfetto_format_chosen_by_option_or_name():
     status, out, err = run_gpusnoop("stats", named)
     expect_eq(status, 65, f"stats status ({err})")
     assert len(err.strip().splitlines()) == 1 and "Perfetto" in err, err
+
+
+def memory_kib(pid):
+    """(VmHWM, resident KiB of the mmapped BPF maps: the ring buffers) of pid."""
+    with open(f"/proc/{pid}/status") as f:
+        hwm = int(re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M).group(1))
+    rb, in_bpf = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                in_bpf = "bpf" in line
+            elif in_bpf and line.startswith("Rss:"):
+                rb += int(line.split()[1])
+    return hwm, rb
+
+
+def flood(path, fmt, seconds):
+    """record -e cuda-launch,cuda-mem of a gs_bench flood: (its stderr, peak KiB beyond the
+    ring buffers, sampled until it exits)."""
+    p = subprocess.Popen([GPUSNOOP, "record", "-e", "cuda-launch,cuda-mem", "--format", fmt,
+                          "-o", path, "--", os.path.join(BIN, "gs_bench"), "flood", str(seconds)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak, rb, stop = [0], [0], threading.Event()
+
+    def watch():
+        while not stop.wait(0.1):
+            try:
+                hwm, ring = memory_kib(p.pid)
+            except (OSError, AttributeError):
+                continue
+            rb[0] = max(rb[0], ring)
+            peak[0] = hwm
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        _, err = p.communicate(timeout=seconds + TIMEOUT)
+    finally:
+        stop.set()
+        t.join()
+    expect_eq(p.returncode, 0, f"record status; stderr:\n{err[-2000:]}")
+    return err, (peak[0] - rb[0]) / 1024
+
+
+@test
+def record_memory_bounded_under_a_launch_flood():
+    """gs_bench flood (launches, mallocs and frees as fast as it can, a few hundred thousand
+    events a second here), JSON then Perfetto: record's peak resident memory beyond its ring
+    buffers stays under 64 MiB, the reorder window under its byte cap (it would hold 500 ms:
+    hundreds of MB at a flood's rate), nothing lost that is not counted."""
+    tmp = tempfile.mkdtemp()
+    js, pf = os.path.join(tmp, "f.json"), os.path.join(tmp, "f.pftrace")
+    err, mib = flood(js, "json", 3)
+    assert mib < 64, f"JSON: {mib:.1f} MiB beyond the ring buffers"
+    md = load_trace(js)["metadata"]
+    r = md["reorder"]
+    assert r["peak_held_bytes"] <= r["max_held_bytes"] + 65536, r
+    m = re.search(r"record: (\d+) events in [\d.]+ s, (\d+) dropped", err)
+    assert m, err
+    expect_eq((int(m.group(1)), int(m.group(2))), (md["events"], md["dropped_events"]),
+              "summary's events and drops = the metadata's")
+    assert md["events"] > 100000, f"a flood: {md['events']} events"
+    err, mib = flood(pf, "perfetto", 3)
+    assert mib < 64, f"Perfetto: {mib:.1f} MiB beyond the ring buffers"
+    with open(pf, "rb") as f:
+        assert f.read(1) == b"\x0a", "a Perfetto trace"
+    os.unlink(js)
+    os.unlink(pf)
 
 
 if __name__ == "__main__":
