@@ -125,11 +125,11 @@ struct gs_perfetto {
 	struct gs_pb packet, event, interned;
 	struct gs_intern *intern[NR_INTERN];
 	struct gs_intern *tracks;
-	bool started;	       /* the sequence's first packet (clock, defaults) is out */
+	bool started;		/* the sequence's first packet (clock, defaults) is out */
 	uint64_t default_track; /* the sequence's TrackEventDefaults.track_uuid (0: none) */
 	uint64_t last_thread;	/* the last thread track a row was on: the next default */
-	uint64_t clock_ns;     /* the incremental clock's value */
-	struct open_end *ends; /* a min-heap on (ts_ns, -seq) */
+	uint64_t clock_ns;	/* the incremental clock's value */
+	struct open_end *ends;	/* a min-heap on (ts_ns, -seq) */
 	size_t nr_ends;
 	uint64_t end_seq;
 	uint64_t rows, skipped, packets;

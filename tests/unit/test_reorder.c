@@ -289,7 +289,8 @@ GS_TEST(byte_cap_emits_the_oldest_early)
 	gs_reorder__free(r);
 }
 
-GS_TEST_MAIN(byte_cap_emits_the_oldest_early, new_rejects_missing_callback, flush_emits_in_timestamp_order, ties_keep_push_order,
+GS_TEST_MAIN(byte_cap_emits_the_oldest_early, new_rejects_missing_callback,
+	     flush_emits_in_timestamp_order, ties_keep_push_order,
 	     advance_emits_only_what_left_the_window, advance_near_uint64_max_does_not_wrap,
 	     late_event_is_emitted_at_once_and_counted, records_are_copied_with_their_length,
 	     free_with_held_events_emits_nothing, many_jittered_events_come_out_sorted)
