@@ -111,8 +111,9 @@ static const uint32_t intern_field[NR_INTERN] = {
 #define MAX_OPEN_SLICES	  (1u << 16) /* X slices whose end is not written yet */
 #define MAX_FRAMES	  256	     /* of one callstack */
 #define SEQUENCE_ID	  1
-#define MAX_TRACK_NAME	  512  /* of a counter track, in its key */
-#define SEEN_SLOTS	  4096 /* string values met once, remembered (direct-mapped) */
+#define MAX_TRACK_NAME	  512	 /* of a counter track, in its key */
+#define SEEN_SLOTS	  4096	 /* string values met once, remembered (direct-mapped) */
+#define FLOW_NAME	  "ac2g" /* name and category of record's flows (timeline/vocab.h) */
 
 struct open_end {
 	uint64_t ts_ns;
@@ -134,6 +135,15 @@ struct gs_perfetto {
 	uint64_t end_seq;
 	uint64_t rows, skipped, packets;
 	uint64_t seen[SEEN_SLOTS]; /* hashes of string values met once (not interned yet) */
+	uint64_t devices;	   /* bit pid: the rows of pid are a GPU's (record_gpu.c) */
+	/*
+	 * The last slice or instant, built but not written: a flow row of the same thread and
+	 * time that follows it (a launch's "ac2g" start, a kernel's end) goes on it as its
+	 * flow id, the way Perfetto links slices, rather than as an instant of its own.
+	 */
+	bool held;
+	int64_t held_pid, held_tid;
+	uint64_t held_ts;
 };
 
 struct gs_perfetto *gs_perfetto__new(FILE *out)
@@ -305,9 +315,33 @@ static int emit_event(struct gs_perfetto *p, uint64_t ts_ns)
 	return err;
 }
 
+/* Writes the held slice or instant. */
+static int flush_held(struct gs_perfetto *p)
+{
+	if (!p->held)
+		return 0;
+	p->held = false;
+	return emit_event(p, p->held_ts);
+}
+
 /* ---- tracks ---- */
 
-enum track_kind { TRACK_PROCESS = 1, TRACK_THREAD, TRACK_COUNTER, TRACK_GLOBAL };
+/* A GPU (pid: its device number) and its streams are tracks of their own, not processes. */
+enum track_kind {
+	TRACK_PROCESS = 1,
+	TRACK_THREAD,
+	TRACK_COUNTER,
+	TRACK_GLOBAL,
+	TRACK_DEVICE,
+	TRACK_STREAM
+};
+
+#define MAX_DEVICES 64 /* of the bitmap of pids named "GPU <pid>" */
+
+static bool is_device(const struct gs_perfetto *p, int64_t pid)
+{
+	return pid >= 0 && pid < MAX_DEVICES && (p->devices >> pid & 1);
+}
 
 struct track_key {
 	uint32_t kind;
@@ -386,6 +420,8 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 	uint64_t uuid, parent = 0;
 	bool added = true;
 
+	if (kind == TRACK_THREAD && is_device(p, pid))
+		kind = TRACK_STREAM;
 	k.key = (struct track_key){ .kind = kind, .pid = pid, .tid = tid };
 	if (nlen) /* memcpy from NULL, even of 0 bytes, lets the compiler drop NULL checks */
 		memcpy(k.key.name, counter, nlen);
@@ -396,7 +432,9 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 		return uuid;
 	if (kind == TRACK_THREAD || kind == TRACK_COUNTER)
 		parent = track(p, TRACK_PROCESS, pid, 0, NULL, NULL, false);
-	if ((kind == TRACK_THREAD || kind == TRACK_COUNTER) && !parent)
+	else if (kind == TRACK_STREAM)
+		parent = track(p, TRACK_DEVICE, pid, 0, NULL, NULL, false);
+	if ((kind == TRACK_THREAD || kind == TRACK_COUNTER || kind == TRACK_STREAM) && !parent)
 		return 0;
 	return describe(p, uuid, parent, kind, pid, tid, counter && !name ? counter : name) ? 0
 											    : uuid;
@@ -782,8 +820,8 @@ static int end_slices(struct gs_perfetto *p, uint64_t ts_ns)
 /* An X slice's end: written when time passes it (or now, late, when too many are open). */
 static int defer_end(struct gs_perfetto *p, uint64_t uuid, uint64_t ts_ns)
 {
-	if (p->nr_ends >= MAX_OPEN_SLICES)
-		return slice_end(p, uuid, ts_ns);
+	if (p->nr_ends >= MAX_OPEN_SLICES) /* its begin (held) goes first */
+		return flush_held(p) ?: slice_end(p, uuid, ts_ns);
 	heap_push(p, (struct open_end){ .ts_ns = ts_ns, .seq = ++p->end_seq, .track = uuid });
 	return 0;
 }
@@ -837,12 +875,31 @@ static int counters(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 	return err ?: !n;
 }
 
+/* Whether row is a flow of record's own ("ac2g") on the held event's thread and time. */
+static bool flow_of_held(const struct gs_perfetto *p, const struct gs_perfetto_row *row)
+{
+	return p->held && strchr("stf", row->ph) && row->pid == p->held_pid &&
+	       row->tid == p->held_tid && row->ts_ns == p->held_ts && row->name && row->cat &&
+	       !strcmp(row->name, FLOW_NAME) && !strcmp(row->cat, FLOW_NAME);
+}
+
 /* s/t/f: an instant on the thread carrying the flow's id (f: terminating it). */
 static int flow(struct gs_perfetto *p, uint64_t uuid, const struct gs_perfetto_row *row)
 {
 	event_head(p, TYPE_INSTANT, uuid, row);
 	gs_pb__fixed64(&p->event, row->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, row->id);
 	return emit_event(p, row->ts_ns);
+}
+
+/* Whether a process name is record_gpu.c's of a GPU: "GPU <pid>", the device's number. */
+static bool gpu_name(int64_t pid, const char *name)
+{
+	char want[32];
+
+	if (pid < 0 || pid >= MAX_DEVICES)
+		return false;
+	snprintf(want, sizeof(want), "GPU %lld", (long long)pid);
+	return !strcmp(name, want);
 }
 
 /* M rows: process_name and thread_name name their tracks; the others have no form here. */
@@ -857,6 +914,11 @@ static int metadata_row(struct gs_perfetto *p, const struct gs_perfetto_row *row
 			name = o->u.object.values[i];
 	if (!name)
 		return 1;
+	if (!strcmp(row->name, "process_name") && gpu_name(row->pid, name->u.string)) {
+		p->devices |= 1ull << row->pid; /* its rows from now on: the GPU's streams */
+		return track(p, TRACK_DEVICE, row->pid, 0, NULL, name->u.string, true) ? 0
+										       : -ENOMEM;
+	}
 	if (!strcmp(row->name, "process_name"))
 		return track(p, TRACK_PROCESS, row->pid, 0, NULL, name->u.string, true) ? 0
 											: -ENOMEM;
@@ -902,8 +964,10 @@ static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row, u
 									     : TYPE_INSTANT,
 			   uuid, row);
 		event_args(p, row->args);
-		err = emit_event(p, row->ts_ns);
-		if (!err && row->ph == 'X' && row->dur_ns)
+		p->held = true; /* written by the next row, with its flow id if it is one */
+		p->held_pid = row->pid, p->held_tid = row->tid, p->held_ts = row->ts_ns;
+		err = 0;
+		if (row->ph == 'X' && row->dur_ns)
 			err = defer_end(p, uuid, row->ts_ns + row->dur_ns);
 		return err;
 	case 'E':
@@ -933,6 +997,16 @@ int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 {
 	int err;
 
+	if (flow_of_held(p, row)) {
+		gs_pb__fixed64(&p->event, row->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS,
+			       row->id);
+		err = flush_held(p);
+		p->rows += !err;
+		return err;
+	}
+	err = flush_held(p);
+	if (err)
+		return err;
 	if (row->ph == 'M')
 		err = metadata_row(p, row);
 	else if (!row->ph || !strchr("XBEiICstf", row->ph))
@@ -948,8 +1022,8 @@ int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 
 int gs_perfetto__top_level(struct gs_perfetto *p, const char *key, const char *json, size_t len)
 {
-	uint64_t uuid = track(p, TRACK_GLOBAL, 0, 0, "gpusnoop", NULL, false);
-	int err;
+	int err = flush_held(p);
+	uint64_t uuid = err ? 0 : track(p, TRACK_GLOBAL, 0, 0, "gpusnoop", NULL, false);
 
 	if (!uuid)
 		return -ENOMEM;
@@ -968,7 +1042,7 @@ int gs_perfetto__top_level(struct gs_perfetto *p, const char *key, const char *j
 
 int gs_perfetto__finish(struct gs_perfetto *p)
 {
-	return end_slices(p, UINT64_MAX);
+	return flush_held(p) ?: end_slices(p, UINT64_MAX);
 }
 
 uint64_t gs_perfetto__rows(const struct gs_perfetto *p)

@@ -119,7 +119,9 @@ def perfetto_rows_equal_the_json_of_the_same_workload():
 @test
 def perfetto_gpu_rows_and_flows():
     """-e gpu on the stand-in CUPTI: GPU kernels, copies and their launch->kernel flows as in
-    the JSON of the same workload; every flow that starts ends."""
+    the JSON of the same workload; every flow that starts ends. The GPU is a track of its own
+    ("GPU 0", not a process of pid 0), its streams its children; the flows' ids are on the
+    launch and kernel slices themselves (Perfetto links slices), not on instants."""
     tmp = tempfile.mkdtemp()
     pf, js = os.path.join(tmp, "g.perfetto-trace"), os.path.join(tmp, "g.json")
     record(pf, "gs_gpu", "-e", "gpu", env=gpu_env())
@@ -136,6 +138,17 @@ def perfetto_gpu_rows_and_flows():
               collections.Counter(r["name"] for r in want if r.get("cat") == "kernel"),
               "GPU kernels by name")
     assert all(r["ph"] == "X" and r["dur"] > 0 for r in gpu), gpu[:3]
+    tracks = got["tracks"]
+    devices = [t for t in tracks if t["kind"] == "device"]
+    expect_eq([t["name"] for t in devices], ["GPU 0"], "device tracks")
+    streams = {t["tid"] for t in tracks if t["kind"] == "stream" and t["parent"] ==
+               devices[0]["uuid"]}
+    expect_eq(streams, {r["tid"] for r in want if r["pid"] == 0 and r["ph"] == "X"},
+              "the device's streams, children of its track")
+    assert not [t for t in tracks if t["kind"] in ("process", "thread") and t["pid"] == 0], \
+        tracks
+    flows = [r for r in rows if r["ph"] in "sf"]
+    assert all(r.get("on_slice") for r in flows), [r for r in flows if not r.get("on_slice")]
 
 
 @test
@@ -147,10 +160,19 @@ def perfetto_format_chosen_by_option_or_name():
     record(named, "gs_gemm_loop", "-e", "cuda-launch", "--format", "perfetto")
     with open(named, "rb") as f:
         assert f.read(1) == b"\x0a", "a Trace's first field: packet (1, length-delimited)"
-    expect_eq(len(decode(named)["errors"]), 0, "decodes")
+    got = decode(named)
+    expect_eq(len(got["errors"]), 0, "decodes")
     js = os.path.join(tmp, "y.pftrace")
     record(js, "gs_gemm_loop", "-e", "cuda-launch", "--format", "json")
-    load_trace(js)
+    events = load_trace(js)["traceEvents"]
+    # the size target: <= 40 bytes a launch with its stack, >= 8x smaller than the JSON
+    launches = [r for r in got["rows"] if r.get("name") == "cudaLaunchKernel"]
+    expect_eq(len(launches), len([e for e in events if e.get("name") == "cudaLaunchKernel"]),
+              "launches")
+    assert len(launches) >= 1000 and all(r["stack"] for r in launches), len(launches)
+    size, json_size = os.path.getsize(named), os.path.getsize(js)
+    assert size / len(launches) <= 40, f"{size / len(launches):.1f} bytes a launch"
+    assert json_size / size >= 8, f"JSON {json_size} bytes, Perfetto {size}"
     status, _, err = run_gpusnoop("record", "--format", "xml", "-o", js, "--", "true")
     expect_eq(status, 64, f"bad format status ({err})")
     status, out, err = run_gpusnoop("stitch", "-o", os.path.join(tmp, "s.json"), named)
