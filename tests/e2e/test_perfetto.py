@@ -242,7 +242,7 @@ def record_memory_bounded_under_a_launch_flood():
     assert m, err
     expect_eq((int(m.group(1)), int(m.group(2))), (md["events"], md["dropped_events"]),
               "summary's events and drops = the metadata's")
-    assert md["events"] > 100000, f"a flood: {md['events']} events"
+    assert md["events"] > 30000, f"a flood: {md['events']} events"
     err, mib = flood(pf, "perfetto", 3)
     assert mib < 64, f"Perfetto: {mib:.1f} MiB beyond the ring buffers"
     with open(pf, "rb") as f:
