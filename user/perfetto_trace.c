@@ -628,18 +628,25 @@ static void put(struct text *t, const char *s, size_t n)
 static void put_string(struct text *t, const char *s)
 {
 	put(t, "\"", 1);
-	for (; *s; s++) {
+	while (*s) {
+		size_t run =
+			strcspn(s, "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e"
+				   "\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c"
+				   "\x1d\x1e\x1f");
 		char esc[8];
 
+		put(t, s, run); /* what needs no escape, in one copy */
+		s += run;
+		if (!*s)
+			break;
 		if (*s == '"' || *s == '\\') {
 			esc[0] = '\\', esc[1] = *s;
 			put(t, esc, 2);
-		} else if ((unsigned char)*s < 0x20) {
+		} else {
 			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned char)*s);
 			put(t, esc, 6);
-		} else {
-			put(t, s, 1);
 		}
+		s++;
 	}
 	put(t, "\"", 1);
 }

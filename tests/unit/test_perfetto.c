@@ -178,9 +178,13 @@ static size_t last_packet(const uint8_t *buf, size_t len)
 
 #define LAUNCH                                                                              \
 	"{\"ph\":\"X\",\"name\":\"cudaLaunchKernel\",\"cat\":\"cuda_runtime\",\"pid\":1,"   \
-	"\"tid\":1,\"ts\":%d.000,\"dur\":0.000,\"args\":{\"kernel\":\"k(float*)\","         \
+	"\"tid\":1,\"ts\":%d.000,\"dur\":0.000,\"args\":{\"kernel\":\"k<\\\"q\\\\>\","      \
 	"\"grid\":[128,2,1],\"block\":[256,1,1],\"shared memory\":4096,\"stream\":\"0x0\"," \
 	"\"stack\":[\"launch+0x5a (/bin/b)\",\"main+0x2e5 (/bin/b)\"]}}"
+
+#define PACKED                                                                                   \
+	"{\"kernel\":\"k<\\\"q\\\\>\",\"grid\":[128,2,1],\"block\":[256,1,1],\"shared memory\":" \
+	"4096,\"stream\":\"0x0\"}"
 
 GS_TEST(repeated_launches_pack_their_args_on_the_default_track)
 {
@@ -211,6 +215,8 @@ GS_TEST(repeated_launches_pack_their_args_on_the_default_track)
 	 */
 	GS_EXPECT(first > 60);
 	GS_EXPECT_EQ(last_packet((const uint8_t *)buf, len), 25);
+	/* the packed args' text, interned once: JSON that reads back as the args */
+	GS_EXPECT(memmem(buf, len, PACKED, strlen(PACKED)));
 	free(buf);
 }
 
