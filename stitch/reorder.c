@@ -41,7 +41,15 @@ struct gs_reorder {
 	uint64_t last_ts; /* timestamp of the last in-order emission */
 	bool emitted_any;
 	uint64_t late, emitted;
+	size_t held_bytes, max_bytes, peak_bytes; /* what the held events take; the cap (0: none) */
+	uint64_t early; /* emitted before their window passed, to stay under max_bytes */
 };
+
+/* What one held event takes: its copy, malloc's header, its slot. */
+static size_t cost(size_t len)
+{
+	return sizeof(struct held) + len + 16 + sizeof(struct slot);
+}
 
 static bool before(const struct slot *a, const struct slot *b)
 {
@@ -160,6 +168,7 @@ static void pop_emit(struct gs_reorder *r)
 	}
 	r->last_ts = top.ts_ns;
 	r->emitted_any = true;
+	r->held_bytes -= cost(top.e->len);
 	emit_one(r, top.e, top.ts_ns);
 	free(top.e);
 }
@@ -201,7 +210,30 @@ int gs_reorder__push(struct gs_reorder *r, uint64_t ts_ns, const void *rec, size
 	}
 	if (r->nr + r->fifo_nr > r->max_held)
 		r->max_held = r->nr + r->fifo_nr;
+	r->held_bytes += cost(len);
+	if (r->held_bytes > r->peak_bytes)
+		r->peak_bytes = r->held_bytes;
+	/* over the cap: the oldest go out now, the window shorter for as long as it takes */
+	while (r->max_bytes && r->held_bytes > r->max_bytes && r->nr + r->fifo_nr) {
+		r->early++;
+		pop_emit(r);
+	}
 	return 0;
+}
+
+void gs_reorder__cap_bytes(struct gs_reorder *r, size_t max_bytes)
+{
+	r->max_bytes = max_bytes;
+}
+
+uint64_t gs_reorder__early(const struct gs_reorder *r)
+{
+	return r->early;
+}
+
+size_t gs_reorder__peak_bytes(const struct gs_reorder *r)
+{
+	return r->peak_bytes;
 }
 
 void gs_reorder__advance(struct gs_reorder *r, uint64_t now_ns)

@@ -35,6 +35,16 @@ size_t gs_reorder__held(const struct gs_reorder *r);
 uint64_t gs_reorder__emitted(const struct gs_reorder *r);
 /* the largest number of events held at once (for sizing the window) */
 size_t gs_reorder__max_held(const struct gs_reorder *r);
+/*
+ * Bounds the memory the window holds: once the held events take more than max_bytes (their
+ * copies and bookkeeping), the oldest are emitted before their window passed (counted early;
+ * events older than them that come later are then late: written out of order, never lost).
+ * 0: no cap (the default).
+ */
+void gs_reorder__cap_bytes(struct gs_reorder *r, size_t max_bytes);
+uint64_t gs_reorder__early(const struct gs_reorder *r);
+/* The most bytes the held events took at once (a peak past the cap by one event at most). */
+size_t gs_reorder__peak_bytes(const struct gs_reorder *r);
 void gs_reorder__free(struct gs_reorder *r); /* frees held events without emitting them */
 
 #endif /* GS_REORDER_H */

@@ -54,6 +54,8 @@ struct gs_trace_writer *gs_trace_writer__new(FILE *out, uint64_t window_ns)
 	if (!w)
 		return NULL;
 	w->reorder = gs_reorder__new(window_ns, emit, w);
+	if (w->reorder)
+		gs_reorder__cap_bytes(w->reorder, GS_TRACE_WRITER_MAX_HELD_BYTES);
 	w->render_f = open_memstream(&w->render_buf, &w->render_len);
 	if (!w->reorder || !w->render_f) {
 		gs_trace_writer__free(w);
@@ -169,6 +171,16 @@ uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w)
 uint64_t gs_trace_writer__late(const struct gs_trace_writer *w)
 {
 	return gs_reorder__late(w->reorder);
+}
+
+uint64_t gs_trace_writer__early(const struct gs_trace_writer *w)
+{
+	return gs_reorder__early(w->reorder);
+}
+
+size_t gs_trace_writer__peak_bytes(const struct gs_trace_writer *w)
+{
+	return gs_reorder__peak_bytes(w->reorder);
 }
 
 size_t gs_trace_writer__max_held(const struct gs_trace_writer *w)

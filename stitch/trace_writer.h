@@ -17,6 +17,13 @@
  */
 struct gs_trace_writer;
 
+/*
+ * The most the window holds, in bytes: at a flood's rate (a million events a second of ~600
+ * bytes) the 500 ms window would hold 300 MB; past 16 MiB (a window of ~30k events), the oldest events go out before
+ * their window passed (gs_trace_writer__early()), and memory stays bounded at any rate.
+ */
+#define GS_TRACE_WRITER_MAX_HELD_BYTES (16u << 20)
+
 /* Begins the document on out (borrowed). Caller frees with gs_trace_writer__free(). NULL
  * with errno set. */
 struct gs_trace_writer *gs_trace_writer__new(FILE *out, uint64_t window_ns);
@@ -67,6 +74,10 @@ uint64_t gs_trace_writer__not_written(const struct gs_trace_writer *w);
 uint64_t gs_trace_writer__events(const struct gs_trace_writer *w);
 /* Events written out of order: older than one already written when they arrived. */
 uint64_t gs_trace_writer__late(const struct gs_trace_writer *w);
+/* Events written before their window passed, to keep under GS_TRACE_WRITER_MAX_HELD_BYTES. */
+uint64_t gs_trace_writer__early(const struct gs_trace_writer *w);
+/* The most bytes the window held at once. */
+size_t gs_trace_writer__peak_bytes(const struct gs_trace_writer *w);
 /* The most events the window held at once. */
 size_t gs_trace_writer__max_held(const struct gs_trace_writer *w);
 

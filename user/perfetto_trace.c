@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* perfetto_trace.c: rows -> TracePacket/TrackEvent; field numbers from perfetto_trace.proto. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/perfetto_intern.h"
@@ -27,6 +28,8 @@ enum {
 	SEQ_NEEDS_INCREMENTAL_STATE = 2,
 	/* TracePacketDefaults */
 	TPD_TIMESTAMP_CLOCK_ID = 58,
+	TPD_TRACK_EVENT_DEFAULTS = 11,
+	TED_TRACK_UUID = 11, /* TrackEventDefaults */
 	/* ClockSnapshot, ClockSnapshot.Clock */
 	CS_CLOCKS = 1,
 	CS_PRIMARY_TRACE_CLOCK = 2,
@@ -108,8 +111,9 @@ static const uint32_t intern_field[NR_INTERN] = {
 #define MAX_OPEN_SLICES	  (1u << 16) /* X slices whose end is not written yet */
 #define MAX_FRAMES	  256	     /* of one callstack */
 #define SEQUENCE_ID	  1
-#define MAX_TRACK_NAME	  512  /* of a counter track, in its key */
-#define SEEN_SLOTS	  4096 /* string values met once, remembered (direct-mapped) */
+#define MAX_TRACK_NAME	  512	 /* of a counter track, in its key */
+#define SEEN_SLOTS	  4096	 /* string values met once, remembered (direct-mapped) */
+#define FLOW_NAME	  "ac2g" /* name and category of record's flows (timeline/vocab.h) */
 
 struct open_end {
 	uint64_t ts_ns;
@@ -122,13 +126,24 @@ struct gs_perfetto {
 	struct gs_pb packet, event, interned;
 	struct gs_intern *intern[NR_INTERN];
 	struct gs_intern *tracks;
-	bool started;	       /* the sequence's first packet (clock, defaults) is out */
-	uint64_t clock_ns;     /* the incremental clock's value */
-	struct open_end *ends; /* a min-heap on (ts_ns, -seq) */
+	bool started;		/* the sequence's first packet (clock, defaults) is out */
+	uint64_t default_track; /* the sequence's TrackEventDefaults.track_uuid (0: none) */
+	uint64_t last_thread;	/* the last thread track a row was on: the next default */
+	uint64_t clock_ns;	/* the incremental clock's value */
+	struct open_end *ends;	/* a min-heap on (ts_ns, -seq) */
 	size_t nr_ends;
 	uint64_t end_seq;
 	uint64_t rows, skipped, packets;
 	uint64_t seen[SEEN_SLOTS]; /* hashes of string values met once (not interned yet) */
+	uint64_t devices;	   /* bit pid: the rows of pid are a GPU's (record_gpu.c) */
+	/*
+	 * The last slice or instant, built but not written: a flow row of the same thread and
+	 * time that follows it (a launch's "ac2g" start, a kernel's end) goes on it as its
+	 * flow id, the way Perfetto links slices, rather than as an instant of its own.
+	 */
+	bool held;
+	int64_t held_pid, held_tid;
+	uint64_t held_ts;
 };
 
 struct gs_perfetto *gs_perfetto__new(FILE *out)
@@ -212,8 +227,14 @@ static int start_sequence(struct gs_perfetto *p, uint64_t ts_ns)
 	gs_pb__end(pb);
 	gs_pb__begin(pb, TP_DEFAULTS);
 	gs_pb__varint(pb, TPD_TIMESTAMP_CLOCK_ID, CLOCK_DELTA);
+	if (p->last_thread) { /* events on it leave their track_uuid out */
+		gs_pb__begin(pb, TPD_TRACK_EVENT_DEFAULTS);
+		gs_pb__varint(pb, TED_TRACK_UUID, p->last_thread);
+		gs_pb__end(pb);
+	}
 	gs_pb__end(pb);
 	gs_pb__end(pb);
+	p->default_track = p->last_thread;
 	p->started = true;
 	p->clock_ns = ts_ns;
 	return flush_packet(p);
@@ -294,9 +315,33 @@ static int emit_event(struct gs_perfetto *p, uint64_t ts_ns)
 	return err;
 }
 
+/* Writes the held slice or instant. */
+static int flush_held(struct gs_perfetto *p)
+{
+	if (!p->held)
+		return 0;
+	p->held = false;
+	return emit_event(p, p->held_ts);
+}
+
 /* ---- tracks ---- */
 
-enum track_kind { TRACK_PROCESS = 1, TRACK_THREAD, TRACK_COUNTER, TRACK_GLOBAL };
+/* A GPU (pid: its device number) and its streams are tracks of their own, not processes. */
+enum track_kind {
+	TRACK_PROCESS = 1,
+	TRACK_THREAD,
+	TRACK_COUNTER,
+	TRACK_GLOBAL,
+	TRACK_DEVICE,
+	TRACK_STREAM
+};
+
+#define MAX_DEVICES 64 /* of the bitmap of pids named "GPU <pid>" */
+
+static bool is_device(const struct gs_perfetto *p, int64_t pid)
+{
+	return pid >= 0 && pid < MAX_DEVICES && (p->devices >> pid & 1);
+}
 
 struct track_key {
 	uint32_t kind;
@@ -375,6 +420,8 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 	uint64_t uuid, parent = 0;
 	bool added = true;
 
+	if (kind == TRACK_THREAD && is_device(p, pid))
+		kind = TRACK_STREAM;
 	k.key = (struct track_key){ .kind = kind, .pid = pid, .tid = tid };
 	if (nlen) /* memcpy from NULL, even of 0 bytes, lets the compiler drop NULL checks */
 		memcpy(k.key.name, counter, nlen);
@@ -385,7 +432,9 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 		return uuid;
 	if (kind == TRACK_THREAD || kind == TRACK_COUNTER)
 		parent = track(p, TRACK_PROCESS, pid, 0, NULL, NULL, false);
-	if ((kind == TRACK_THREAD || kind == TRACK_COUNTER) && !parent)
+	else if (kind == TRACK_STREAM)
+		parent = track(p, TRACK_DEVICE, pid, 0, NULL, NULL, false);
+	if ((kind == TRACK_THREAD || kind == TRACK_COUNTER || kind == TRACK_STREAM) && !parent)
 		return 0;
 	return describe(p, uuid, parent, kind, pid, tid, counter && !name ? counter : name) ? 0
 											    : uuid;
@@ -560,7 +609,128 @@ static bool callstack(struct gs_perfetto *p, const struct yajl_val_s *user,
 	return true;
 }
 
-/* The row's args: stacks as a callstack, the rest as debug annotations. */
+#define PACKED_NAME "args" /* the annotation of a row's args packed as one JSON object */
+#define MAX_PACKED  1024   /* bytes of such an object's text */
+
+struct text {
+	char *buf;
+	size_t len, cap; /* len > cap: it did not fit */
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+	if (t->len + n <= t->cap)
+		memcpy(t->buf + t->len, s, n);
+	t->len += n;
+}
+
+/* s as a JSON string: the rows' strings are valid UTF-8 (gs_json wrote them). */
+static void put_string(struct text *t, const char *s)
+{
+	put(t, "\"", 1);
+	while (*s) {
+		size_t run =
+			strcspn(s, "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e"
+				   "\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c"
+				   "\x1d\x1e\x1f");
+		char esc[8];
+
+		put(t, s, run); /* what needs no escape, in one copy */
+		s += run;
+		if (!*s)
+			break;
+		if (*s == '"' || *s == '\\') {
+			esc[0] = '\\', esc[1] = *s;
+			put(t, esc, 2);
+		} else {
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned char)*s);
+			put(t, esc, 6);
+		}
+		s++;
+	}
+	put(t, "\"", 1);
+}
+
+/* A scalar or a small integer array as JSON text; false for what does not pack. */
+static bool put_value(struct text *t, yajl_val v)
+{
+	if (YAJL_IS_STRING(v)) {
+		put_string(t, v->u.string);
+	} else if (YAJL_IS_NUMBER(v) && v->u.number.r) {
+		put(t, v->u.number.r, strlen(v->u.number.r)); /* its own text: exact */
+	} else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
+		put(t, YAJL_IS_TRUE(v) ? "true" : "false", YAJL_IS_TRUE(v) ? 4 : 5);
+	} else if (small_int_array(v)) {
+		put(t, "[", 1);
+		for (size_t i = 0; i < v->u.array.len; i++) {
+			const char *r = v->u.array.values[i]->u.number.r;
+
+			if (!r)
+				return false;
+			if (i)
+				put(t, ",", 1);
+			put(t, r, strlen(r));
+		}
+		put(t, "]", 1);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The args of o but the stacks (skip) as one JSON object's text into buf (NUL-terminated),
+ * when each value is a scalar or a small integer array and it fits. False otherwise.
+ */
+static bool packed_text(yajl_val o, yajl_val skip1, yajl_val skip2, char *buf, size_t cap)
+{
+	struct text t = { .buf = buf, .cap = cap - 1 };
+	size_t n = 0;
+
+	put(&t, "{", 1);
+	for (size_t i = 0; i < o->u.object.len; i++) {
+		yajl_val v = o->u.object.values[i];
+
+		if (v == skip1 || v == skip2)
+			continue;
+		if (!strcmp(o->u.object.keys[i], PACKED_NAME))
+			return false; /* would read back as the packed set */
+		if (n++)
+			put(&t, ",", 1);
+		put_string(&t, o->u.object.keys[i]);
+		put(&t, ":", 1);
+		if (!put_value(&t, v))
+			return false;
+	}
+	put(&t, "}", 1);
+	if (t.len > t.cap || n < 2)
+		return false; /* one arg alone is as small unpacked */
+	buf[t.len] = '\0';
+	return true;
+}
+
+/*
+ * A row's args met before, all of them together (a launch's kernel, grid, block, shared
+ * memory and stream repeat launch after launch): one annotation, PACKED_NAME, whose value is
+ * their JSON object's text, interned (one iid where five annotations took 35 bytes). Its
+ * reader parses the text back (Perfetto's UI shows it as it is). Args met once go unpacked.
+ */
+static bool packed_args(struct gs_perfetto *p, yajl_val o, yajl_val skip1, yajl_val skip2)
+{
+	char text[MAX_PACKED];
+
+	if (!packed_text(o, skip1, skip2, text, sizeof(text)))
+		return false;
+	if (!gs_intern__has(p->intern[IN_STRINGS], text, strlen(text)) && !seen_before(p, text))
+		return false;
+	gs_pb__begin(&p->event, TE_DEBUG_ANNOTATIONS);
+	interned_str(p, &p->event, IN_ARG_NAMES, DA_NAME_IID, DA_NAME, PACKED_NAME);
+	interned_str(p, &p->event, IN_STRINGS, DA_STRING_IID, DA_STRING, text);
+	gs_pb__end(&p->event);
+	return true;
+}
+
+/* The row's args: stacks as a callstack, the rest as debug annotations (packed when met before). */
 static void event_args(struct gs_perfetto *p, const struct yajl_val_s *args)
 {
 	yajl_val o = (yajl_val)args, user = NULL, kernel = NULL;
@@ -576,6 +746,8 @@ static void event_args(struct gs_perfetto *p, const struct yajl_val_s *args)
 			kernel = o->u.object.values[i];
 	}
 	stacked = (user || kernel) && callstack(p, user, kernel);
+	if (packed_args(p, o, stacked ? user : NULL, stacked ? kernel : NULL))
+		return;
 	for (size_t i = 0; i < o->u.object.len; i++) {
 		yajl_val v = o->u.object.values[i];
 
@@ -625,10 +797,17 @@ static struct open_end heap_pop(struct gs_perfetto *p)
 	return top;
 }
 
+/* The event's track: left out when it is the sequence's default (2 bytes an event). */
+static void event_track(struct gs_perfetto *p, uint64_t uuid)
+{
+	if (uuid != p->default_track)
+		gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+}
+
 static int slice_end(struct gs_perfetto *p, uint64_t uuid, uint64_t ts_ns)
 {
 	gs_pb__varint(&p->event, TE_TYPE, TYPE_SLICE_END);
-	gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+	event_track(p, uuid);
 	return emit_event(p, ts_ns);
 }
 
@@ -648,8 +827,8 @@ static int end_slices(struct gs_perfetto *p, uint64_t ts_ns)
 /* An X slice's end: written when time passes it (or now, late, when too many are open). */
 static int defer_end(struct gs_perfetto *p, uint64_t uuid, uint64_t ts_ns)
 {
-	if (p->nr_ends >= MAX_OPEN_SLICES)
-		return slice_end(p, uuid, ts_ns);
+	if (p->nr_ends >= MAX_OPEN_SLICES) /* its begin (held) goes first */
+		return flush_held(p) ?: slice_end(p, uuid, ts_ns);
 	heap_push(p, (struct open_end){ .ts_ns = ts_ns, .seq = ++p->end_seq, .track = uuid });
 	return 0;
 }
@@ -659,7 +838,7 @@ static void event_head(struct gs_perfetto *p, int type, uint64_t uuid,
 		       const struct gs_perfetto_row *row)
 {
 	gs_pb__varint(&p->event, TE_TYPE, (uint64_t)type);
-	gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+	event_track(p, uuid);
 	if (row->name)
 		interned_str(p, &p->event, IN_NAMES, TE_NAME_IID, TE_NAME, row->name);
 	if (row->cat && *row->cat) {
@@ -692,7 +871,7 @@ static int counters(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 		if (!uuid)
 			return -ENOMEM;
 		gs_pb__varint(&p->event, TE_TYPE, TYPE_COUNTER);
-		gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+		event_track(p, uuid);
 		if (YAJL_IS_INTEGER(v))
 			gs_pb__int64(&p->event, TE_COUNTER_VALUE, v->u.number.i);
 		else
@@ -703,12 +882,31 @@ static int counters(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 	return err ?: !n;
 }
 
+/* Whether row is a flow of record's own ("ac2g") on the held event's thread and time. */
+static bool flow_of_held(const struct gs_perfetto *p, const struct gs_perfetto_row *row)
+{
+	return p->held && strchr("stf", row->ph) && row->pid == p->held_pid &&
+	       row->tid == p->held_tid && row->ts_ns == p->held_ts && row->name && row->cat &&
+	       !strcmp(row->name, FLOW_NAME) && !strcmp(row->cat, FLOW_NAME);
+}
+
 /* s/t/f: an instant on the thread carrying the flow's id (f: terminating it). */
 static int flow(struct gs_perfetto *p, uint64_t uuid, const struct gs_perfetto_row *row)
 {
 	event_head(p, TYPE_INSTANT, uuid, row);
 	gs_pb__fixed64(&p->event, row->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS, row->id);
 	return emit_event(p, row->ts_ns);
+}
+
+/* Whether a process name is record_gpu.c's of a GPU: "GPU <pid>", the device's number. */
+static bool gpu_name(int64_t pid, const char *name)
+{
+	char want[32];
+
+	if (pid < 0 || pid >= MAX_DEVICES)
+		return false;
+	snprintf(want, sizeof(want), "GPU %lld", (long long)pid);
+	return !strcmp(name, want);
 }
 
 /* M rows: process_name and thread_name name their tracks; the others have no form here. */
@@ -723,6 +921,11 @@ static int metadata_row(struct gs_perfetto *p, const struct gs_perfetto_row *row
 			name = o->u.object.values[i];
 	if (!name)
 		return 1;
+	if (!strcmp(row->name, "process_name") && gpu_name(row->pid, name->u.string)) {
+		p->devices |= 1ull << row->pid; /* its rows from now on: the GPU's streams */
+		return track(p, TRACK_DEVICE, row->pid, 0, NULL, name->u.string, true) ? 0
+										       : -ENOMEM;
+	}
 	if (!strcmp(row->name, "process_name"))
 		return track(p, TRACK_PROCESS, row->pid, 0, NULL, name->u.string, true) ? 0
 											: -ENOMEM;
@@ -733,12 +936,17 @@ static int metadata_row(struct gs_perfetto *p, const struct gs_perfetto_row *row
 	return 1;
 }
 
-/* Before a timed row: earlier ends out, the sequence (re)started when its tables fill. */
-static int before_row(struct gs_perfetto *p, uint64_t ts_ns)
+/*
+ * Before a timed row: earlier ends out, the row's thread track known (the default of a
+ * sequence started now), the sequence (re)started when its tables fill.
+ */
+static int before_row(struct gs_perfetto *p, uint64_t ts_ns, uint64_t uuid)
 {
 	int err = end_slices(p, ts_ns);
 	bool filling = false;
 
+	if (uuid)
+		p->last_thread = uuid;
 	for (int i = 0; i < NR_INTERN; i++)
 		filling |= gs_intern__filling(p->intern[i]);
 	if (!err && (!p->started || filling))
@@ -746,16 +954,13 @@ static int before_row(struct gs_perfetto *p, uint64_t ts_ns)
 	return err;
 }
 
-static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
+/* A row on a thread track (uuid; 0 for counters, on their own tracks). */
+static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row, uint64_t uuid)
 {
-	uint64_t uuid;
 	int err;
 
 	if (row->ph == 'C')
 		return counters(p, row);
-	uuid = track(p, TRACK_THREAD, row->pid, row->tid, NULL, NULL, false);
-	if (!uuid)
-		return -ENOMEM;
 	switch (row->ph) {
 	case 'X':
 	case 'B':
@@ -766,8 +971,10 @@ static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 									     : TYPE_INSTANT,
 			   uuid, row);
 		event_args(p, row->args);
-		err = emit_event(p, row->ts_ns);
-		if (!err && row->ph == 'X' && row->dur_ns)
+		p->held = true; /* written by the next row, with its flow id if it is one */
+		p->held_pid = row->pid, p->held_tid = row->tid, p->held_ts = row->ts_ns;
+		err = 0;
+		if (row->ph == 'X' && row->dur_ns)
 			err = defer_end(p, uuid, row->ts_ns + row->dur_ns);
 		return err;
 	case 'E':
@@ -781,16 +988,38 @@ static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 	}
 }
 
+static int thread_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
+{
+	uint64_t uuid = 0;
+
+	if (row->ph != 'C') {
+		uuid = track(p, TRACK_THREAD, row->pid, row->tid, NULL, NULL, false);
+		if (!uuid)
+			return -ENOMEM;
+	}
+	return before_row(p, row->ts_ns, uuid) ?: timed_row(p, row, uuid);
+}
+
 int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 {
 	int err;
 
+	if (flow_of_held(p, row)) {
+		gs_pb__fixed64(&p->event, row->ph == 'f' ? TE_TERMINATING_FLOW_IDS : TE_FLOW_IDS,
+			       row->id);
+		err = flush_held(p);
+		p->rows += !err;
+		return err;
+	}
+	err = flush_held(p);
+	if (err)
+		return err;
 	if (row->ph == 'M')
 		err = metadata_row(p, row);
 	else if (!row->ph || !strchr("XBEiICstf", row->ph))
 		err = 1; /* a phase with no form here: nothing written, not even its track */
 	else
-		err = before_row(p, row->ts_ns) ?: timed_row(p, row);
+		err = thread_row(p, row);
 	if (err > 0)
 		p->skipped++;
 	else if (!err)
@@ -800,16 +1029,16 @@ int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 
 int gs_perfetto__top_level(struct gs_perfetto *p, const char *key, const char *json, size_t len)
 {
-	uint64_t uuid = track(p, TRACK_GLOBAL, 0, 0, "gpusnoop", NULL, false);
-	int err;
+	int err = flush_held(p);
+	uint64_t uuid = err ? 0 : track(p, TRACK_GLOBAL, 0, 0, "gpusnoop", NULL, false);
 
 	if (!uuid)
 		return -ENOMEM;
-	err = before_row(p, p->clock_ns);
+	err = before_row(p, p->clock_ns, 0);
 	if (err)
 		return err;
 	gs_pb__varint(&p->event, TE_TYPE, TYPE_INSTANT);
-	gs_pb__varint(&p->event, TE_TRACK_UUID, uuid);
+	event_track(p, uuid);
 	gs_pb__string(&p->event, TE_NAME, key);
 	gs_pb__begin(&p->event, TE_DEBUG_ANNOTATIONS);
 	gs_pb__string(&p->event, DA_NAME, key);
@@ -820,7 +1049,7 @@ int gs_perfetto__top_level(struct gs_perfetto *p, const char *key, const char *j
 
 int gs_perfetto__finish(struct gs_perfetto *p)
 {
-	return end_slices(p, UINT64_MAX);
+	return flush_held(p) ?: end_slices(p, UINT64_MAX);
 }
 
 uint64_t gs_perfetto__rows(const struct gs_perfetto *p)

@@ -131,6 +131,10 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__begin_object(j, "reorder");
 	gs_json__u64(j, "window_ns", REORDER_WINDOW_NS);
 	gs_json__u64(j, "late_events", gs_trace_writer__late(w));
+	/* the window's memory cap: events written before their window passed, and its peak */
+	gs_json__u64(j, "early_events", gs_trace_writer__early(w));
+	gs_json__u64(j, "max_held_bytes", GS_TRACE_WRITER_MAX_HELD_BYTES);
+	gs_json__u64(j, "peak_held_bytes", gs_trace_writer__peak_bytes(w));
 	gs_json__end_object(j);
 	if (r->tl.gpu)
 		gs_record_gpu__metadata(r->tl.gpu, j);

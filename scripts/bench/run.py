@@ -21,6 +21,7 @@ import threading
 import time
 
 import python_cost  # noqa: E402  (scripts/bench/ is the script's own directory)
+import trace_size  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, ".output")
@@ -705,7 +706,7 @@ def main():
                     help="launch events in each of the two traces stitch merges")
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
                     help="comma list of overhead,python,gpu,drain,sustain,symbolize,memory,"
-                    "stitch")
+                    "trace,stitch")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (BPF)")
@@ -858,6 +859,11 @@ def main():
                              ("RSS now %s; " % fmt_mib(rss - rb) if rss else "") +
                              "ring buffer %s, start %s" % (fmt_mib(rb), fmt_mib(m["base_kib"]))))
             rows.append(("  outstanding allocations in the report", str(m["outstanding"]), ""))
+        if want("trace"):
+            print("trace size and record's memory in a %.0f s flood..." % args.flood_seconds,
+                  file=sys.stderr)
+            rows.extend(trace_size.rows(trace_size.measure(args.iters, args.flood_seconds),
+                                        args.flood_seconds))
         stitch = bench_stitch(args, tmp) if want("stitch") else None
         if stitch:
             rows.extend(stitch)

@@ -6,16 +6,23 @@ package's perfetto_trace_pb2, in the tests' venv), checked, and printed back as 
 Checks: the file parses as a Trace; every interned id an event uses was defined on its sequence
 since the last SEQ_INCREMENTAL_STATE_CLEARED; every event's track was described before; a thread
 track's parent is its process's track, a counter track's parent a process track; every
-SLICE_END closes a SLICE_BEGIN of its track. Rows come back in the JSON's terms: ph X (begin and
+SLICE_END closes a SLICE_BEGIN of its track (an event without track_uuid is on its sequence's
+TrackEventDefaults track). An annotation named "args" whose value is a JSON object's text is a
+row's args packed as one (interned): read back into the row's args. Flow ids on a slice are
+record's "ac2g" flows (rows s/f after the slice's). A track named "GPU N" (no parent) is device
+N, its children "stream S" the device's streams: rows there have pid N, tid S, as in the JSON. Rows come back in the JSON's terms: ph X (begin and
 end paired, dur in ns), I (an instant), C, s/f (flows), with name, cat, pid, tid, ts (ns), args
 and stack (innermost frame first, as the JSON's args.stack)."""
 import json
+import re
 import sys
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 TE = pb.TrackEvent
+PACKED = "args"  # perfetto_trace.c's PACKED_NAME
+FLOW = "ac2g"  # name and category of record's flows: ids on the slices they link
 
 
 class Seq:
@@ -23,6 +30,7 @@ class Seq:
         self.clear()
         self.clocks = {}
         self.default_clock = None
+        self.default_track = None
 
     def clear(self):
         self.names, self.cats, self.arg_names, self.strings = {}, {}, {}, {}
@@ -111,7 +119,13 @@ def event_row(seq, track, p, ts, errors):
         if c not in seq.cats:
             fail(errors, f"category iid {c} undefined")
         row["cat"] = seq.cats.get(c)
-    row["args"] = {name(seq, a, errors): value(seq, a, errors) for a in te.debug_annotations}
+    row["args"] = {}
+    for a in te.debug_annotations:
+        k, v = name(seq, a, errors), value(seq, a, errors)
+        if k == PACKED and isinstance(v, str) and v.startswith("{"):
+            row["args"].update(json.loads(v))  # a row's args met before, packed as one
+        else:
+            row["args"][k] = v
     if te.HasField("callstack_iid"):
         row["stack"] = stack(seq, te.callstack_iid, errors)
     return row
@@ -131,7 +145,10 @@ def main(path):
                 if c.clock_id >= 64:
                     seq.clocks[c.clock_id] = c.timestamp
         if p.HasField("trace_packet_defaults"):
-            seq.default_clock = p.trace_packet_defaults.timestamp_clock_id
+            d = p.trace_packet_defaults
+            seq.default_clock = d.timestamp_clock_id
+            seq.default_track = d.track_event_defaults.track_uuid \
+                if d.HasField("track_event_defaults") else None
         intern(seq, p.interned_data)
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
@@ -148,6 +165,15 @@ def main(path):
                 t.update(kind="counter", pid=tracks.get(d.parent_uuid, {}).get("pid"))
                 if tracks.get(d.parent_uuid, {}).get("kind") != "process":
                     fail(errors, f"counter track {d.uuid}: no process parent")
+            elif d.HasField("parent_uuid") and tracks.get(d.parent_uuid, {}).get("kind") \
+                    == "device":
+                m = re.fullmatch(r"stream (\d+)", d.name)
+                t.update(kind="stream", pid=tracks[d.parent_uuid]["pid"],
+                         tid=int(m.group(1)) if m else None)
+                if not m:
+                    fail(errors, f"stream track {d.uuid} named {d.name!r}")
+            elif re.fullmatch(r"GPU \d+", d.name) and not d.HasField("parent_uuid"):
+                t.update(kind="device", pid=int(d.name[4:]))
             else:
                 t.update(kind="global")
             old = tracks.get(d.uuid)
@@ -159,27 +185,34 @@ def main(path):
             continue
         ts = timestamp(seq, p, errors)
         te = p.track_event
-        track = tracks.get(te.track_uuid)
+        uuid = te.track_uuid if te.HasField("track_uuid") else seq.default_track
+        track = tracks.get(uuid)
         if track is None:
-            fail(errors, f"event on undescribed track {te.track_uuid}")
+            fail(errors, f"event on undescribed track {uuid}")
             continue
         if te.type == TE.TYPE_SLICE_END:
-            stack_ = open_slices.get(te.track_uuid)
+            stack_ = open_slices.get(uuid)
             if not stack_:
-                fail(errors, f"slice end without begin on track {te.track_uuid}")
+                fail(errors, f"slice end without begin on track {uuid}")
                 continue
             row = stack_.pop()
             row["dur"] = ts - row["ts"]
             continue
         row = event_row(seq, track, p, ts, errors)
+        if te.type in (TE.TYPE_SLICE_BEGIN, TE.TYPE_INSTANT) and row.get("name") != FLOW:
+            # flow ids on a slice: the flow rows the JSON has after it, of record's "ac2g"
+            for ids, ph in ((te.flow_ids, "s"), (te.terminating_flow_ids, "f")):
+                rows += [{"ph": ph, "name": FLOW, "cat": FLOW, "id": i, "ts": ts,
+                          "pid": row["pid"], "tid": row["tid"], "args": {},
+                          "on_slice": True} for i in ids]
         if te.type == TE.TYPE_SLICE_BEGIN:
             row["ph"] = "X"
-            open_slices.setdefault(te.track_uuid, []).append(row)
+            open_slices.setdefault(uuid, []).append(row)
         elif te.type == TE.TYPE_COUNTER:
             row.update(ph="C", name=track["name"], pid=track["pid"],
                        value=te.counter_value if te.HasField("counter_value")
                        else te.double_counter_value)
-        elif te.flow_ids or te.terminating_flow_ids:
+        elif (te.flow_ids or te.terminating_flow_ids) and row.get("name") == FLOW:
             row.update(ph="f" if te.terminating_flow_ids else "s",
                        id=(list(te.terminating_flow_ids) or list(te.flow_ids))[0])
         elif te.type == TE.TYPE_INSTANT:

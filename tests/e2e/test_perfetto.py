@@ -5,12 +5,15 @@ package's perfetto_trace_pb2, in the tests' venv) and compared with the JSON of 
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BIN, Skip, expect_eq, main, run_gpusnoop, test
+from harness import BIN, GPUSNOOP, Skip, expect_eq, main, run_gpusnoop, test
 from test_gpu import gpu_env
 from test_record import GEMM, RELU, SCALE, load_trace
 
@@ -116,7 +119,9 @@ def perfetto_rows_equal_the_json_of_the_same_workload():
 @test
 def perfetto_gpu_rows_and_flows():
     """-e gpu on the stand-in CUPTI: GPU kernels, copies and their launch->kernel flows as in
-    the JSON of the same workload; every flow that starts ends."""
+    the JSON of the same workload; every flow that starts ends. The GPU is a track of its own
+    ("GPU 0", not a process of pid 0), its streams its children; the flows' ids are on the
+    launch and kernel slices themselves (Perfetto links slices), not on instants."""
     tmp = tempfile.mkdtemp()
     pf, js = os.path.join(tmp, "g.perfetto-trace"), os.path.join(tmp, "g.json")
     record(pf, "gs_gpu", "-e", "gpu", env=gpu_env())
@@ -133,6 +138,17 @@ def perfetto_gpu_rows_and_flows():
               collections.Counter(r["name"] for r in want if r.get("cat") == "kernel"),
               "GPU kernels by name")
     assert all(r["ph"] == "X" and r["dur"] > 0 for r in gpu), gpu[:3]
+    tracks = got["tracks"]
+    devices = [t for t in tracks if t["kind"] == "device"]
+    expect_eq([t["name"] for t in devices], ["GPU 0"], "device tracks")
+    streams = {t["tid"] for t in tracks if t["kind"] == "stream" and t["parent"] ==
+               devices[0]["uuid"]}
+    expect_eq(streams, {r["tid"] for r in want if r["pid"] == 0 and r["ph"] == "X"},
+              "the device's streams, children of its track")
+    assert not [t for t in tracks if t["kind"] in ("process", "thread") and t["pid"] == 0], \
+        tracks
+    flows = [r for r in rows if r["ph"] in "sf"]
+    assert all(r.get("on_slice") for r in flows), [r for r in flows if not r.get("on_slice")]
 
 
 @test
@@ -144,10 +160,19 @@ def perfetto_format_chosen_by_option_or_name():
     record(named, "gs_gemm_loop", "-e", "cuda-launch", "--format", "perfetto")
     with open(named, "rb") as f:
         assert f.read(1) == b"\x0a", "a Trace's first field: packet (1, length-delimited)"
-    expect_eq(len(decode(named)["errors"]), 0, "decodes")
+    got = decode(named)
+    expect_eq(len(got["errors"]), 0, "decodes")
     js = os.path.join(tmp, "y.pftrace")
     record(js, "gs_gemm_loop", "-e", "cuda-launch", "--format", "json")
-    load_trace(js)
+    events = load_trace(js)["traceEvents"]
+    # the size target: <= 40 bytes a launch with its stack, >= 8x smaller than the JSON
+    launches = [r for r in got["rows"] if r.get("name") == "cudaLaunchKernel"]
+    expect_eq(len(launches), len([e for e in events if e.get("name") == "cudaLaunchKernel"]),
+              "launches")
+    assert len(launches) >= 1000 and all(r["stack"] for r in launches), len(launches)
+    size, json_size = os.path.getsize(named), os.path.getsize(js)
+    assert size / len(launches) <= 40, f"{size / len(launches):.1f} bytes a launch"
+    assert json_size / size >= 8, f"JSON {json_size} bytes, Perfetto {size}"
     status, _, err = run_gpusnoop("record", "--format", "xml", "-o", js, "--", "true")
     expect_eq(status, 64, f"bad format status ({err})")
     status, out, err = run_gpusnoop("stitch", "-o", os.path.join(tmp, "s.json"), named)
@@ -157,6 +182,73 @@ def perfetto_format_chosen_by_option_or_name():
     status, out, err = run_gpusnoop("stats", named)
     expect_eq(status, 65, f"stats status ({err})")
     assert len(err.strip().splitlines()) == 1 and "Perfetto" in err, err
+
+
+def memory_kib(pid):
+    """(VmHWM, resident KiB of the mmapped BPF maps: the ring buffers) of pid."""
+    with open(f"/proc/{pid}/status") as f:
+        hwm = int(re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M).group(1))
+    rb, in_bpf = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                in_bpf = "bpf" in line
+            elif in_bpf and line.startswith("Rss:"):
+                rb += int(line.split()[1])
+    return hwm, rb
+
+
+def flood(path, fmt, seconds):
+    """record -e cuda-launch,cuda-mem of a gs_bench flood: (its stderr, peak KiB beyond the
+    ring buffers, sampled until it exits)."""
+    p = subprocess.Popen([GPUSNOOP, "record", "-e", "cuda-launch,cuda-mem", "--format", fmt,
+                          "-o", path, "--", os.path.join(BIN, "gs_bench"), "flood", str(seconds)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak, rb, stop = [0], [0], threading.Event()
+
+    def watch():
+        while not stop.wait(0.1):
+            try:
+                hwm, ring = memory_kib(p.pid)
+            except (OSError, AttributeError):
+                continue
+            rb[0] = max(rb[0], ring)
+            peak[0] = hwm
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        _, err = p.communicate(timeout=seconds + TIMEOUT)
+    finally:
+        stop.set()
+        t.join()
+    expect_eq(p.returncode, 0, f"record status; stderr:\n{err[-2000:]}")
+    return err, (peak[0] - rb[0]) / 1024
+
+
+@test
+def record_memory_bounded_under_a_launch_flood():
+    """gs_bench flood (launches, mallocs and frees as fast as it can, a few hundred thousand
+    events a second here), JSON then Perfetto: record's peak resident memory beyond its ring
+    buffers stays under 64 MiB, the reorder window under its byte cap (it would hold 500 ms:
+    hundreds of MB at a flood's rate), nothing lost that is not counted."""
+    tmp = tempfile.mkdtemp()
+    js, pf = os.path.join(tmp, "f.json"), os.path.join(tmp, "f.pftrace")
+    err, mib = flood(js, "json", 3)
+    assert mib < 64, f"JSON: {mib:.1f} MiB beyond the ring buffers"
+    md = load_trace(js)["metadata"]
+    r = md["reorder"]
+    assert r["peak_held_bytes"] <= r["max_held_bytes"] + 65536, r
+    m = re.search(r"record: (\d+) events in [\d.]+ s, (\d+) dropped", err)
+    assert m, err
+    expect_eq((int(m.group(1)), int(m.group(2))), (md["events"], md["dropped_events"]),
+              "summary's events and drops = the metadata's")
+    assert md["events"] > 30000, f"a flood: {md['events']} events"
+    err, mib = flood(pf, "perfetto", 3)
+    assert mib < 64, f"Perfetto: {mib:.1f} MiB beyond the ring buffers"
+    with open(pf, "rb") as f:
+        assert f.read(1) == b"\x0a", "a Perfetto trace"
+    os.unlink(js)
+    os.unlink(pf)
 
 
 if __name__ == "__main__":

@@ -157,6 +157,99 @@ GS_TEST(rows_become_packets_slice_end_in_time_order)
 	free(buf);
 }
 
+/* The size of the last packet of a Trace in buf (its body, the tag and length not counted). */
+static size_t last_packet(const uint8_t *buf, size_t len)
+{
+	size_t off = 0, last = 0;
+
+	while (off < len) {
+		uint64_t size = 0;
+		int shift = 0;
+
+		off++; /* the tag */
+		while (off < len && buf[off] & 0x80)
+			size |= (uint64_t)(buf[off++] & 0x7f) << shift, shift += 7;
+		size |= (uint64_t)buf[off++] << shift;
+		last = size;
+		off += size;
+	}
+	return last;
+}
+
+#define LAUNCH                                                                              \
+	"{\"ph\":\"X\",\"name\":\"cudaLaunchKernel\",\"cat\":\"cuda_runtime\",\"pid\":1,"   \
+	"\"tid\":1,\"ts\":%d.000,\"dur\":0.000,\"args\":{\"kernel\":\"k<\\\"q\\\\>\","      \
+	"\"grid\":[128,2,1],\"block\":[256,1,1],\"shared memory\":4096,\"stream\":\"0x0\"," \
+	"\"stack\":[\"launch+0x5a (/bin/b)\",\"main+0x2e5 (/bin/b)\"]}}"
+
+#define PACKED                                                                                   \
+	"{\"kernel\":\"k<\\\"q\\\\>\",\"grid\":[128,2,1],\"block\":[256,1,1],\"shared memory\":" \
+	"4096,\"stream\":\"0x0\"}"
+
+GS_TEST(repeated_launches_pack_their_args_on_the_default_track)
+{
+	char *buf = NULL, text[512];
+	size_t len = 0, first = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct gs_perfetto_json *pj = f ? gs_perfetto_json__new(f) : NULL;
+
+	if (!GS_EXPECT(pj))
+		return;
+	for (int i = 0; i < 3; i++) {
+		snprintf(text, sizeof(text), LAUNCH, 100 + i);
+		GS_EXPECT_EQ(row(pj, text), 0);
+		GS_EXPECT_EQ(fflush(f), 0);
+		if (!i) /* the first is written when the second comes (it may carry a flow) */
+			continue;
+		if (i == 1)
+			first = last_packet((const uint8_t *)buf, len);
+	}
+	GS_EXPECT(fputs("{\"traceEvents\":[]}", gs_perfetto_json__file(pj)) >= 0);
+	GS_EXPECT_EQ(gs_perfetto_json__close(pj), 0);
+	GS_EXPECT_EQ(fclose(f), 0);
+	/*
+	 * The first launch interns its name, category, frames and callstack: large. The
+	 * third: timestamp delta (1 us: 3 bytes), sequence id and flags (4), the TrackEvent's
+	 * framing (2), type, name, category (6), the args packed as one interned string (7),
+	 * its callstack (3), no track_uuid (the sequence's default): 25 bytes.
+	 */
+	GS_EXPECT(first > 60);
+	GS_EXPECT_EQ(last_packet((const uint8_t *)buf, len), 25);
+	/* the packed args' text, interned once: JSON that reads back as the args */
+	GS_EXPECT(memmem(buf, len, PACKED, strlen(PACKED)));
+	free(buf);
+}
+
+GS_TEST(ac2g_flows_go_on_their_slice)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct gs_perfetto_json *pj = f ? gs_perfetto_json__new(f) : NULL;
+
+	if (!GS_EXPECT(pj))
+		return;
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"X\",\"name\":\"l\",\"pid\":1,\"tid\":1,\"ts\":100,"
+			     "\"dur\":5}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"s\",\"name\":\"ac2g\",\"cat\":\"ac2g\",\"id\":7,"
+			     "\"pid\":1,\"tid\":1,\"ts\":100}"),
+		     0);
+	/* another flow's name, or another time: an instant of its own */
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"X\",\"name\":\"m\",\"pid\":1,\"tid\":1,\"ts\":110,"
+			     "\"dur\":0}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"s\",\"name\":\"x\",\"cat\":\"x\",\"id\":8,"
+			     "\"pid\":1,\"tid\":1,\"ts\":110}"),
+		     0);
+	GS_EXPECT(fputs("{\"traceEvents\":[]}", gs_perfetto_json__file(pj)) >= 0);
+	GS_EXPECT_EQ(gs_perfetto_json__close(pj), 0);
+	GS_EXPECT_EQ(fclose(f), 0);
+	/* descriptors (2), the sequence's start (1), l with its flow (1), its end (1), m (1), x (1) */
+	GS_EXPECT_EQ(count_packets((const uint8_t *)buf, len), 7);
+	free(buf);
+}
+
 static yajl_val member(yajl_val o, const char *key)
 {
 	for (size_t i = 0; o && YAJL_IS_OBJECT(o) && i < o->u.object.len; i++)
@@ -217,4 +310,6 @@ GS_TEST(perfetto_paths)
 }
 
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
-	     rows_become_packets_slice_end_in_time_order, row_parser_arena_tree, perfetto_paths)
+	     rows_become_packets_slice_end_in_time_order,
+	     repeated_launches_pack_their_args_on_the_default_track, ac2g_flows_go_on_their_slice,
+	     row_parser_arena_tree, perfetto_paths)

@@ -260,7 +260,37 @@ out:
 	gs_reorder__free(r);
 }
 
-GS_TEST_MAIN(new_rejects_missing_callback, flush_emits_in_timestamp_order, ties_keep_push_order,
+GS_TEST(byte_cap_emits_the_oldest_early)
+{
+	static struct sink s;
+	struct gs_reorder *r = gs_reorder__new(1000, record, &s);
+	char big[1000] = { 0 };
+	size_t peak;
+
+	if (!GS_EXPECT(r))
+		return;
+	gs_reorder__cap_bytes(r, 3000); /* room for two of the 1000-byte events, not three */
+	for (int i = 0; i < 10; i++)
+		GS_EXPECT_EQ(gs_reorder__push(r, 100 + (uint64_t)i, big, sizeof(big)), 0);
+	/* the window (1000 ns) never passed: without the cap nothing would have gone out */
+	GS_EXPECT_EQ(s.nr, 8);
+	GS_EXPECT_EQ(gs_reorder__held(r), 2);
+	GS_EXPECT_EQ(gs_reorder__early(r), 8);
+	for (size_t i = 0; i < s.nr; i++)
+		GS_EXPECT_EQ(s.ts[i], 100 + i); /* oldest first */
+	peak = gs_reorder__peak_bytes(r);
+	GS_EXPECT(peak > 3000 && peak < 4500); /* past the cap by one event at most */
+	/* an event older than those written early: written at once, counted late, not lost */
+	GS_EXPECT_EQ(push(r, 50, 7), 0);
+	GS_EXPECT_EQ(gs_reorder__late(r), 1);
+	GS_EXPECT_EQ(s.ts[8], 50);
+	gs_reorder__flush(r);
+	GS_EXPECT_EQ(s.nr, 11);
+	gs_reorder__free(r);
+}
+
+GS_TEST_MAIN(byte_cap_emits_the_oldest_early, new_rejects_missing_callback,
+	     flush_emits_in_timestamp_order, ties_keep_push_order,
 	     advance_emits_only_what_left_the_window, advance_near_uint64_max_does_not_wrap,
 	     late_event_is_emitted_at_once_and_counted, records_are_copied_with_their_length,
 	     free_with_held_events_emits_nothing, many_jittered_events_come_out_sorted)
