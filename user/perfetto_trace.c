@@ -710,10 +710,11 @@ static bool packed_text(yajl_val o, yajl_val skip1, yajl_val skip2, char *buf, s
 }
 
 /*
- * A row's args met before, all of them together (a launch's kernel, grid, block, shared
- * memory and stream repeat launch after launch): one annotation, PACKED_NAME, whose value is
- * their JSON object's text, interned (one iid where five annotations took 35 bytes). Its
- * reader parses the text back (Perfetto's UI shows it as it is). Args met once go unpacked.
+ * A row's args, all of them together, as one annotation, PACKED_NAME, whose value is their
+ * JSON object's text: a launch's kernel, grid, block, shared memory and stream repeat launch
+ * after launch, and the repeated text is one interned iid where five annotations took 35
+ * bytes. Every row whose args pack is packed, met before or not, so a reader (Perfetto's UI,
+ * trace_processor's json_extract) finds one shape per kind of row.
  */
 static bool packed_args(struct gs_perfetto *p, yajl_val o, yajl_val skip1, yajl_val skip2)
 {
@@ -721,16 +722,14 @@ static bool packed_args(struct gs_perfetto *p, yajl_val o, yajl_val skip1, yajl_
 
 	if (!packed_text(o, skip1, skip2, text, sizeof(text)))
 		return false;
-	if (!gs_intern__has(p->intern[IN_STRINGS], text, strlen(text)) && !seen_before(p, text))
-		return false;
 	gs_pb__begin(&p->event, TE_DEBUG_ANNOTATIONS);
 	interned_str(p, &p->event, IN_ARG_NAMES, DA_NAME_IID, DA_NAME, PACKED_NAME);
-	interned_str(p, &p->event, IN_STRINGS, DA_STRING_IID, DA_STRING, text);
+	string_value(p, text);
 	gs_pb__end(&p->event);
 	return true;
 }
 
-/* The row's args: stacks as a callstack, the rest as debug annotations (packed when met before). */
+/* The row's args: stacks as a callstack, the rest as debug annotations (packed when they can be). */
 static void event_args(struct gs_perfetto *p, const struct yajl_val_s *args)
 {
 	yajl_val o = (yajl_val)args, user = NULL, kernel = NULL;

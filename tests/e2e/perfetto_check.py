@@ -123,7 +123,7 @@ def event_row(seq, track, p, ts, errors):
     for a in te.debug_annotations:
         k, v = name(seq, a, errors), value(seq, a, errors)
         if k == PACKED and isinstance(v, str) and v.startswith("{"):
-            row["args"].update(json.loads(v))  # a row's args met before, packed as one
+            row["args"].update(json.loads(v))  # a row's args, packed as one
         else:
             row["args"][k] = v
     if te.HasField("callstack_iid"):
