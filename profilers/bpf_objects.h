@@ -23,6 +23,7 @@ struct gs_bpf_objects_opts {
 	bool free_returns; /* every free's return, not only failures */
 	bool ustack;	   /* --stacks dwarf: stack slices before the records */
 	bool no_stacks;	   /* --stacks none: no user stack walked in BPF */
+	bool stack_cache;  /* a stack sent once per CPU and slot, then referred to */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the CUDA APIs that will be probed */
 	/*

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* gs_stack_cache.bpf.h: a native stack sent once per CPU and slot, referred to after that. */
+#ifndef GS_STACK_CACHE_BPF_H
+#define GS_STACK_CACHE_BPF_H
+
+/*
+ * Each CPU keeps the last GS_STACK_CACHE_SLOTS native stacks it sent, with their process.
+ * The walk goes into this CPU's scratch first; a stack equal to a kept one of the same
+ * process, frame by frame (the hash only picks the candidate), is sent as a reference
+ * (GS_EV_F_STACK_REF), its record without frames[]. A stack sent whole is kept only once
+ * its record was reserved (GS_EV_F_STACK_NEW): a reserved record is always delivered, and
+ * one CPU's records reach the reader in the order they were reserved, so the reader has
+ * always had the frames a reference names.
+ *
+ * Per CPU, not per thread: the programs that use it (uprobes) run with preemption off and
+ * do not nest on a CPU (bpf_prog_active), so no lock is needed; no thread's exit or tid
+ * reuse can leave an entry behind, and the reader's copy has a fixed size.
+ */
+struct gs_stack_cache {
+	__u64 scratch[GS_MAX_STACK]; /* the walk of the current event */
+	__u64 hash[GS_STACK_CACHE_SLOTS];
+	__u32 pid[GS_STACK_CACHE_SLOTS];
+	__u16 nr[GS_STACK_CACHE_SLOTS]; /* 0: the slot is empty */
+	__u16 cur_nr;			/* frames in scratch */
+	__u16 cur_hit;			/* the slot that holds scratch; GS_STACK_CACHE_SLOTS: none */
+	__u32 next;			/* the slot a new stack replaces */
+	__u64 cur_hash;
+	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_stack_cache);
+} stack_cache SEC(".maps");
+
+/* userspace sets it where it resolves references (user/stack_cache.c) */
+const volatile bool cfg_stack_cache = false;
+
+/* FNV-1a over the frames, by 64-bit words */
+static __always_inline __u64 gs_stack_hash(const __u64 *f, __u16 n)
+{
+	__u64 h = 0xcbf29ce484222325ULL ^ n;
+
+	for (int i = 0; i < GS_MAX_STACK; i++) {
+		if (i >= n)
+			break;
+		h = (h ^ f[i]) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Whether slot k holds exactly the n frames of scratch. */
+static __always_inline bool gs_stack_same(const struct gs_stack_cache *c, __u32 k, __u16 n)
+{
+	const __u64 *f = c->frames[k & (GS_STACK_CACHE_SLOTS - 1)];
+
+	for (int i = 0; i < GS_MAX_STACK; i++) {
+		if (i >= n)
+			return true;
+		if (f[i] != c->scratch[i])
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The user stack of this event walked into this CPU's scratch, looked up among the stacks
+ * the CPU sent (lookup: false for a record that must carry its frames, an OOM's: its buffer
+ * is read before the others). NULL: no cache (the caller walks into its record).
+ */
+static __always_inline struct gs_stack_cache *gs_stack_walk(void *ctx, const bool at_entry,
+							    bool lookup)
+{
+	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32;
+	struct gs_stack_cache *c;
+	__u16 n;
+
+	if (!cfg_stack_cache || cfg_no_stacks)
+		return NULL;
+	c = bpf_map_lookup_elem(&stack_cache, &zero);
+	if (!c)
+		return NULL;
+	n = at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
+	c->cur_nr = n;
+	c->cur_hit = GS_STACK_CACHE_SLOTS;
+	c->cur_hash = 0;
+	if (!n || n > GS_MAX_STACK || !lookup ||
+	    bpf_get_smp_processor_id() >= GS_STACK_CACHE_MAX / GS_STACK_CACHE_SLOTS)
+		return c;
+	c->cur_hash = gs_stack_hash(c->scratch, n);
+	for (__u32 k = 0; k < GS_STACK_CACHE_SLOTS; k++) {
+		if (c->nr[k] == n && c->hash[k] == c->cur_hash && c->pid[k] == pid) {
+			if (gs_stack_same(c, k, n))
+				c->cur_hit = k;
+			break;
+		}
+	}
+	return c;
+}
+
+/* Whether the walk found its stack kept: its record is reserved without frames[]. */
+static __always_inline bool gs_stack_hit(const struct gs_stack_cache *c)
+{
+	return c && c->cur_hit < GS_STACK_CACHE_SLOTS;
+}
+
+/*
+ * Into a reserved record: the frames (a miss), or none (a hit). Returns nr_frames. Its
+ * header is filled after this (gs_fill_hdr() clears the flags): gs_stack_sent() then.
+ */
+static __always_inline __u16 gs_stack_copy(const struct gs_stack_cache *c, __u64 *frames)
+{
+	if (gs_stack_hit(c))
+		return 0;
+	__builtin_memcpy(frames, c->scratch, sizeof(c->scratch));
+	return c->cur_nr;
+}
+
+/* After the record's header is filled: says what its stack is, and keeps a stack sent whole. */
+static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_event_hdr *hdr)
+{
+	__u32 base = bpf_get_smp_processor_id() * GS_STACK_CACHE_SLOTS, k;
+
+	if (gs_stack_hit(c)) {
+		hdr->flags |= GS_EV_F_STACK_REF | ((base + c->cur_hit) & GS_EV_STACK_SLOT_MASK);
+		return;
+	}
+	if (!c->cur_hash) /* not looked up, or no frames: not kept */
+		return;
+	k = c->next & (GS_STACK_CACHE_SLOTS - 1);
+	c->next = k + 1;
+	__builtin_memcpy(c->frames[k], c->scratch, sizeof(c->scratch));
+	c->hash[k] = c->cur_hash;
+	c->nr[k] = c->cur_nr;
+	c->pid[k] = hdr->pid;
+	hdr->flags |= GS_EV_F_STACK_NEW | ((base + k) & GS_EV_STACK_SLOT_MASK);
+}
+
+#endif /* GS_STACK_CACHE_BPF_H */
