@@ -105,16 +105,19 @@ int cuda_launch_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 cookie = gs_entry_cookie(ctx);
-	struct gs_stack_cache *sc = NULL;
+	struct gs_stack_cache *sc;
 	__u64 ts;
 	int py;
 
 	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
 	ts = bpf_ktime_get_ns();
-	py = gs_py_emit(pid_tgid, ts);
-	if ((cookie >> 16) & GS_CALL_F_USER_STACK)
-		sc = gs_stack_walk(ctx, true, true);
+	if (!((cookie >> 16) & GS_CALL_F_USER_STACK)) {
+		emit_launch(ctx, cookie, pid_tgid, ts, gs_py_emit(pid_tgid, ts), NULL, false);
+		return 0;
+	}
+	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;
+	sc = gs_stack_walk(ctx, true, true);
 	if (gs_stack_hit(sc))
 		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
 	else
@@ -185,7 +188,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 		return 0;
 	}
 	ts = bpf_ktime_get_ns();
-	py = gs_py_emit(pid_tgid, ts);
+	py = gs_stack_sampled(ctx, false) ? gs_py_emit(pid_tgid, ts) : 0;
 	sc = gs_stack_walk(ctx, false, true);
 	/* a stack this CPU sent already: the record as one without (gs_stack_cache.bpf.h) */
 	if (gs_stack_hit(sc))

@@ -421,6 +421,11 @@ struct gs_py_code_event {
 #define GS_EV_F_STACK_REF     0x1000
 #define GS_EV_STACK_SLOT_MASK 0x0fff
 #define GS_EV_STACK_SLOT(f)   ((f) & GS_EV_STACK_SLOT_MASK)
+/* both bits: --stack-sample left this event's stack out; frames[0] is its call site alone */
+#define GS_EV_STACK_SITE_ONLY(f)                                        \
+	(((f) & (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF)) == \
+	 (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF))
+#define GS_STACK_SITES 16384 /* call sites counted for --stack-sample (LRU) */
 
 /*
  * GPU activity (bpf/gpu.bpf.c): the CUPTI injection library (profilers/cupti/) fires one USDT

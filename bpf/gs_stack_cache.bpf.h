@@ -18,12 +18,14 @@
  */
 struct gs_stack_cache {
 	__u64 scratch[GS_MAX_STACK]; /* the walk of the current event */
+	__u64 site;		     /* not 0: the event's call site, its stack not sampled */
 	__u64 hash[GS_STACK_CACHE_SLOTS];
 	__u32 pid[GS_STACK_CACHE_SLOTS];
 	__u16 nr[GS_STACK_CACHE_SLOTS]; /* 0: the slot is empty */
 	__u16 cur_nr;			/* frames in scratch */
 	__u16 cur_hit;			/* the slot that holds scratch; GS_STACK_CACHE_SLOTS: none */
 	__u32 next;			/* the slot a new stack replaces */
+	__u32 cur_site_only;		/* scratch holds the event's call site alone */
 	__u64 cur_hash;
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
 };
@@ -37,6 +39,29 @@ struct {
 
 /* userspace sets it where it resolves references (user/stack_cache.c) */
 const volatile bool cfg_stack_cache = false;
+
+/*
+ * --stack-sample N: one event in N of each call site (process, return address) has its
+ * stack walked, native and Python; the others carry their call site alone, as one frame
+ * (GS_EV_STACK_SITE_ONLY). 0 or 1: every event its stack.
+ */
+const volatile __u32 cfg_stack_sample = 0;
+
+struct gs_stack_site {
+	__u32 pid;
+	__u32 pad;
+	__u64 site;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GS_STACK_SITES);
+	__type(key, struct gs_stack_site);
+	__type(value, __u64);
+} stack_sites SEC(".maps");
+
+/* a new site's count, from .rodata: no zero on the stack */
+static const __u64 gs_stack_site_zero = 0;
 
 /* FNV-1a over the frames, by 64-bit words */
 static __always_inline __u64 gs_stack_hash(const __u64 *f, __u16 n)
@@ -66,6 +91,44 @@ static __always_inline bool gs_stack_same(const struct gs_stack_cache *c, __u32 
 }
 
 /*
+ * --stack-sample: whether this event's stack is walked (its Python frames too). False: the
+ * call site (the return address: at a function's entry at sp, at its return the ip) is
+ * kept in this CPU's cache for gs_stack_walk(), which then walks nothing. Call it first.
+ */
+static __always_inline bool gs_stack_sampled(struct pt_regs *ctx, const bool at_entry)
+{
+	struct gs_stack_site key = { .pid = bpf_get_current_pid_tgid() >> 32 };
+	struct gs_stack_cache *c;
+	__u32 zero = 0;
+	__u64 *n, v;
+
+	if (cfg_stack_sample < 2 || cfg_no_stacks)
+		return true;
+	c = bpf_map_lookup_elem(&stack_cache, &zero);
+	if (!c)
+		return true;
+	c->site = 0;
+	if (!at_entry)
+		key.site = PT_REGS_IP(ctx);
+	else if (bpf_probe_read_user(&key.site, sizeof(key.site), (void *)PT_REGS_SP(ctx)))
+		return true;
+	n = bpf_map_lookup_elem(&stack_sites, &key);
+	if (!n) {
+		bpf_map_update_elem(&stack_sites, &key, &gs_stack_site_zero, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&stack_sites, &key);
+	}
+	if (!n)
+		return true;
+	/* read, then add (no fetching atomics on 5.10): CPUs racing may sample one more */
+	v = *n;
+	__sync_fetch_and_add(n, 1);
+	if (v % cfg_stack_sample == 0)
+		return true;
+	c->site = key.site;
+	return false;
+}
+
+/*
  * The user stack of this event walked into this CPU's scratch, looked up among the stacks
  * the CPU sent (lookup: false for a record that must carry its frames, an OOM's: its buffer
  * is read before the others). NULL: no cache (the caller walks into its record).
@@ -82,10 +145,19 @@ static __always_inline struct gs_stack_cache *gs_stack_walk(void *ctx, const boo
 	c = bpf_map_lookup_elem(&stack_cache, &zero);
 	if (!c)
 		return NULL;
-	n = at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
-	c->cur_nr = n;
 	c->cur_hit = GS_STACK_CACHE_SLOTS;
 	c->cur_hash = 0;
+	c->cur_site_only = 0;
+	/* not sampled (gs_stack_sampled() ran just before for every event that looks up) */
+	if (cfg_stack_sample > 1 && lookup && c->site) {
+		c->scratch[0] = c->site;
+		c->cur_nr = 1;
+		c->cur_site_only = 1;
+		c->site = 0;
+		return c;
+	}
+	n = at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
+	c->cur_nr = n;
 	if (!n || n > GS_MAX_STACK || !lookup ||
 	    bpf_get_smp_processor_id() >= GS_STACK_CACHE_MAX / GS_STACK_CACHE_SLOTS)
 		return c;
@@ -125,6 +197,10 @@ static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_ev
 
 	if (gs_stack_hit(c)) {
 		hdr->flags |= GS_EV_F_STACK_REF | ((base + c->cur_hit) & GS_EV_STACK_SLOT_MASK);
+		return;
+	}
+	if (c->cur_site_only) {
+		hdr->flags |= GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF; /* GS_EV_STACK_SITE_ONLY */
 		return;
 	}
 	if (!c->cur_hash) /* not looked up, or no frames: not kept */

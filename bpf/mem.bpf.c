@@ -142,7 +142,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gs_stack_cache *sc;
-	bool ustack = false;
+	bool ustack = false, oom;
 	struct call *c;
 	int py = 0;
 	__u64 ts;
@@ -154,9 +154,11 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	ts = bpf_ktime_get_ns();
 	if (cfg_ustack)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
-	py = gs_py_emit(pid_tgid, ts);
-	/* an OOM's record is read before the others: it carries its frames, always */
-	sc = gs_stack_walk(ctx, false, (__s32)ret != GS_OOM_ERROR);
+	/* an OOM's record is read before the others: it carries its whole stack, always */
+	oom = (__s32)ret == GS_OOM_ERROR;
+	if (oom || gs_stack_sampled(ctx, false))
+		py = gs_py_emit(pid_tgid, ts);
+	sc = gs_stack_walk(ctx, false, !oom);
 	if (gs_stack_hit(sc))
 		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, true);
 	else

@@ -234,6 +234,7 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
 	o->mem->rodata->cfg_no_stacks = o->opts.no_stacks;
 	o->mem->rodata->cfg_stack_cache = o->opts.stack_cache;
+	o->mem->rodata->cfg_stack_sample = o->opts.stack_sample;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: share_stack_cache(o, o->mem->obj);
@@ -261,6 +262,7 @@ static int load_cuda(struct gs_bpf_objects *o)
 	o->cuda->rodata->cfg_python = o->opts.python != NULL;
 	o->cuda->rodata->cfg_no_stacks = o->opts.no_stacks;
 	o->cuda->rodata->cfg_stack_cache = o->opts.stack_cache;
+	o->cuda->rodata->cfg_stack_sample = o->opts.stack_sample;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
 	err = err ?: share_stack_cache(o, o->cuda->obj);

@@ -24,6 +24,7 @@ struct gs_bpf_objects_opts {
 	bool ustack;	   /* --stacks dwarf: stack slices before the records */
 	bool no_stacks;	   /* --stacks none: no user stack walked in BPF */
 	bool stack_cache;  /* a stack sent once per CPU and slot, then referred to */
+	unsigned stack_sample; /* --stack-sample N: one stack in N per call site; 0, 1: all */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the CUDA APIs that will be probed */
 	/*

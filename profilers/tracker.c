@@ -769,6 +769,7 @@ static int open_objects(struct gs_tracker *t)
 		.ustack = t->opts.stacks == GS_STACKS_DWARF,
 		.no_stacks = t->opts.stacks == GS_STACKS_NONE,
 		.stack_cache = t->stacks != NULL,
+		.stack_sample = t->opts.stack_sample,
 		.ringbuf_bytes = t->opts.ringbuf_bytes,
 		.families = t->opts.families,
 		.torch = t->opts.torch,
@@ -1274,9 +1275,9 @@ void gs_tracker__free(struct gs_tracker *t)
 
 		gs_stack_cache__stats(t->stacks, &st);
 		gs_dbg("stacks: %llu sent whole and kept, %llu sent as references, %llu "
-		       "references unresolved",
+		       "references unresolved, %llu call sites alone (--stack-sample)",
 		       (unsigned long long)st.sent, (unsigned long long)st.refs,
-		       (unsigned long long)st.unresolved);
+		       (unsigned long long)st.unresolved, (unsigned long long)st.site_only);
 	}
 	gs_stack_cache__free(t->stacks);
 	gs_unwinder__free(t->unwinder);

@@ -60,6 +60,10 @@ const void *gs_stack_cache__resolve(struct gs_stack_cache *c, const void *data, 
 	    !gs_event_frames_layout(hdr->type, &off, &nr_off))
 		return data;
 	memcpy(&nr, (const char *)data + nr_off, sizeof(nr));
+	if (GS_EV_STACK_SITE_ONLY(hdr->flags)) { /* --stack-sample: the call site alone */
+		c->stats.site_only++;
+		return data;
+	}
 	if (hdr->flags & GS_EV_F_STACK_NEW) {
 		if (nr) /* within hdr.size: gs_event_decode() checked it */
 			keep(c, hdr, (const __u64 *)((const char *)data + off), nr);

@@ -19,7 +19,8 @@ void gs_stack_cache__free(struct gs_stack_cache *c);
  * one with GS_EV_F_STACK_NEW leaves its frames here; one with GS_EV_F_STACK_REF is copied
  * into buf (buf_size bytes) with the frames of the stack it names, and buf is returned,
  * *size its new size. Any other record, or a reference to no stack of its process (counted
- * in unresolved: never expected), is returned as it is.
+ * in unresolved: never expected), is returned as it is; so is one whose stack
+ * --stack-sample left out (GS_EV_STACK_SITE_ONLY: frames[0] its call site alone).
  */
 const void *gs_stack_cache__resolve(struct gs_stack_cache *c, const void *data, size_t *size,
 				    void *buf, size_t buf_size);
@@ -28,6 +29,7 @@ struct gs_stack_cache_stats {
 	uint64_t sent;	     /* stacks sent whole and kept */
 	uint64_t refs;	     /* records whose stack was a reference, resolved */
 	uint64_t unresolved; /* references to a stack not here: left without frames */
+	uint64_t site_only;  /* --stack-sample: records with their call site alone */
 };
 void gs_stack_cache__stats(const struct gs_stack_cache *c, struct gs_stack_cache_stats *out);
 
