@@ -65,9 +65,8 @@ int cuda_call_enter(struct pt_regs *ctx)
  * (gs_stack_cache.bpf.h), the record is reserved without frames[] (a constant per call, so
  * that the verifier knows its size on each path).
  */
-static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64 pid_tgid,
-					__u64 ts, int py, struct gs_stack_cache *sc,
-					const bool hit)
+static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64 pid_tgid, __u64 ts,
+					int py, struct gs_stack_cache *sc, const bool hit)
 {
 	struct gs_cuda_call *e;
 
@@ -85,7 +84,8 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	if (hit || !(e->flags & GS_CALL_F_USER_STACK))
 		e->nr_frames = 0;
 	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
+		e->nr_frames =
+			sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	e->hdr.ts_ns = ts;

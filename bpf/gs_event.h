@@ -415,16 +415,15 @@ struct gs_py_code_event {
  * slots + slot), GS_EV_F_STACK_REF that it has no frames[] of its own: its stack is that
  * entry's, sent by an earlier record of the same process (user/stack_cache.c).
  */
-#define GS_STACK_CACHE_SLOTS  4 /* a power of 2 */
+#define GS_STACK_CACHE_SLOTS  4	   /* a power of 2 */
 #define GS_STACK_CACHE_MAX    4096 /* entries: CPUs from 1024 on send every stack whole */
 #define GS_EV_F_STACK_NEW     0x2000
 #define GS_EV_F_STACK_REF     0x1000
 #define GS_EV_STACK_SLOT_MASK 0x0fff
-#define GS_EV_STACK_SLOT(f)   ((f) & GS_EV_STACK_SLOT_MASK)
+#define GS_EV_STACK_SLOT(f)   ((f)&GS_EV_STACK_SLOT_MASK)
 /* both bits: --stack-sample left this event's stack out; frames[0] is its call site alone */
-#define GS_EV_STACK_SITE_ONLY(f)                                        \
-	(((f) & (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF)) == \
-	 (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF))
+#define GS_EV_STACK_SITE_ONLY(f) \
+	(((f) & (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF)) == (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF))
 #define GS_STACK_SITES 16384 /* call sites counted for --stack-sample (LRU) */
 
 /*

@@ -23,9 +23,9 @@ struct gs_stack_cache {
 	__u32 pid[GS_STACK_CACHE_SLOTS];
 	__u16 nr[GS_STACK_CACHE_SLOTS]; /* 0: the slot is empty */
 	__u16 cur_nr;			/* frames in scratch */
-	__u16 cur_hit;			/* the slot that holds scratch; GS_STACK_CACHE_SLOTS: none */
-	__u32 next;			/* the slot a new stack replaces */
-	__u32 cur_site_only;		/* scratch holds the event's call site alone */
+	__u16 cur_hit;	     /* the slot that holds scratch; GS_STACK_CACHE_SLOTS: none */
+	__u32 next;	     /* the slot a new stack replaces */
+	__u32 cur_site_only; /* scratch holds the event's call site alone */
 	__u64 cur_hash;
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
 };

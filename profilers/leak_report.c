@@ -199,7 +199,8 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 	if (r->no_stacks)
 		fprintf(f, ", stacks off (--stacks none)");
 	else if (r->stack_sample > 1)
-		fprintf(f, ", stacks sampled 1/%u per call site (the others: their call site alone)",
+		fprintf(f,
+			", stacks sampled 1/%u per call site (the others: their call site alone)",
 			r->stack_sample);
 	fputc('\n', f);
 	if (r->trigger)

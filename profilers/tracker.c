@@ -80,7 +80,8 @@ struct gs_tracker {
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
 	struct gs_python *python;     /* NULL with --no-python */
-	struct gs_stack_cache *stacks; /* the stacks BPF sent once, for records that refer to them */
+	struct gs_stack_cache
+		*stacks;	   /* the stacks BPF sent once, for records that refer to them */
 	struct gs_proc_tree *tree; /* parents and ranks of the -p/-- targets and their children */
 	struct ustack_slot ustacks[USTACK_SLOTS];
 	size_t next_ustack;
@@ -530,7 +531,7 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 {
 	const struct gs_event_hdr *hdr = data;
 	int type = gs_event_decode(data, size);
-	union gs_py_merged resolved;
+	union gs_stack_record resolved;
 
 	/* first, in ring-buffer order: a stack sent once is kept, a reference gets its frames */
 	if (type > 0 && t->stacks) {

@@ -10,6 +10,16 @@
 
 struct gs_stack_cache;
 
+/* Room for any record with a native stack, its frames resolved (gs_stack_cache__resolve()) */
+union gs_stack_record {
+	struct gs_mem_alloc alloc;
+	struct gs_mem_free_ret free_ret;
+	struct gs_cuda_call call;
+	struct gs_cpu_sample sample;
+	struct gs_torch_mem torch_mem;
+	struct gs_torch_oom torch_oom;
+};
+
 /* Bounded: at most GS_STACK_CACHE_MAX stacks (one per CPU and slot), whatever runs. */
 struct gs_stack_cache *gs_stack_cache__new(void);
 void gs_stack_cache__free(struct gs_stack_cache *c);

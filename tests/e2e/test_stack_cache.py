@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """test_stack_cache.py: a stack sent once per CPU and referred to after (bpf/gs_stack_cache.bpf.h),
 and --stack-sample: every event still gets exactly its own stack, or its call site alone."""
+import collections
+import json
 import math
 import os
 import re
 import signal
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Gpusnoop, Workload, expect_eq, main, process, run_attached, test
+from harness import (BIN, Gpusnoop, Workload, expect_eq, main, process, run_attached,
+                     run_gpusnoop, test)
 
 # tests/fixtures/workloads/gs_stacks.c: phase k's path i allocates 1 + i + 16 * k bytes
 PHASES = ["phase_alternate", "phase_cycle", "phase_threads", "phase_serial"]
@@ -160,6 +164,38 @@ def sampled_stacks_are_said_in_the_text_report():
     g = run_attached(w, "leaks", "-p", str(w.pid), "--stack-sample", "4")
     text = g.stdout.decode()
     assert "stacks sampled 1/4 per call site (the others: their call site alone)" in text, text
+
+
+@test
+def launches_and_calls_keep_their_stacks():
+    # gs_kernels: 3000 + 1000 + 10 launches from three loops, 100 syncs from a fourth; at
+    # entry (the default) and at return (cuda-launch-latency), every call its own stack
+    for events in ("cuda-launch,cuda-sync", "cuda-launch-latency,cuda-sync"):
+        path = os.path.join(tempfile.mkdtemp(), "t.json")
+        status, _, err = run_gpusnoop("record", "-v", "-e", events, "-o", path, "--",
+                                      os.path.join(BIN, "gs_kernels"), timeout=120)
+        expect_eq(status, 0, f"gpusnoop status ({err})")
+        with open(path) as f:
+            trace = json.load(f)
+        stacks = collections.defaultdict(collections.Counter)
+        for e in trace["traceEvents"]:
+            if e["ph"] == "X" and "stack" in e.get("args", {}):
+                what = e["args"].get("kernel", e["name"])
+                stacks[what][tuple(e["args"]["stack"])] += 1
+        want = {"gemm_kernel(float*, int)": ("launch_gemm+", 3000),
+                "relu_kernel(float*, int)": ("launch_relu+", 1000),
+                "void scale<float>(float*, float, int)": ("launch_scale+", 10),
+                "cudaStreamSynchronize": ("sync_streams+", 100)}
+        for what, (fn, count) in want.items():
+            expect_eq(len(stacks[what]), 1, f"{what}: stacks ({events})")
+            stack, n = stacks[what].most_common(1)[0]
+            expect_eq(n, count, f"{what}: calls ({events})")
+            assert any(f.startswith(fn) for f in stack[:3]), (what, stack)
+        m = STATS.search(err)
+        assert m, err
+        sent, refs, unresolved, _ = (int(x) for x in m.groups())
+        expect_eq(unresolved, 0, f"unresolved references ({events})")
+        assert refs >= 4000, (events, sent, refs)
 
 
 if __name__ == "__main__":
