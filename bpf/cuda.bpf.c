@@ -71,8 +71,10 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	struct gs_cuda_call *e;
 
 	e = gs_reserve(hit ? offsetof(struct gs_cuda_call, frames) : sizeof(*e));
-	if (!e)
+	if (!e) {
+		gs_stack_unused(sc);
 		return;
+	}
 	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
 	read_args(ctx, e->flags, e->args);
 	e->entry_ts_ns = ts;
@@ -139,6 +141,7 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 
 	e = gs_reserve(with_stack ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
 	if (!e) {
+		gs_stack_unused(sc);
 		gs_call_end(&c->head);
 		return;
 	}

@@ -12,9 +12,12 @@
  * one CPU's records reach the reader in the order they were reserved, so the reader has
  * always had the frames a reference names.
  *
- * Per CPU, not per thread: the programs that use it (uprobes) run with preemption off and
- * do not nest on a CPU (bpf_prog_active), so no lock is needed; no thread's exit or tid
- * reuse can leave an entry behind, and the reader's copy has a fixed size.
+ * Per CPU, not per thread: no thread's exit or tid reuse can leave an entry behind, and the
+ * reader's copy has a fixed size. A uprobe's program runs with preemption off, but one
+ * attached by a uprobe_multi link (6.6+) only with migration off: on a preemptible kernel
+ * another thread's program may run on this CPU in the middle of one's. So a program holds
+ * the CPU's cache (busy) from its walk to its record's submit; one that finds it held walks
+ * into its record and sends it whole, untouched by the cache.
  */
 struct gs_stack_cache {
 	__u64 scratch[GS_MAX_STACK]; /* the walk of the current event */
@@ -26,6 +29,8 @@ struct gs_stack_cache {
 	__u16 cur_hit;	     /* the slot that holds scratch; GS_STACK_CACHE_SLOTS: none */
 	__u32 next;	     /* the slot a new stack replaces */
 	__u32 cur_site_only; /* scratch holds the event's call site alone */
+	__u32 busy;	     /* a program uses scratch and cur_*, from its walk to its submit */
+	__u32 pad;
 	__u64 cur_hash;
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
 };
@@ -143,8 +148,9 @@ static __always_inline struct gs_stack_cache *gs_stack_walk(void *ctx, const boo
 	if (!cfg_stack_cache || cfg_no_stacks)
 		return NULL;
 	c = bpf_map_lookup_elem(&stack_cache, &zero);
-	if (!c)
+	if (!c || c->busy)
 		return NULL;
+	c->busy = 1;
 	c->cur_hit = GS_STACK_CACHE_SLOTS;
 	c->cur_hash = 0;
 	c->cur_site_only = 0;
@@ -190,28 +196,35 @@ static __always_inline __u16 gs_stack_copy(const struct gs_stack_cache *c, __u64
 	return c->cur_nr;
 }
 
-/* After the record's header is filled: says what its stack is, and keeps a stack sent whole. */
+/*
+ * After the record's header is filled, before its submit: says what its stack is, keeps a
+ * stack sent whole, and frees the CPU's cache.
+ */
 static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_event_hdr *hdr)
 {
 	__u32 base = bpf_get_smp_processor_id() * GS_STACK_CACHE_SLOTS, k;
 
 	if (gs_stack_hit(c)) {
 		hdr->flags |= GS_EV_F_STACK_REF | ((base + c->cur_hit) & GS_EV_STACK_SLOT_MASK);
-		return;
-	}
-	if (c->cur_site_only) {
+	} else if (c->cur_site_only) {
 		hdr->flags |= GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF; /* GS_EV_STACK_SITE_ONLY */
-		return;
+	} else if (c->cur_hash) { /* else not looked up, or no frames: not kept */
+		k = c->next & (GS_STACK_CACHE_SLOTS - 1);
+		c->next = k + 1;
+		__builtin_memcpy(c->frames[k], c->scratch, sizeof(c->scratch));
+		c->hash[k] = c->cur_hash;
+		c->nr[k] = c->cur_nr;
+		c->pid[k] = hdr->pid;
+		hdr->flags |= GS_EV_F_STACK_NEW | ((base + k) & GS_EV_STACK_SLOT_MASK);
 	}
-	if (!c->cur_hash) /* not looked up, or no frames: not kept */
-		return;
-	k = c->next & (GS_STACK_CACHE_SLOTS - 1);
-	c->next = k + 1;
-	__builtin_memcpy(c->frames[k], c->scratch, sizeof(c->scratch));
-	c->hash[k] = c->cur_hash;
-	c->nr[k] = c->cur_nr;
-	c->pid[k] = hdr->pid;
-	hdr->flags |= GS_EV_F_STACK_NEW | ((base + k) & GS_EV_STACK_SLOT_MASK);
+	c->busy = 0;
+}
+
+/* A walk whose record could not be reserved: the CPU's cache is free again, unchanged. */
+static __always_inline void gs_stack_unused(struct gs_stack_cache *c)
+{
+	if (c)
+		c->busy = 0;
 }
 
 #endif /* GS_STACK_CACHE_BPF_H */

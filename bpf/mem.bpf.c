@@ -93,6 +93,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	else
 		e = oom ? gs_reserve_oom(sizeof(*e)) : gs_reserve(sizeof(*e));
 	if (!e) {
+		gs_stack_unused(sc);
 		gs_call_end(&c->head);
 		return;
 	}
