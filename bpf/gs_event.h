@@ -424,7 +424,7 @@ struct gs_py_code_event {
 /* both bits: --stack-sample left this event's stack out; frames[0] is its call site alone */
 #define GS_EV_STACK_SITE_ONLY(f) \
 	(((f) & (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF)) == (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF))
-#define GS_STACK_SITES 16384 /* call sites counted for --stack-sample (LRU) */
+#define GS_STACK_SITES 4096 /* call sites counted for --stack-sample: a power of 2 */
 
 /*
  * GPU activity (bpf/gpu.bpf.c): the CUPTI injection library (profilers/cupti/) fires one USDT

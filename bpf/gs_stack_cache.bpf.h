@@ -52,21 +52,24 @@ const volatile bool cfg_stack_cache = false;
  */
 const volatile __u32 cfg_stack_sample = 0;
 
+/* a call site's count of events, in a table by hash of (process, return address) */
 struct gs_stack_site {
 	__u32 pid;
 	__u32 pad;
 	__u64 site;
+	__u64 count;
 };
 
+/*
+ * An array, not a hash: an array's lookup is a few instructions, a hash map's (LRU) costs
+ * about what the walk it saves. Two sites that share a slot restart each other's count.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, GS_STACK_SITES);
-	__type(key, struct gs_stack_site);
-	__type(value, __u64);
+	__type(key, __u32);
+	__type(value, struct gs_stack_site);
 } stack_sites SEC(".maps");
-
-/* a new site's count, from .rodata: no zero on the stack */
-static const __u64 gs_stack_site_zero = 0;
 
 /* FNV-1a over the frames, by 64-bit words */
 static __always_inline __u64 gs_stack_hash(const __u64 *f, __u16 n)
@@ -102,34 +105,37 @@ static __always_inline bool gs_stack_same(const struct gs_stack_cache *c, __u32 
  */
 static __always_inline bool gs_stack_sampled(struct pt_regs *ctx, const bool at_entry)
 {
-	struct gs_stack_site key = { .pid = bpf_get_current_pid_tgid() >> 32 };
+	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32, key;
 	struct gs_stack_cache *c;
-	__u32 zero = 0;
-	__u64 *n, v;
+	struct gs_stack_site *s;
+	__u64 site, n;
 
 	if (cfg_stack_sample < 2 || cfg_no_stacks)
 		return true;
 	c = bpf_map_lookup_elem(&stack_cache, &zero);
-	if (!c)
+	if (!c || c->busy)
 		return true;
 	c->site = 0;
 	if (!at_entry)
-		key.site = PT_REGS_IP(ctx);
-	else if (bpf_probe_read_user(&key.site, sizeof(key.site), (void *)PT_REGS_SP(ctx)))
+		site = PT_REGS_IP(ctx);
+	else if (bpf_probe_read_user(&site, sizeof(site), (void *)PT_REGS_SP(ctx)))
 		return true;
-	n = bpf_map_lookup_elem(&stack_sites, &key);
-	if (!n) {
-		bpf_map_update_elem(&stack_sites, &key, &gs_stack_site_zero, BPF_NOEXIST);
-		n = bpf_map_lookup_elem(&stack_sites, &key);
+	key = (__u32)((site ^ ((__u64)pid << 32)) * 0x9e3779b97f4a7c15ULL >> 40) &
+	      (GS_STACK_SITES - 1);
+	s = bpf_map_lookup_elem(&stack_sites, &key);
+	if (!s)
+		return true;
+	if (s->site != site || s->pid != pid) { /* a new site, or another's slot */
+		s->site = site;
+		s->pid = pid;
+		s->count = 0;
 	}
-	if (!n)
-		return true;
 	/* read, then add (no fetching atomics on 5.10): CPUs racing may sample one more */
-	v = *n;
-	__sync_fetch_and_add(n, 1);
-	if (v % cfg_stack_sample == 0)
+	n = s->count;
+	__sync_fetch_and_add(&s->count, 1);
+	if (n % cfg_stack_sample == 0)
 		return true;
-	c->site = key.site;
+	c->site = site;
 	return false;
 }
 
