@@ -6,7 +6,7 @@
 /*
  * Each CPU keeps the last GS_STACK_CACHE_SLOTS native stacks it sent, with their process.
  * The walk goes into this CPU's scratch first; a stack equal to a kept one of the same
- * process, frame by frame (the hash only picks the candidate), is sent as a reference
+ * process, frame by frame (its first frames only pick the candidate), is sent as a reference
  * (GS_EV_F_STACK_REF), its record without frames[]. A stack sent whole is kept only once
  * its record was reserved (GS_EV_F_STACK_NEW): a reserved record is always delivered, and
  * one CPU's records reach the reader in the order they were reserved, so the reader has
@@ -22,7 +22,6 @@
 struct gs_stack_cache {
 	__u64 scratch[GS_MAX_STACK]; /* the walk of the current event */
 	__u64 site;		     /* not 0: the event's call site, its stack not sampled */
-	__u64 hash[GS_STACK_CACHE_SLOTS];
 	__u32 pid[GS_STACK_CACHE_SLOTS];
 	__u16 nr[GS_STACK_CACHE_SLOTS]; /* 0: the slot is empty */
 	__u16 cur_nr;			/* frames in scratch */
@@ -31,7 +30,8 @@ struct gs_stack_cache {
 	__u32 cur_site_only; /* scratch holds the event's call site alone */
 	__u32 busy;	     /* a program uses scratch and cur_*, from its walk to its submit */
 	__u32 pad;
-	__u64 cur_hash;
+	__u32 cur_keep; /* scratch is kept in a slot once its record is reserved */
+	__u32 pad2;
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
 };
 
@@ -71,31 +71,22 @@ struct {
 	__type(value, struct gs_stack_site);
 } stack_sites SEC(".maps");
 
-/* FNV-1a over the frames, by 64-bit words */
-static __always_inline __u64 gs_stack_hash(const __u64 *f, __u16 n)
-{
-	__u64 h = 0xcbf29ce484222325ULL ^ n;
+/*
+ * The comparison runs over all GS_MAX_STACK words, past the frames too (zero in scratch,
+ * as walked, and in a slot, copied whole): a loop that ended at the frame count would
+ * teach the verifier another range of it on each of its 64 ways out, and it would check
+ * all that follows once per range (5 times the checking of the program).
+ */
 
-	for (int i = 0; i < GS_MAX_STACK; i++) {
-		if (i >= n)
-			break;
-		h = (h ^ f[i]) * 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* Whether slot k holds exactly the n frames of scratch. */
-static __always_inline bool gs_stack_same(const struct gs_stack_cache *c, __u32 k, __u16 n)
+/* Whether slot k holds exactly the frames of scratch (its count compared by the caller). */
+static __always_inline bool gs_stack_same(const struct gs_stack_cache *c, __u32 k)
 {
 	const __u64 *f = c->frames[k & (GS_STACK_CACHE_SLOTS - 1)];
+	__u64 diff = 0;
 
-	for (int i = 0; i < GS_MAX_STACK; i++) {
-		if (i >= n)
-			return true;
-		if (f[i] != c->scratch[i])
-			return false;
-	}
-	return true;
+	for (int i = 0; i < GS_MAX_STACK; i++)
+		diff |= f[i] ^ c->scratch[i];
+	return !diff;
 }
 
 /*
@@ -140,25 +131,25 @@ static __always_inline bool gs_stack_sampled(struct pt_regs *ctx, const bool at_
 }
 
 /*
- * The user stack of this event walked into this CPU's scratch, looked up among the stacks
- * the CPU sent (lookup: false for a record that must carry its frames, an OOM's: its buffer
- * is read before the others). NULL: no cache (the caller walks into its record).
+ * The user stack of this event walked into this CPU's scratch (busy from here), looked up
+ * among the stacks the CPU sent (lookup: 0 for a record that must carry its frames, an
+ * OOM's: its buffer is read before the others). 0: no cache, the caller walks into its
+ * record.
+ *
+ * Global, not inlined: the verifier checks it once, and its caller goes on in one state,
+ * not in one per way out of the walk (64): inlined, the programs took 8 times the checking.
  */
-static __always_inline struct gs_stack_cache *gs_stack_walk(void *ctx, const bool at_entry,
-							    bool lookup)
+__attribute__((noinline)) int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, int lookup)
 {
-	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32;
-	struct gs_stack_cache *c;
+	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32, k;
+	struct gs_stack_cache *c = bpf_map_lookup_elem(&stack_cache, &zero);
 	__u16 n;
 
-	if (!cfg_stack_cache || cfg_no_stacks)
-		return NULL;
-	c = bpf_map_lookup_elem(&stack_cache, &zero);
 	if (!c || c->busy)
-		return NULL;
+		return 0;
 	c->busy = 1;
 	c->cur_hit = GS_STACK_CACHE_SLOTS;
-	c->cur_hash = 0;
+	c->cur_keep = 0;
 	c->cur_site_only = 0;
 	/* not sampled (gs_stack_sampled() ran just before for every event that looks up) */
 	if (cfg_stack_sample > 1 && lookup && c->site) {
@@ -166,22 +157,37 @@ static __always_inline struct gs_stack_cache *gs_stack_walk(void *ctx, const boo
 		c->cur_nr = 1;
 		c->cur_site_only = 1;
 		c->site = 0;
-		return c;
+		return 1;
 	}
-	n = at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
-	c->cur_nr = n;
+	__builtin_memset(c->scratch, 0, sizeof(c->scratch)); /* the walk's frames, then zeros */
+	c->cur_nr =
+		at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
+	n = c->cur_nr;
 	if (!n || n > GS_MAX_STACK || !lookup ||
 	    bpf_get_smp_processor_id() >= GS_STACK_CACHE_MAX / GS_STACK_CACHE_SLOTS)
-		return c;
-	c->cur_hash = gs_stack_hash(c->scratch, n);
-	for (__u32 k = 0; k < GS_STACK_CACHE_SLOTS; k++) {
-		if (c->nr[k] == n && c->hash[k] == c->cur_hash && c->pid[k] == pid) {
-			if (gs_stack_same(c, k, n))
-				c->cur_hit = k;
+		return 1;
+	c->cur_keep = 1;
+	/* a candidate by its count, process and innermost two frames; then every frame */
+	for (k = 0; k < GS_STACK_CACHE_SLOTS; k++)
+		if (c->nr[k] == n && c->pid[k] == pid && c->frames[k][0] == c->scratch[0] &&
+		    c->frames[k][1] == c->scratch[1])
 			break;
-		}
-	}
-	return c;
+	/* one comparison loop, after the slots' loop: the verifier walks it once, not per slot */
+	if (k < GS_STACK_CACHE_SLOTS && gs_stack_same(c, k))
+		c->cur_hit = k;
+	return 1;
+}
+
+/* gs_stack_walk_cpu()'s cache (NULL: none, the caller walks into its record) */
+static __always_inline struct gs_stack_cache *gs_stack_walk(struct pt_regs *ctx,
+							    const bool at_entry, bool lookup)
+{
+	__u32 zero = 0;
+
+	if (!cfg_stack_cache || cfg_no_stacks || !gs_stack_walk_cpu(ctx, at_entry, lookup))
+		return NULL;
+	/* never NULL (an array's key 0): the cache would stay busy, each stack sent whole */
+	return bpf_map_lookup_elem(&stack_cache, &zero);
 }
 
 /* Whether the walk found its stack kept: its record is reserved without frames[]. */
@@ -198,7 +204,8 @@ static __always_inline __u16 gs_stack_copy(const struct gs_stack_cache *c, __u64
 {
 	if (gs_stack_hit(c))
 		return 0;
-	__builtin_memcpy(frames, c->scratch, sizeof(c->scratch));
+	/* one helper call: unrolled, the copy was 128 instructions per call site to verify */
+	bpf_probe_read_kernel(frames, sizeof(c->scratch), c->scratch);
 	return c->cur_nr;
 }
 
@@ -214,11 +221,10 @@ static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_ev
 		hdr->flags |= GS_EV_F_STACK_REF | ((base + c->cur_hit) & GS_EV_STACK_SLOT_MASK);
 	} else if (c->cur_site_only) {
 		hdr->flags |= GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF; /* GS_EV_STACK_SITE_ONLY */
-	} else if (c->cur_hash) { /* else not looked up, or no frames: not kept */
+	} else if (c->cur_keep) { /* else not looked up, or no frames: not kept */
 		k = c->next & (GS_STACK_CACHE_SLOTS - 1);
 		c->next = k + 1;
-		__builtin_memcpy(c->frames[k], c->scratch, sizeof(c->scratch));
-		c->hash[k] = c->cur_hash;
+		bpf_probe_read_kernel(c->frames[k], sizeof(c->scratch), c->scratch);
 		c->nr[k] = c->cur_nr;
 		c->pid[k] = hdr->pid;
 		hdr->flags |= GS_EV_F_STACK_NEW | ((base + k) & GS_EV_STACK_SLOT_MASK);
