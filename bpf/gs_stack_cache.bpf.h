@@ -136,10 +136,10 @@ static __always_inline bool gs_stack_sampled(struct pt_regs *ctx, const bool at_
  * OOM's: its buffer is read before the others). 0: no cache, the caller walks into its
  * record.
  *
- * Global, not inlined: the verifier checks it once, and its caller goes on in one state,
- * not in one per way out of the walk (64): inlined, the programs took 8 times the checking.
+ * Inlined: a global function would be checked once, but a kprobe's global function cannot
+ * take its struct pt_regs context before Linux 6.x (5.15 reads it as memory, maybe NULL).
  */
-__attribute__((noinline)) int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, int lookup)
+static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, int lookup)
 {
 	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32, k;
 	struct gs_stack_cache *c = bpf_map_lookup_elem(&stack_cache, &zero);
