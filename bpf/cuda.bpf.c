@@ -61,6 +61,43 @@ int cuda_call_enter(struct pt_regs *ctx)
 }
 
 /*
+ * A launch's record, from its entry. hit: its stack is one this CPU sent
+ * (gs_stack_cache.bpf.h), the record is reserved without frames[] (a constant per call, so
+ * that the verifier knows its size on each path).
+ */
+static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64 pid_tgid, __u64 ts,
+					int py, struct gs_stack_cache *sc, const bool hit)
+{
+	struct gs_cuda_call *e;
+
+	e = gs_reserve(hit ? offsetof(struct gs_cuda_call, frames) : sizeof(*e));
+	if (!e) {
+		gs_stack_unused(sc);
+		return;
+	}
+	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
+	read_args(ctx, e->flags, e->args);
+	e->entry_ts_ns = ts;
+	e->api = (__u16)cookie;
+	e->ret = 0;
+	e->out = 0;
+	e->pad = 0;
+	e->str[0] = '\0';
+	if (hit || !(e->flags & GS_CALL_F_USER_STACK))
+		e->nr_frames = 0;
+	else
+		e->nr_frames =
+			sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
+	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
+		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
+	e->hdr.ts_ns = ts;
+	gs_py_mark(&e->hdr, py, ts);
+	if (sc)
+		gs_stack_sent(sc, &e->hdr);
+	gs_submit(e);
+}
+
+/*
  * A launch sent whole from its entry, the default: kernel, dims, stream and stack are all
  * known there, and a return probe costs about as much again. -e cuda-launch-latency gives
  * launches cuda_call_enter/exit instead, for the CPU-side duration and the error.
@@ -70,52 +107,41 @@ int cuda_launch_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 cookie = gs_entry_cookie(ctx);
-	struct gs_cuda_call *e;
+	struct gs_stack_cache *sc;
 	__u64 ts;
 	int py;
 
 	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
 	ts = bpf_ktime_get_ns();
-	py = gs_py_emit(pid_tgid, ts);
-	e = gs_reserve(sizeof(*e));
-	if (!e)
+	if (!((cookie >> 16) & GS_CALL_F_USER_STACK)) {
+		emit_launch(ctx, cookie, pid_tgid, ts, gs_py_emit(pid_tgid, ts), NULL, false);
 		return 0;
-	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
-	read_args(ctx, e->flags, e->args);
-	e->entry_ts_ns = ts;
-	e->api = (__u16)cookie;
-	e->ret = 0;
-	e->out = 0;
-	e->pad = 0;
-	e->str[0] = '\0';
-	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack_at_entry(ctx, e->frames) : 0;
-	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
-		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	e->hdr.ts_ns = ts;
-	gs_py_mark(&e->hdr, py, ts);
-	gs_submit(e);
+	}
+	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;
+	sc = gs_stack_walk(ctx, true, true);
+	if (gs_stack_hit(sc))
+		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
+	else
+		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, false);
 	return 0;
 }
 
 /*
  * The record of a returned call. Without a stack it is reserved without frames[]: a library
  * registers all its kernels as it loads (about 19,000 for PyTorch's), and at a third of the
- * size that burst fits the ring buffer while the reader is still attaching.
+ * size that burst fits the ring buffer while the reader is still attaching. Nor with a stack
+ * this CPU sent already (sc's hit, gs_stack_cache.bpf.h): with_stack false, sc set.
  */
 static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, __u64 pid_tgid,
+					   __u64 ts, int py, struct gs_stack_cache *sc,
 					   const bool with_stack)
 {
 	struct gs_cuda_call *e;
-	__u64 ts = 0;
-	int py = 0;
 
-	if (with_stack) {
-		ts = bpf_ktime_get_ns();
-		py = gs_py_emit(pid_tgid, ts);
-	}
 	e = gs_reserve(with_stack ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
 	if (!e) {
+		gs_stack_unused(sc);
 		gs_call_end(&c->head);
 		return;
 	}
@@ -136,10 +162,15 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 		gs_count(GS_STAT_USER_READ_FAILED);
 	gs_call_end(&c->head);
 
-	e->nr_frames = with_stack ? gs_user_stack(ctx, e->frames) : 0;
+	if (!with_stack)
+		e->nr_frames = 0; /* none, or one this CPU sent (sc's hit) */
+	else
+		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	gs_py_mark(&e->hdr, py, ts);
+	if (sc)
+		gs_stack_sent(sc, &e->hdr);
 	gs_submit(e);
 }
 
@@ -147,15 +178,26 @@ SEC("uretprobe")
 int cuda_call_exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct gs_stack_cache *sc;
 	struct call *c;
+	__u64 ts;
+	int py;
 
 	c = gs_call_outermost(&calls, (__u16)gs_ret_cookie(ctx));
 	if (!c)
 		return 0;
-	if (c->flags & GS_CALL_F_USER_STACK)
-		emit_call_exit(ctx, c, pid_tgid, true);
+	if (!(c->flags & GS_CALL_F_USER_STACK)) {
+		emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, false);
+		return 0;
+	}
+	ts = bpf_ktime_get_ns();
+	py = gs_stack_sampled(ctx, false) ? gs_py_emit(pid_tgid, ts) : 0;
+	sc = gs_stack_walk(ctx, false, true);
+	/* a stack this CPU sent already: the record as one without (gs_stack_cache.bpf.h) */
+	if (gs_stack_hit(sc))
+		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, false);
 	else
-		emit_call_exit(ctx, c, pid_tgid, false);
+		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, true);
 	return 0;
 }
 

@@ -391,4 +391,6 @@ static __always_inline void gs_fill_hdr(struct gs_event_hdr *hdr, __u16 type, __
 	hdr->tid = (__u32)pid_tgid;
 }
 
+#include "gs_stack_cache.bpf.h"
+
 #endif /* GS_COMMON_BPF_H */

@@ -409,6 +409,24 @@ struct gs_py_code_event {
 #define GS_EV_F_PYSTACK 0x4000
 
 /*
+ * Native stacks sent once (bpf/gs_stack_cache.bpf.h): each CPU keeps the last
+ * GS_STACK_CACHE_SLOTS stacks it sent whole. In a record with frames[] (allocations, calls),
+ * GS_EV_F_STACK_NEW says its frames are now kept in entry GS_EV_STACK_SLOT(flags) (CPU *
+ * slots + slot), GS_EV_F_STACK_REF that it has no frames[] of its own: its stack is that
+ * entry's, sent by an earlier record of the same process (user/stack_cache.c).
+ */
+#define GS_STACK_CACHE_SLOTS  4	   /* a power of 2 */
+#define GS_STACK_CACHE_MAX    4096 /* entries: CPUs from 1024 on send every stack whole */
+#define GS_EV_F_STACK_NEW     0x2000
+#define GS_EV_F_STACK_REF     0x1000
+#define GS_EV_STACK_SLOT_MASK 0x0fff
+#define GS_EV_STACK_SLOT(f)   ((f)&GS_EV_STACK_SLOT_MASK)
+/* both bits: --stack-sample left this event's stack out; frames[0] is its call site alone */
+#define GS_EV_STACK_SITE_ONLY(f) \
+	(((f) & (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF)) == (GS_EV_F_STACK_NEW | GS_EV_F_STACK_REF))
+#define GS_STACK_SITES 4096 /* call sites counted for --stack-sample: a power of 2 */
+
+/*
  * GPU activity (bpf/gpu.bpf.c): the CUPTI injection library (profilers/cupti/) fires one USDT
  * probe per completed kernel, memcpy or memset record; BPF copies the record whole, and the
  * kernel's name its name pointer points to. Userspace decodes the record with the layout of

@@ -76,31 +76,28 @@ int BPF_KPROBE(mem_alloc_pitch_enter, void *out_ptr, void *pitch_ptr, __u64 widt
 	return enter_alloc(ctx, (__u64)out_ptr, 0, (__u64)pitch_ptr, height, 0);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(mem_alloc_exit, long ret)
+/*
+ * The allocation's record; hit: its stack is one this CPU sent (gs_stack_cache.bpf.h), the
+ * record is reserved without frames[]. A constant per call, so that the verifier knows the
+ * record's size on each path.
+ */
+static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
+				       struct gs_stack_cache *sc, __s32 ret, __u64 pid_tgid,
+				       __u64 ts, bool ustack, int py, const bool hit)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	bool oom = ret == GS_OOM_ERROR;
 	struct gs_mem_alloc *e;
-	bool ustack = false, oom;
-	struct call *c;
-	int py = 0;
-	__u64 ts;
 
-	c = gs_call_outermost(&calls, (__u16)gs_ret_cookie(ctx));
-	if (!c || c->kind != CALL_ALLOC)
-		return 0;
-
-	ts = bpf_ktime_get_ns();
-	if (cfg_ustack)
-		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
-	py = gs_py_emit(pid_tgid, ts);
-	oom = (__s32)ret == GS_OOM_ERROR;
-	e = oom ? gs_reserve_oom(sizeof(*e)) : gs_reserve(sizeof(*e));
+	if (hit)
+		e = gs_reserve(offsetof(struct gs_mem_alloc, frames));
+	else
+		e = oom ? gs_reserve_oom(sizeof(*e)) : gs_reserve(sizeof(*e));
 	if (!e) {
+		gs_stack_unused(sc);
 		gs_call_end(&c->head);
-		return 0;
+		return;
 	}
-	e->ret = (__s32)ret;
+	e->ret = ret;
 	e->api = c->head.api;
 	e->entry_ts_ns = c->head.entry_ts_ns;
 	e->size = c->size;
@@ -122,7 +119,10 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	gs_call_end(&c->head);
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
-	e->nr_frames = gs_user_stack(ctx, e->frames);
+	if (hit)
+		e->nr_frames = 0;
+	else
+		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
 	gs_fill_hdr(&e->hdr, GS_EV_MEM_ALLOC,
 		    offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	if (ustack) {
@@ -130,10 +130,40 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 		e->hdr.ts_ns = ts;
 	}
 	gs_py_mark(&e->hdr, py, ts);
+	if (sc)
+		gs_stack_sent(sc, &e->hdr);
 	if (oom)
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* read first, at once */
 	else
 		gs_submit(e);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mem_alloc_exit, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct gs_stack_cache *sc;
+	bool ustack = false, oom;
+	struct call *c;
+	int py = 0;
+	__u64 ts;
+
+	c = gs_call_outermost(&calls, (__u16)gs_ret_cookie(ctx));
+	if (!c || c->kind != CALL_ALLOC)
+		return 0;
+
+	ts = bpf_ktime_get_ns();
+	if (cfg_ustack)
+		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
+	/* an OOM's record is read before the others: it carries its whole stack, always */
+	oom = (__s32)ret == GS_OOM_ERROR;
+	if (oom || gs_stack_sampled(ctx, false))
+		py = gs_py_emit(pid_tgid, ts);
+	sc = gs_stack_walk(ctx, false, !oom);
+	if (gs_stack_hit(sc))
+		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, true);
+	else
+		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, false);
 	return 0;
 }
 

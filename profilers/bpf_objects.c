@@ -58,6 +58,14 @@ static int share_flood_maps(struct gs_bpf_objects *o, struct bpf_object *obj)
 		       ?: bpf_map__reuse_fd(state, bpf_map__fd(o->proc->maps.share_state));
 }
 
+/* One stack cache for every object that writes stacks (bpf/gs_stack_cache.bpf.h): one reader's copy */
+static int share_stack_cache(struct gs_bpf_objects *o, struct bpf_object *obj)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, "stack_cache");
+
+	return m ? bpf_map__reuse_fd(m, bpf_map__fd(o->proc->maps.stack_cache)) : -ENOENT;
+}
+
 int gs_bpf_objects__share_maps(struct gs_bpf_objects *o, struct bpf_map *events,
 			       struct bpf_map *targets, struct bpf_map *stats)
 {
@@ -225,8 +233,11 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
 	o->mem->rodata->cfg_no_stacks = o->opts.no_stacks;
+	o->mem->rodata->cfg_stack_cache = o->opts.stack_cache;
+	o->mem->rodata->cfg_stack_sample = o->opts.stack_sample;
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
+	err = err ?: share_stack_cache(o, o->mem->obj);
 	err = err ?: share_flood_maps(o, o->mem->obj);
 	err = err ?: gs_python__share_maps(o->opts.python, o->mem->obj);
 	err = err ?: gs_links__prepare(o->mem->obj);
@@ -250,8 +261,11 @@ static int load_cuda(struct gs_bpf_objects *o)
 	o->cuda->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->cuda->rodata->cfg_python = o->opts.python != NULL;
 	o->cuda->rodata->cfg_no_stacks = o->opts.no_stacks;
+	o->cuda->rodata->cfg_stack_cache = o->opts.stack_cache;
+	o->cuda->rodata->cfg_stack_sample = o->opts.stack_sample;
 	err = gs_bpf_objects__share_maps(o, o->cuda->maps.events, o->cuda->maps.targets,
 					 o->cuda->maps.stats);
+	err = err ?: share_stack_cache(o, o->cuda->obj);
 	err = err ?: share_flood_maps(o, o->cuda->obj);
 	err = err ?: gs_python__share_maps(o->opts.python, o->cuda->obj);
 	err = err ?: gs_links__prepare(o->cuda->obj);

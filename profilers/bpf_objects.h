@@ -18,11 +18,13 @@ struct gs_python;
 struct gs_cookie_keys;
 
 struct gs_bpf_objects_opts {
-	bool all;	   /* -a: every process, not the targets map */
-	bool oom_kills;	   /* the OOM killer's tracepoint */
-	bool free_returns; /* every free's return, not only failures */
-	bool ustack;	   /* --stacks dwarf: stack slices before the records */
-	bool no_stacks;	   /* --stacks none: no user stack walked in BPF */
+	bool all;	       /* -a: every process, not the targets map */
+	bool oom_kills;	       /* the OOM killer's tracepoint */
+	bool free_returns;     /* every free's return, not only failures */
+	bool ustack;	       /* --stacks dwarf: stack slices before the records */
+	bool no_stacks;	       /* --stacks none: no user stack walked in BPF */
+	bool stack_cache;      /* a stack sent once per CPU and slot, then referred to */
+	unsigned stack_sample; /* --stack-sample N: one stack in N per call site; 0, 1: all */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the CUDA APIs that will be probed */
 	/*

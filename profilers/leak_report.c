@@ -198,6 +198,10 @@ void gs_leak_report__write_text(FILE *f, const struct gs_leak_report *r,
 		fprintf(f, ", allocations older than %.1fs", r->min_age_s);
 	if (r->no_stacks)
 		fprintf(f, ", stacks off (--stacks none)");
+	else if (r->stack_sample > 1)
+		fprintf(f,
+			", stacks sampled 1/%u per call site (the others: their call site alone)",
+			r->stack_sample);
 	fputc('\n', f);
 	if (r->trigger)
 		text_trigger(f, r->trigger, stacks);
@@ -411,6 +415,8 @@ void gs_leak_report__write_json(FILE *f, const struct gs_leak_report *r,
 	gs_json__u64(&j, "monotonic_ns", r->now_ns);
 	gs_json__double(&j, "min_age_s", r->min_age_s);
 	gs_json__string(&j, "stacks", r->no_stacks ? "none" : "user");
+	if (!r->no_stacks && r->stack_sample > 1) /* 1/N per call site; the rest: the site alone */
+		gs_json__u64(&j, "stack_sample", r->stack_sample);
 	if (r->trigger)
 		json_trigger(&j, r->trigger, stacks);
 	gs_json__begin_array(&j, "processes");

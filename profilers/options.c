@@ -10,6 +10,7 @@
 enum {
 	OPT_RINGBUF = 0x1000,
 	OPT_STACKS,
+	OPT_STACK_SAMPLE,
 	OPT_NO_PYTHON,
 	OPT_CHILDREN,
 	OPT_NO_CHILDREN,
@@ -174,14 +175,42 @@ static const struct argp_option stacks_none_options[] = {
 	  "(code built without frame pointers: PyTorch), or none: no stack walked, exact counts "
 	  "and sizes only, at the lowest cost",
 	  0 },
+	{ "stack-sample", OPT_STACK_SAMPLE, "N", 0,
+	  "Always-on use: one event in N of each call site gets its stack (native and Python), "
+	  "the others their call site alone; counts and sizes stay exact (default 1: every "
+	  "event its stack; --stacks fp only)",
+	  0 },
 	{ "no-python", OPT_NO_PYTHON, NULL, 0,
 	  "Native frames only: no Python functions in the stacks of CPython processes", 0 },
 	{ 0 },
 };
 
+/* --stack-sample N: 1..1000000 */
+static void parse_stack_sample(struct gs_common_opts *o, const char *arg, struct argp_state *state)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || n < 1 || n > 1000000)
+		argp_error(state, "--stack-sample '%s': a count from 1 to 1000000", arg);
+	else
+		o->stack_sample = (unsigned)n;
+}
+
 static error_t parse_stacks_none(int key, char *arg, struct argp_state *state)
 {
 	struct gs_common_opts *o = state->input;
+
+	if (key == OPT_STACK_SAMPLE) {
+		parse_stack_sample(o, arg, state);
+		return 0;
+	}
+	if (key == ARGP_KEY_END && o->stack_sample > 1 && o->stacks != GS_STACKS_FP) {
+		argp_error(state, "--stack-sample needs --stacks fp (the default)");
+		return 0;
+	}
 
 	if (key == OPT_STACKS && !strcmp(arg, "none")) {
 		o->stacks = GS_STACKS_NONE;
@@ -316,6 +345,7 @@ struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts
 		.families = families,
 		.filter = opts->filter,
 		.stacks = opts->stacks,
+		.stack_sample = opts->stack_sample,
 		/* --stacks none: not even the lookup that tells a Python process */
 		.python = !opts->no_python && opts->stacks != GS_STACKS_NONE,
 	};

@@ -36,6 +36,7 @@ struct gs_common_opts {
 	int verbosity;
 	size_t ringbuf_bytes;
 	enum gs_stack_mode stacks; /* --stacks */
+	unsigned stack_sample;	   /* --stack-sample N (record, leaks); 0: every stack */
 	bool no_python;		   /* --no-python */
 	const char *other_target;  /* a subcommand's own way to name targets, for messages */
 	const char *comm_re;	   /* --comm REGEX (gs_filter_argp) */

@@ -37,6 +37,7 @@
 #include "user/proc_info.h"
 #include "user/proc_maps.h"
 #include "user/spawn.h"
+#include "user/stack_cache.h"
 #include "user/python.h"
 #include "user/symcache.h"
 #include "user/unwind.h"
@@ -79,6 +80,8 @@ struct gs_tracker {
 	struct gs_symcache *symcache;
 	struct gs_unwinder *unwinder; /* --stacks dwarf only */
 	struct gs_python *python;     /* NULL with --no-python */
+	struct gs_stack_cache
+		*stacks;	   /* the stacks BPF sent once, for records that refer to them */
 	struct gs_proc_tree *tree; /* parents and ranks of the -p/-- targets and their children */
 	struct ustack_slot ustacks[USTACK_SLOTS];
 	size_t next_ustack;
@@ -528,7 +531,14 @@ static void dispatch_event(struct gs_tracker *t, void *data, size_t size)
 {
 	const struct gs_event_hdr *hdr = data;
 	int type = gs_event_decode(data, size);
+	union gs_stack_record resolved;
 
+	/* first, in ring-buffer order: a stack sent once is kept, a reference gets its frames */
+	if (type > 0 && t->stacks) {
+		data = (void *)gs_stack_cache__resolve(t->stacks, data, &size, &resolved,
+						       sizeof(resolved));
+		hdr = data;
+	}
 	if (t->opts.filter && filtered_out(t, type, (pid_t)hdr->pid))
 		return;
 	if (t->closing) {
@@ -759,6 +769,8 @@ static int open_objects(struct gs_tracker *t)
 		.free_returns = t->opts.free_returns,
 		.ustack = t->opts.stacks == GS_STACKS_DWARF,
 		.no_stacks = t->opts.stacks == GS_STACKS_NONE,
+		.stack_cache = t->stacks != NULL,
+		.stack_sample = t->opts.stack_sample,
 		.ringbuf_bytes = t->opts.ringbuf_bytes,
 		.families = t->opts.families,
 		.torch = t->opts.torch,
@@ -826,7 +838,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->symcache = gs_symcache__new();
 	t->attach = gs_lib_attach__new(&t->objs, t->links, t->symcache, opts->all, opts->families);
 	t->tree = gs_proc_tree__new();
-	if (!t->links || !t->symcache || !t->attach || !t->tree) {
+	t->stacks = gs_stack_cache__new();
+	if (!t->links || !t->symcache || !t->attach || !t->tree || !t->stacks) {
 		err = -ENOMEM;
 		gs_err("opening the session: %s", strerror(-err));
 		goto out_free;
@@ -1258,6 +1271,16 @@ void gs_tracker__free(struct gs_tracker *t)
 	gs_python__free(t->python);
 	gs_symcache__free(t->symcache);
 	gs_proc_tree__free(t->tree);
+	if (t->stacks) {
+		struct gs_stack_cache_stats st;
+
+		gs_stack_cache__stats(t->stacks, &st);
+		gs_dbg("stacks: %llu sent whole and kept, %llu sent as references, %llu "
+		       "references unresolved, %llu call sites alone (--stack-sample)",
+		       (unsigned long long)st.sent, (unsigned long long)st.refs,
+		       (unsigned long long)st.unresolved, (unsigned long long)st.site_only);
+	}
+	gs_stack_cache__free(t->stacks);
 	gs_unwinder__free(t->unwinder);
 	for (size_t i = 0; i < USTACK_SLOTS; i++)
 		free(t->ustacks[i].e);

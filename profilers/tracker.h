@@ -38,6 +38,9 @@ struct gs_tracker_opts {
 	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
 	bool gpu;	   /* GPU activity where the CUPTI injection library is loaded */
 	enum gs_stack_mode stacks;
+	/* --stack-sample N: one event in N per call site has its stack, the others their call
+	 * site alone (a one-frame stack); 0 or 1: every event its stack */
+	unsigned stack_sample;
 	bool python; /* Python frames merged into the stacks of CPython processes */
 	/* a tree's process stops at every exec, its image probed or not (its rank is read there) */
 	bool stop_every_exec;

@@ -110,6 +110,17 @@ static const struct framed_layout *framed_layout(unsigned int type)
 	return NULL;
 }
 
+bool gs_event_frames_layout(int type, size_t *frames_off, size_t *nr_off)
+{
+	const struct framed_layout *f = type > 0 ? framed_layout((unsigned int)type) : NULL;
+
+	if (!f || f->frame_size != sizeof(__u64))
+		return false;
+	*frames_off = f->frames_off;
+	*nr_off = f->nr_off;
+	return true;
+}
+
 /* The counts inside a record's fixed part (present: checked by the caller) within bounds. */
 static bool inner_counts_ok(const void *data, unsigned int type)
 {

@@ -3,6 +3,7 @@
 #ifndef GS_EVENT_DECODE_H
 #define GS_EVENT_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 #include "bpf/gs_event.h"
@@ -14,6 +15,12 @@
  * this build does not know.
  */
 int gs_event_decode(const void *data, size_t size);
+
+/*
+ * For a record type with a native stack (__u64 frames[] after a __u16 nr_frames): where
+ * both are. False for any other type.
+ */
+bool gs_event_frames_layout(int type, size_t *frames_off, size_t *nr_off);
 
 /*
  * The name every report and trace gives a loss counter (enum gs_stat), e.g. "ringbuf_full";

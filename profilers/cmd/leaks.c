@@ -194,6 +194,7 @@ static int write_report(struct leaks *l, const char *reason, struct gs_mem_proc 
 		.seen_allocations = l->seen_allocations,
 		.seen_bytes = l->seen_bytes,
 		.no_stacks = l->opts.common.stacks == GS_STACKS_NONE,
+		.stack_sample = l->opts.common.stack_sample,
 	};
 	int err = 0;
 

@@ -126,6 +126,9 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__u64(j, "events", r->tl.events);
 	/* --stacks none: the events carry no stacks by request, not by loss */
 	gs_json__string(j, "stacks", r->opts.common.stacks == GS_STACKS_NONE ? "none" : "user");
+	/* --stack-sample N: one event in N per call site has its stack, the rest the site alone */
+	if (r->opts.common.stacks != GS_STACKS_NONE && r->opts.common.stack_sample > 1)
+		gs_json__u64(j, "stack_sample", r->opts.common.stack_sample);
 	gs_losses_write_json(j, stats);
 	/* events written out of timestamp order: later than the reorder window allowed */
 	gs_json__begin_object(j, "reorder");
