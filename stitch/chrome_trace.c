@@ -27,7 +27,8 @@ struct gs_json *gs_chrome_trace__event(struct gs_chrome_trace *t, const char *ph
 	struct gs_json *j = &t->json;
 	char ts[32];
 
-	putc_unlocked('\n', j->f); /* one event per line: greppable, and diffs stay readable */
+	if (!j->tape) /* one event per line: greppable, and diffs stay readable */
+		putc_unlocked('\n', j->f);
 	gs_json__begin_object(j, NULL);
 	gs_json__string(j, "ph", ph);
 	gs_json__string(j, "name", name);

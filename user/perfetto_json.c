@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stitch/trace_parse.h"
+#include "user/json_tape.h"
 #include "user/log.h"
 #include "user/perfetto_json.h"
 #include "user/perfetto_row.h"
@@ -104,7 +105,8 @@ int gs_perfetto_json__row(void *ctx, const char *json, size_t len)
 	yajl_val o;
 	int ret;
 
-	o = gs_row_parser__parse(s->rows, json, len);
+	o = gs_tape_is(json, len) ? gs_row_parser__tape(s->rows, json, len)
+				  : gs_row_parser__parse(s->rows, json, len);
 	if (!o || !YAJL_IS_OBJECT(o))
 		return 1; /* not an event: no row (the writer's own rows always are) */
 	row_fields(&row, o, true);

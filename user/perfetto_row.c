@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
+#include "user/json_tape.h"
 #include "user/perfetto_row.h"
 
 #define MAX_DEPTH 32
@@ -258,4 +259,169 @@ yajl_val gs_row_parser__parse(struct gs_row_parser *p, const char *text, size_t 
 		return NULL;
 	}
 	return p->root;
+}
+
+/* ---- tapes: the same tree from typed tokens (json_tape.h), no text parsed ---- */
+
+struct tape {
+	const char *at, *end;
+};
+
+/* The next n bytes of t, or NULL when the tape is short. */
+static const char *bytes(struct tape *t, size_t n)
+{
+	const char *at = t->at;
+
+	if ((size_t)(t->end - t->at) < n)
+		return NULL;
+	t->at += n;
+	return at;
+}
+
+/* A NUL-terminated text of the tape (key: u16 length, else u32), borrowed; NULL if short. */
+static const char *text(struct tape *t, bool key, size_t *len)
+{
+	uint16_t n16;
+	uint32_t n32;
+	const char *s;
+
+	if (key) {
+		if (!(s = bytes(t, sizeof(n16))))
+			return NULL;
+		memcpy(&n16, s, sizeof(n16));
+		if (n16 == GS_TAPE_NO_KEY) {
+			*len = SIZE_MAX;
+			return "";
+		}
+		*len = n16;
+	} else {
+		if (!(s = bytes(t, sizeof(n32))))
+			return NULL;
+		memcpy(&n32, s, sizeof(n32));
+		*len = n32;
+	}
+	s = bytes(t, *len + 1);
+	return s && !s[*len] ? s : NULL;
+}
+
+/* v's decimal text in the arena (u.number.r), as gs_json wrote it. */
+static int int_node(struct gs_row_parser *p, uint64_t v, bool neg)
+{
+	char buf[24];
+	size_t i = sizeof(buf);
+	uint64_t m = neg && (int64_t)v < 0 ? -v : v;
+	yajl_val n = node(p, yajl_t_number);
+
+	do {
+		buf[--i] = (char)('0' + m % 10);
+		m /= 10;
+	} while (m);
+	if (neg && (int64_t)v < 0)
+		buf[--i] = '-';
+	if (!n || !(n->u.number.r = copy(p, (const unsigned char *)buf + i, sizeof(buf) - i)))
+		return 0;
+	n->u.number.i = (long long)v;
+	n->u.number.flags = YAJL_NUMBER_INT_VALID;
+	if (!neg && v > INT64_MAX) { /* as yajl reads it: not an integer */
+		n->u.number.d = (double)v;
+		n->u.number.flags = YAJL_NUMBER_DOUBLE_VALID;
+	}
+	return add(p, n);
+}
+
+/* Raw JSON text: a number read here, anything else by yajl into the same tree. */
+static int raw_value(struct gs_row_parser *p, const char *s, size_t len)
+{
+	if (!len)
+		return 0;
+	if ((*s >= '0' && *s <= '9') || *s == '-')
+		return on_number(p, s, len);
+	if (!p->h) {
+		p->h = yajl_alloc(&callbacks, NULL, p);
+		if (!p->h || !yajl_config(p->h, yajl_allow_multiple_values, 1))
+			return 0;
+	}
+	/* a literal (true, null) would wait for more text: only containers end by themselves */
+	if ((*s != '[' && *s != '{') ||
+	    yajl_parse(p->h, (const unsigned char *)s, len) != yajl_status_ok) {
+		yajl_free(p->h);
+		p->h = NULL;
+		return 0;
+	}
+	return 1;
+}
+
+/* One token's value (its key already taken). */
+static int tape_value(struct gs_row_parser *p, struct tape *t, int type)
+{
+	const char *s;
+	size_t len;
+	uint64_t v;
+
+	switch (type) {
+	case GS_TAPE_OBJECT:
+		return on_start_map(p);
+	case GS_TAPE_ARRAY:
+		return on_start_array(p);
+	case GS_TAPE_NULL:
+		return on_null(p);
+	case GS_TAPE_TRUE:
+	case GS_TAPE_FALSE:
+		return on_bool(p, type == GS_TAPE_TRUE);
+	case GS_TAPE_U64:
+	case GS_TAPE_I64:
+		if (!(s = bytes(t, sizeof(v))))
+			return 0;
+		memcpy(&v, s, sizeof(v));
+		return int_node(p, v, type == GS_TAPE_I64);
+	case GS_TAPE_STRING:
+	case GS_TAPE_DOUBLE:
+	case GS_TAPE_RAW:
+		if (!(s = text(t, false, &len)))
+			return 0;
+		if (type == GS_TAPE_STRING) {
+			yajl_val n = node(p, yajl_t_string);
+
+			if (!n)
+				return 0;
+			n->u.string = (char *)s; /* the tape's own text, NUL-terminated */
+			return add(p, n);
+		}
+		return type == GS_TAPE_DOUBLE ? on_number(p, s, len) : raw_value(p, s, len);
+	default:
+		return 0;
+	}
+}
+
+yajl_val gs_row_parser__tape(struct gs_row_parser *p, const char *tape, size_t len)
+{
+	struct tape t = { tape, tape + len };
+
+	if (reserve(p, len))
+		return NULL;
+	p->used = 0;
+	p->nr_kids = 0;
+	p->depth = 0;
+	p->key = NULL;
+	p->root = NULL;
+	p->oom = 0;
+	while (t.at < t.end) {
+		int type = (unsigned char)*t.at++;
+		const char *key;
+		size_t klen;
+
+		if (type == GS_TAPE_END) {
+			if (!p->depth || !close_container(p))
+				return NULL;
+			if (!p->depth)
+				break; /* the row's one value is whole */
+			continue;
+		}
+		if (!(key = text(&t, true, &klen)))
+			return NULL;
+		p->key = klen == SIZE_MAX ? NULL : (char *)key;
+		if (!tape_value(p, &t, type))
+			return NULL;
+	}
+	return p->depth || !p->root ? NULL : p->root;
 }
