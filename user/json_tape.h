@@ -31,7 +31,7 @@ enum gs_tape_type {
 	GS_TAPE_RAW, /* JSON text the caller vouched for */
 };
 
-#define GS_TAPE_NO_KEY 0xffff
+#define GS_TAPE_NO_KEY	0xffff
 #define GS_TAPE_MAX_KEY 0xfffe
 
 /* Whether buf (len bytes) is a tape rather than JSON text. */

@@ -8,8 +8,8 @@
 #include "user/json_tape.h"
 #include "user/perfetto_row.h"
 
-#define MAX_DEPTH 32
-#define RAW_SLOTS 256	   /* raw arrays of strings (stacks) kept parsed, direct-mapped */
+#define MAX_DEPTH   32
+#define RAW_SLOTS   256	 /* raw arrays of strings (stacks) kept parsed, direct-mapped */
 #define RAW_MAX_LEN 8192 /* bytes of text of one */
 
 /* A raw JSON array of strings met before: its text, and its strings read. */
@@ -105,7 +105,7 @@ static int on_bool(void *ctx, int b)
  */
 static bool short_decimal(const char *s, size_t len, double *d)
 {
-	static const double pow10[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+	static const double pow10[] = { 1,   1e1, 1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
 					1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
 	uint64_t m = 0;
 	int digits = 0, frac = -1;

@@ -304,7 +304,8 @@ static bool same_tree(yajl_val a, yajl_val b)
 	case yajl_t_string:
 		return !strcmp(a->u.string, b->u.string);
 	case yajl_t_number:
-		return !strcmp(a->u.number.r, b->u.number.r) && a->u.number.flags == b->u.number.flags &&
+		return !strcmp(a->u.number.r, b->u.number.r) &&
+		       a->u.number.flags == b->u.number.flags &&
 		       (!YAJL_IS_INTEGER(a) || a->u.number.i == b->u.number.i) &&
 		       (!YAJL_IS_DOUBLE(a) || a->u.number.d == b->u.number.d);
 	case yajl_t_object:
@@ -429,7 +430,8 @@ GS_TEST(row_sink_gets_tapes)
 	gs_trace_writer__row_sink(w, take_row, &tapes);
 	for (int i = 0; i < 3; i++) {
 		struct gs_chrome_trace *t = gs_trace_writer__begin(w, 10 + (uint64_t)i);
-		struct gs_json *j = gs_chrome_trace__event(t, "i", "n", "c", 1, 2, 10 + (uint64_t)i);
+		struct gs_json *j =
+			gs_chrome_trace__event(t, "i", "n", "c", 1, 2, 10 + (uint64_t)i);
 
 		gs_json__u64(j, "k", (uint64_t)i);
 		gs_chrome_trace__end_event(t);
@@ -465,5 +467,4 @@ GS_TEST(perfetto_paths)
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
 	     rows_become_packets_slice_end_in_time_order,
 	     repeated_launches_pack_their_args_on_the_default_track, ac2g_flows_go_on_their_slice,
-	     row_parser_arena_tree, tape_tree_equals_the_texts, row_sink_gets_tapes,
-	     perfetto_paths)
+	     row_parser_arena_tree, tape_tree_equals_the_texts, row_sink_gets_tapes, perfetto_paths)
