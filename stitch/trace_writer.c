@@ -89,6 +89,7 @@ struct gs_chrome_trace *gs_trace_writer__begin(struct gs_trace_writer *w, uint64
 	w->render_start = w->render_len;
 	w->rendering = true;
 	gs_json__init(&w->render.json, w->render_f);
+	w->render.json.tape = w->row != NULL; /* the sink reads tokens, not text */
 	w->render_ts_ns = ts_ns;
 	return &w->render;
 }

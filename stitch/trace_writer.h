@@ -62,9 +62,11 @@ void gs_trace_writer__close_window(struct gs_trace_writer *w);
  */
 void gs_trace_writer__watch_size(struct gs_trace_writer *w, bool (*over)(void *ctx), void *ctx);
 /*
- * Hands each ordered event, as it leaves the window, to row() (JSON text of one object, len
- * bytes, borrowed for the call) instead of the document: another encoding of the same rows
- * (record --format perfetto). Timeless events and the metadata still go to the document.
+ * Hands each ordered event, as it leaves the window, to row() (len bytes, borrowed for the
+ * call) instead of the document: another encoding of the same rows (record --format
+ * perfetto). Events rendered through gs_trace_writer__begin() from now on are tapes of typed
+ * tokens (user/json_tape.h: the structured row, no JSON text to parse again); pushed ones
+ * stay JSON text. Timeless events and the metadata still go to the document.
  */
 void gs_trace_writer__row_sink(struct gs_trace_writer *w,
 			       int (*row)(void *ctx, const char *json, size_t len), void *ctx);

@@ -3,12 +3,14 @@
 #include <inttypes.h>
 #include <math.h>
 #include "user/json.h"
+#include "user/json_tape.h"
 #include "user/text_escape.h"
 
 void gs_json__init(struct gs_json *j, FILE *f)
 {
 	j->f = f;
 	j->depth = 0;
+	j->tape = false;
 	j->has_items[0] = false;
 }
 
@@ -78,8 +80,12 @@ static void key_prefix(struct gs_json *j, const char *key)
 
 static void open_scope(struct gs_json *j, const char *key, char c)
 {
-	key_prefix(j, key);
-	putc_unlocked(c, j->f);
+	if (j->tape) {
+		gs_tape_put(j->f, c == '{' ? GS_TAPE_OBJECT : GS_TAPE_ARRAY, key);
+	} else {
+		key_prefix(j, key);
+		putc_unlocked(c, j->f);
+	}
 	if (j->depth + 1 < GS_JSON_MAX_DEPTH)
 		j->depth++;
 	j->has_items[j->depth] = false;
@@ -87,7 +93,10 @@ static void open_scope(struct gs_json *j, const char *key, char c)
 
 static void close_scope(struct gs_json *j, char c)
 {
-	putc_unlocked(c, j->f);
+	if (j->tape)
+		gs_tape_put(j->f, GS_TAPE_END, NULL);
+	else
+		putc_unlocked(c, j->f);
 	if (j->depth > 0)
 		j->depth--;
 }
@@ -114,6 +123,13 @@ void gs_json__end_array(struct gs_json *j)
 
 void gs_json__string(struct gs_json *j, const char *key, const char *value)
 {
+	if (j->tape) {
+		if (value)
+			gs_tape_put_text(j->f, GS_TAPE_STRING, key, value);
+		else
+			gs_tape_put(j->f, GS_TAPE_NULL, key);
+		return;
+	}
 	key_prefix(j, key);
 	if (value)
 		gs_json_write_string(j->f, value);
@@ -123,12 +139,20 @@ void gs_json__string(struct gs_json *j, const char *key, const char *value)
 
 void gs_json__u64(struct gs_json *j, const char *key, uint64_t value)
 {
+	if (j->tape) {
+		gs_tape_put_int(j->f, GS_TAPE_U64, key, value);
+		return;
+	}
 	key_prefix(j, key);
 	write_u64(j->f, value);
 }
 
 void gs_json__i64(struct gs_json *j, const char *key, int64_t value)
 {
+	if (j->tape) {
+		gs_tape_put_int(j->f, GS_TAPE_I64, key, (uint64_t)value);
+		return;
+	}
 	key_prefix(j, key);
 	if (value < 0)
 		putc_unlocked('-', j->f);
@@ -137,6 +161,16 @@ void gs_json__i64(struct gs_json *j, const char *key, int64_t value)
 
 void gs_json__double(struct gs_json *j, const char *key, double value)
 {
+	char text[64];
+
+	if (j->tape) {
+		snprintf(text, sizeof(text), "%.6f", value);
+		if (isfinite(value))
+			gs_tape_put_text(j->f, GS_TAPE_DOUBLE, key, text);
+		else
+			gs_tape_put(j->f, GS_TAPE_NULL, key);
+		return;
+	}
 	key_prefix(j, key);
 	if (isfinite(value))
 		fprintf(j->f, "%.6f", value);
@@ -146,12 +180,20 @@ void gs_json__double(struct gs_json *j, const char *key, double value)
 
 void gs_json__bool(struct gs_json *j, const char *key, bool value)
 {
+	if (j->tape) {
+		gs_tape_put(j->f, value ? GS_TAPE_TRUE : GS_TAPE_FALSE, key);
+		return;
+	}
 	key_prefix(j, key);
 	fputs(value ? "true" : "false", j->f);
 }
 
 void gs_json__raw(struct gs_json *j, const char *key, const char *text)
 {
+	if (j->tape) {
+		gs_tape_put_text(j->f, GS_TAPE_RAW, key, text);
+		return;
+	}
 	key_prefix(j, key);
 	fputs_unlocked(text, j->f);
 }

@@ -12,10 +12,11 @@
 struct gs_json {
 	FILE *f;
 	int depth;
+	bool tape; /* values go to f as typed tokens, not text (user/json_tape.h) */
 	bool has_items[GS_JSON_MAX_DEPTH];
 };
 
-void gs_json__init(struct gs_json *j, FILE *f);
+void gs_json__init(struct gs_json *j, FILE *f); /* text; set tape after for tokens */
 /* key is NULL inside arrays and at the top level */
 void gs_json__begin_object(struct gs_json *j, const char *key);
 void gs_json__end_object(struct gs_json *j);

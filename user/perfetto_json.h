@@ -18,7 +18,10 @@ struct gs_perfetto_json;
 /* Writes to out (borrowed, left open). Caller ends it with gs_perfetto_json__close(). */
 struct gs_perfetto_json *gs_perfetto_json__new(FILE *out);
 FILE *gs_perfetto_json__file(struct gs_perfetto_json *pj);
-/* One event object (JSON text, len bytes). Returns 0, or -errno (the output failed). */
+/*
+ * One event object: JSON text, or the tape the trace writer renders for a row sink
+ * (user/json_tape.h), len bytes. Returns 0, or -errno (the output failed).
+ */
 int gs_perfetto_json__row(void *pj, const char *json, size_t len);
 /*
  * Ends the trace (open slices closed) and frees pj. Returns 0, -EINVAL (the document was

@@ -20,5 +20,10 @@ struct gs_row_parser *gs_row_parser__new(void);
 void gs_row_parser__free(struct gs_row_parser *p);
 /* The tree of one JSON value, valid until the next call; NULL when malformed or no memory. */
 yajl_val gs_row_parser__parse(struct gs_row_parser *p, const char *text, size_t len);
+/*
+ * The same tree from a tape (user/json_tape.h: typed tokens, no text to parse but raw JSON
+ * values'); its strings point into tape, so the tree is valid while tape is too.
+ */
+yajl_val gs_row_parser__tape(struct gs_row_parser *p, const char *tape, size_t len);
 
 #endif /* GS_PERFETTO_ROW_H */

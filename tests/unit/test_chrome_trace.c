@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* test_chrome_trace.c: the streamed Chrome Trace Event document, byte for byte. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "stitch/chrome_trace.h"
 #include "tests/unit/harness.h"
@@ -15,6 +17,19 @@ GS_TEST(microseconds_keep_nanoseconds)
 	/* 3 days of uptime: a double would round the nanoseconds away */
 	gs_chrome_trace_format_us(259200000000123ULL, buf, sizeof(buf));
 	GS_EXPECT_STR_EQ(buf, "259200000000.123");
+	/* as "%" PRIu64 ".%03u" spells it, whatever the value; cut as snprintf cuts */
+	for (uint64_t ns = 0, step = 1; ns < UINT64_MAX / 3; ns = ns * 3 + step++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "%" PRIu64 ".%03u", ns / 1000,
+			 (unsigned int)(ns % 1000));
+		gs_chrome_trace_format_us(ns, buf, sizeof(buf));
+		GS_EXPECT_STR_EQ(buf, want);
+	}
+	gs_chrome_trace_format_us(UINT64_MAX, buf, sizeof(buf));
+	GS_EXPECT_STR_EQ(buf, "18446744073709551.615");
+	gs_chrome_trace_format_us(1234567, buf, 5);
+	GS_EXPECT_STR_EQ(buf, "1234");
 }
 
 GS_TEST(document_with_events_and_metadata)

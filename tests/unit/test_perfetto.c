@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stitch/trace_parse.h"
+#include "stitch/trace_writer.h"
+#include "user/json.h"
+#include "user/json_tape.h"
 #include "tests/unit/harness.h"
 #include "user/perfetto_intern.h"
 #include "user/perfetto_json.h"
@@ -292,6 +295,158 @@ out:
 	gs_row_parser__free(p);
 }
 
+/* Whether two trees are the same values, keys, number texts and flags. */
+static bool same_tree(yajl_val a, yajl_val b)
+{
+	if (!a || !b || a->type != b->type)
+		return false;
+	switch (a->type) {
+	case yajl_t_string:
+		return !strcmp(a->u.string, b->u.string);
+	case yajl_t_number:
+		return !strcmp(a->u.number.r, b->u.number.r) &&
+		       a->u.number.flags == b->u.number.flags &&
+		       (!YAJL_IS_INTEGER(a) || a->u.number.i == b->u.number.i) &&
+		       (!YAJL_IS_DOUBLE(a) || a->u.number.d == b->u.number.d);
+	case yajl_t_object:
+		if (a->u.object.len != b->u.object.len)
+			return false;
+		for (size_t i = 0; i < a->u.object.len; i++)
+			if (strcmp(a->u.object.keys[i], b->u.object.keys[i]) ||
+			    !same_tree(a->u.object.values[i], b->u.object.values[i]))
+				return false;
+		return true;
+	case yajl_t_array:
+		if (a->u.array.len != b->u.array.len)
+			return false;
+		for (size_t i = 0; i < a->u.array.len; i++)
+			if (!same_tree(a->u.array.values[i], b->u.array.values[i]))
+				return false;
+		return true;
+	default:
+		return true;
+	}
+}
+
+/* One row of every kind of value gs_json writes, stack (raw) as given. */
+static void tape_row(struct gs_json *j, const char *stack)
+{
+	gs_json__begin_object(j, NULL);
+	gs_json__string(j, "ph", "X");
+	gs_json__string(j, "name", "a\"b\\c\n\x01\xc3\xa9\xc2\x80 bad:\xff\xe2\x82 end");
+	gs_json__string(j, "nil", NULL);
+	gs_json__i64(j, "pid", -42);
+	gs_json__i64(j, "min", INT64_MIN);
+	gs_json__u64(j, "big", UINT64_MAX);
+	gs_json__u64(j, "zero", 0);
+	gs_json__raw(j, "ts", "12345.678");
+	gs_json__raw(j, "dur", "0");
+	gs_json__double(j, "f", 1.5);
+	gs_json__bool(j, "t", true);
+	gs_json__bool(j, "k\xff", false);
+	gs_json__begin_object(j, "args");
+	gs_json__begin_array(j, "grid");
+	gs_json__u64(j, NULL, 128);
+	gs_json__end_array(j);
+	gs_json__raw(j, "stack", stack);
+	gs_json__begin_object(j, "empty");
+	gs_json__end_object(j);
+	gs_json__begin_array(j, "none");
+	gs_json__end_array(j);
+	gs_json__end_object(j);
+	gs_json__end_object(j);
+}
+
+/* row as text and as a tape; their trees compared (the tape's read twice: its stack cached) */
+static bool tape_equals_text(const char *stack)
+{
+	struct gs_row_parser *pt = gs_row_parser__new(), *pp = gs_row_parser__new();
+	char *text = NULL, *tape = NULL;
+	size_t text_len = 0, tape_len = 0;
+	FILE *ft = open_memstream(&text, &text_len), *fp = open_memstream(&tape, &tape_len);
+	struct gs_json j;
+	bool ok = false;
+
+	if (!pt || !pp || !ft || !fp)
+		goto out;
+	gs_json__init(&j, ft);
+	tape_row(&j, stack);
+	gs_json__init(&j, fp);
+	j.tape = true;
+	tape_row(&j, stack);
+	fflush(ft);
+	fflush(fp);
+	ok = gs_tape_is(tape, tape_len) && !gs_tape_is(text, text_len);
+	for (int i = 0; i < 2 && ok; i++)
+		ok = same_tree(gs_row_parser__parse(pt, text, text_len),
+			       gs_row_parser__tape(pp, tape, tape_len));
+out:
+	if (ft)
+		fclose(ft);
+	if (fp)
+		fclose(fp);
+	free(text);
+	free(tape);
+	gs_row_parser__free(pt);
+	gs_row_parser__free(pp);
+	return ok;
+}
+
+GS_TEST(tape_tree_equals_the_texts)
+{
+	struct gs_row_parser *p = gs_row_parser__new();
+
+	GS_EXPECT(tape_equals_text("[\"f+0x1 (/lib/a.so)\",\"g \\\"q\\\" \\u00e9\"]"));
+	GS_EXPECT(tape_equals_text("[]"));
+	GS_EXPECT(tape_equals_text("{\"x\":[1,2.5,null,true]}"));
+	/* a short or broken tape: no tree */
+	if (GS_EXPECT(p)) {
+		GS_EXPECT(!gs_row_parser__tape(p, "\x01\xff\xff", 3));
+		GS_EXPECT(!gs_row_parser__tape(p, "\x01\xff\xff\x04\x01\x00", 6));
+		GS_EXPECT(gs_row_parser__tape(p, "\x01\xff\xff\x03", 4));
+	}
+	gs_row_parser__free(p);
+}
+
+static int take_row(void *ctx, const char *json, size_t len)
+{
+	int *tapes = ctx;
+
+	*tapes += gs_tape_is(json, len) ? 1 : -1000;
+	return 0;
+}
+
+/* With a row sink, rendered rows reach it as tapes; pushed text stays text. */
+GS_TEST(row_sink_gets_tapes)
+{
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	struct gs_trace_writer *w = f ? gs_trace_writer__new(f, 0) : NULL;
+	int tapes = 0;
+
+	if (!GS_EXPECT(w))
+		goto out;
+	gs_trace_writer__row_sink(w, take_row, &tapes);
+	for (int i = 0; i < 3; i++) {
+		struct gs_chrome_trace *t = gs_trace_writer__begin(w, 10 + (uint64_t)i);
+		struct gs_json *j =
+			gs_chrome_trace__event(t, "i", "n", "c", 1, 2, 10 + (uint64_t)i);
+
+		gs_json__u64(j, "k", (uint64_t)i);
+		gs_chrome_trace__end_event(t);
+		GS_EXPECT_EQ(gs_trace_writer__end(w), 0);
+	}
+	GS_EXPECT_EQ(gs_trace_writer__push(w, 20, "{\"ph\":\"i\"}", 10), 0);
+	gs_trace_writer__flush(w);
+	GS_EXPECT_EQ(tapes, 3 - 1000);
+out:
+	gs_trace_writer__free(w);
+	if (f)
+		fclose(f);
+	free(doc);
+}
+
 GS_TEST(perfetto_paths)
 {
 	GS_EXPECT(gs_is_perfetto_path("t.pftrace"));
@@ -312,4 +467,4 @@ GS_TEST(perfetto_paths)
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
 	     rows_become_packets_slice_end_in_time_order,
 	     repeated_launches_pack_their_args_on_the_default_track, ac2g_flows_go_on_their_slice,
-	     row_parser_arena_tree, perfetto_paths)
+	     row_parser_arena_tree, tape_tree_equals_the_texts, row_sink_gets_tapes, perfetto_paths)
