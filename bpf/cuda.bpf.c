@@ -77,7 +77,8 @@ int cuda_launch_enter(struct pt_regs *ctx)
 	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
 	ts = bpf_ktime_get_ns();
-	py = gs_py_emit(pid_tgid, ts);
+	/* a launch only counted (the daemon's metrics) carries neither stack */
+	py = cookie >> 16 & GS_CALL_F_USER_STACK ? gs_py_emit(pid_tgid, ts) : 0;
 	e = gs_reserve(sizeof(*e));
 	if (!e)
 		return 0;
