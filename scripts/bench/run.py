@@ -155,7 +155,19 @@ def peer_script():
     return text.replace("@CUDART@", CUDART).replace("@LIBCUDA@", LIBCUDA)
 
 
+# GS_BENCH_BEFORE=PATH: each gpusnoop kind named KIND@before runs that binary (a build of the
+# code before a change), interleaved with the rest: before/after in one run (--kinds)
+BEFORE = os.environ.get("GS_BENCH_BEFORE", "")
+
+
 def start_tool(kind, pid, tmp):
+    global GPUSNOOP
+    if kind.endswith("@before"):
+        saved, GPUSNOOP = GPUSNOOP, BEFORE
+        try:
+            return start_tool(kind.removesuffix("@before"), pid, tmp)
+        finally:
+            GPUSNOOP = saved
     if kind == "untraced":
         return None
     if kind == "floor":
@@ -301,10 +313,11 @@ RECORD_EVENTS = "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
 
 def bench_overhead(args, tmp):
-    results = {k: [] for k in OVERHEAD_KINDS}
-    wall = {k: [] for k in OVERHEAD_KINDS}
+    kinds = OVERHEAD_KINDS + [k for k in args.kinds.split(",") if k.endswith("@before")]
+    results = {k: [] for k in kinds}
+    wall = {k: [] for k in kinds}
     for rnd in range(args.rounds):
-        order = [k for k in OVERHEAD_KINDS if k in args.kinds.split(",")]
+        order = [k for k in kinds if k in args.kinds.split(",")]
         random.shuffle(order)
         for kind in order:
             for attempt in range(5):
@@ -752,9 +765,10 @@ def main():
         if want("overhead"):
             print("per-iteration overhead, %d rounds..." % args.rounds, file=sys.stderr)
             med, wall = bench_overhead(args, tmp)
-            if len(args.kinds.split(",")) < len(OVERHEAD_KINDS):
-                for k in OVERHEAD_KINDS:
-                    print("  %-10s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
+            if set(OVERHEAD_KINDS) - set(args.kinds.split(",")):
+                for k in med:
+                    if med[k] == med[k]:  # measured (not nan)
+                        print("  %-18s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
                 return
             a, b, bm = med["untraced"], med["floor"], med["floor-mem"]
             fmin, fmin_mem = med["floor-min"], med["floor-min-mem"]
