@@ -60,42 +60,60 @@ int cuda_call_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-/*
- * A launch sent whole from its entry, the default: kernel, dims, stream and stack are all
- * known there, and a return probe costs about as much again. -e cuda-launch-latency gives
- * launches cuda_call_enter/exit instead, for the CPU-side duration and the error.
- */
-SEC("uprobe")
-int cuda_launch_enter(struct pt_regs *ctx)
+static __always_inline void launch_enter(struct pt_regs *ctx, __u64 cookie, __u64 pid_tgid,
+					 const bool with_stack)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 cookie = gs_entry_cookie(ctx);
 	struct gs_cuda_call *e;
 	__u64 ts;
-	int py;
+	int py = 0;
 
-	if (!gs_is_target(pid_tgid >> 32))
-		return 0;
 	ts = bpf_ktime_get_ns();
-	/* a launch only counted (the daemon's metrics) carries neither stack */
-	py = cookie >> 16 & GS_CALL_F_USER_STACK ? gs_py_emit(pid_tgid, ts) : 0;
-	e = gs_reserve(sizeof(*e));
+	if (with_stack)
+		py = gs_py_emit(pid_tgid, ts);
+	e = gs_reserve(with_stack ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
 	if (!e)
-		return 0;
+		return;
 	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
-	read_args(ctx, e->flags, e->args);
+	if (with_stack) {
+		read_args(ctx, e->flags, e->args);
+	} else {
+		/* only counted: no arguments read either */
+		e->flags &= ~(__u32)(GS_CALL_F_STACK_ARGS | GS_CALL_F_DEREF_ARG0);
+		__builtin_memset(e->args, 0, sizeof(e->args));
+	}
 	e->entry_ts_ns = ts;
 	e->api = (__u16)cookie;
 	e->ret = 0;
 	e->out = 0;
 	e->pad = 0;
 	e->str[0] = '\0';
-	e->nr_frames = e->flags & GS_CALL_F_USER_STACK ? gs_user_stack_at_entry(ctx, e->frames) : 0;
+	e->nr_frames = with_stack ? gs_user_stack_at_entry(ctx, e->frames) : 0;
 	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
 		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
 	e->hdr.ts_ns = ts;
 	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
+}
+
+/*
+ * A launch sent whole from its entry, the default: kernel, dims, stream and stack are all
+ * known there, and a return probe costs about as much again. -e cuda-launch-latency gives
+ * launches cuda_call_enter/exit instead, for the CPU-side duration and the error. A launch
+ * probed without GS_CALL_F_USER_STACK is only counted (the daemon's metrics): a record
+ * without stack, Python frames or arguments.
+ */
+SEC("uprobe")
+int cuda_launch_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 cookie = gs_entry_cookie(ctx);
+
+	if (!gs_is_target(pid_tgid >> 32))
+		return 0;
+	if (cookie >> 16 & GS_CALL_F_USER_STACK)
+		launch_enter(ctx, cookie, pid_tgid, true);
+	else
+		launch_enter(ctx, cookie, pid_tgid, false);
 	return 0;
 }
 
