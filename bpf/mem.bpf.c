@@ -52,7 +52,6 @@ struct live_key {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, 32768);
 	__type(key, struct live_key);
 	__type(value, __u8);
@@ -281,21 +280,12 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 extern bool bpf_session_is_return(void) __ksym __weak;
 
 /*
- * Where the kernel sends returns it probes: another session's return probe on the same
- * function (a uretprobe) replaces the return address after every entry program ran.
- */
-static __always_inline __u64 uretprobe_trampoline(void)
-{
-	return BPF_CORE_READ(gs_current_task(), mm, uprobes_state.xol_area, vaddr);
-}
-
-/*
  * A free's entry under a session link: 1 skips its return. A pointer this session saw
  * allocated is taken to be freed (its return only reports failures, and only failing frees
  * of pointers never allocated or freed already are expected); any other free keeps its
  * return. A skipped call leaves no nesting mark, so the runtime's free calling the driver's
  * is told by its pointer, its stack pointer below the skipped call's, and that call's return
- * address (or the uretprobe trampoline's) still in place above it (the call still runs).
+ * address still in place above it (the call still runs).
  */
 static __always_inline int free_enter_session(struct pt_regs *ctx, __u64 ptr)
 {
@@ -312,8 +302,7 @@ static __always_inline int free_enter_session(struct pt_regs *ctx, __u64 ptr)
 	if (!c)
 		return 1;
 	if (ptr && c->skip_ptr == ptr && sp < c->skip_sp &&
-	    !bpf_probe_read_user(&word, sizeof(word), (void *)c->skip_sp) &&
-	    (word == c->skip_ret || word == uretprobe_trampoline()))
+	    !bpf_probe_read_user(&word, sizeof(word), (void *)c->skip_sp) && word == c->skip_ret)
 		return 1; /* inside the skipped free of the same pointer */
 	free_enter(ctx, c, pid_tgid, now, ptr);
 	live_key_of(&k, pid_tgid, ptr);

@@ -218,15 +218,6 @@ static bool multi_links_off(void)
 	return list && !gs_kfeat_parse(list, &off, &bad) && (off & GS_KF_BIT(GS_KF_UPROBE_MULTI));
 }
 
-/* 1024 per CPU, at least 32768 and at most 131072 (about 100 bytes each) */
-static uint32_t live_ptrs_size(void)
-{
-	int cpus = libbpf_num_possible_cpus();
-	uint32_t n = cpus > 0 ? (uint32_t)cpus * 1024 : 32768;
-
-	return n < 32768 ? 32768 : n > 131072 ? 131072 : n;
-}
-
 static int load_mem(struct gs_bpf_objects *o)
 {
 	int err;
@@ -246,12 +237,12 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
 	o->mem->rodata->cfg_no_stacks = o->opts.no_stacks;
 	/* every free's return wanted (record): the session would only add its map updates */
-	o->free_session =
-		!o->old && !o->opts.free_returns && gs_has_uprobe_session() && !multi_links_off();
+	o->free_session = !o->old && !o->opts.free_returns && gs_has_uprobe_session() &&
+			  !multi_links_off();
 	o->mem->rodata->cfg_free_session = o->free_session;
 	bpf_program__set_autoload(o->mem->progs.mem_free_session, o->free_session);
-	/* per-CPU LRU lists: each CPU's share holds the pointers allocated there */
-	bpf_map__set_max_entries(o->mem->maps.live_ptrs, !o->free_session ? 1 : live_ptrs_size());
+	if (!o->free_session)
+		bpf_map__set_max_entries(o->mem->maps.live_ptrs, 1);
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: share_flood_maps(o, o->mem->obj);

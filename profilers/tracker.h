@@ -33,8 +33,7 @@ struct gs_tracker_opts {
 	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
-	/* of those, the ones only counted (the daemon's metrics): no stacks, no Python frames */
-	uint32_t counted_families;
+	uint32_t counted_families; /* of those, the ones only counted: no stacks, no Python */
 	bool free_returns; /* report every free's return, not only failures */
 	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
 	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */

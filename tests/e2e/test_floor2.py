@@ -77,12 +77,10 @@ def free_of_a_pointer_seen_allocated_runs_no_return_probe():
     # one user call each: the driver's nested free is no second, unknown one
     expect_eq((proc["unknown_frees"], proc["failed_frees"]), (0, 0),
               "frees matched to their allocations")
-    # every free is one entry run of the session program in the runtime and one in the driver,
-    # as every allocation's (the one buffer it keeps is allocated about when leaks attaches)
-    # is; no return run
-    frees, allocs = runs.get("mem_free_session", 0), runs.get("mem_alloc_enter", 0)
-    expect_eq((frees >= 2 * ITERS, 0 <= allocs - frees <= 2, runs.get("mem_free_exit")),
-              (True, True, 0), f"free programs' runs ({runs})")
+    # every free is one entry run of the session program (runtime + driver), no return run
+    expect_eq((runs.get("mem_free_session"), runs.get("mem_free_exit")),
+              (runs.get("mem_alloc_enter"), 0), f"free programs' runs ({runs})")
+    expect_eq(runs.get("mem_alloc_enter", 0) >= 2 * ITERS, True, f"allocations seen ({runs})")
 
 
 @test
@@ -100,32 +98,6 @@ def failing_frees_reported_with_and_without_sessions():
                   f"session program used with {env} ({runs})")
         if env:  # without sessions every free's return is probed
             expect_eq(runs.get("mem_free_exit"), runs.get("mem_free_enter"), f"runs ({runs})")
-
-
-@test
-def nested_frees_counted_once_beside_another_sessions_return_probes():
-    # record -e cuda-mem probes every free's return: the kernel replaces the return address of
-    # the runtime's cudaFree that leaks skipped; its nested cuMemFree_v2 is still the same free
-    w = Workload("gs_torch")
-    rec = Gpusnoop("record", "-e", "cuda-mem", "-p", str(w.pid), "-o", os.devnull)
-    g = Gpusnoop("leaks", "-p", str(w.pid), "--format", "json", "--no-torch")
-    try:
-        rec.wait_stderr("recording")
-        g.wait_tracing()
-        w.release()
-        w.wait_line("oom CUDA out of memory")
-        w.release()
-        w.wait_line("done")
-        expect_eq(g.stop(), 0, f"gpusnoop leaks status ({g.stderr_text()})")
-        expect_eq(rec.stop(), 0, f"gpusnoop record status ({rec.stderr_text()})")
-        proc = process(g.reports()[-1], w.pid)
-    finally:
-        g.kill()
-        rec.kill()
-        w.finish()
-    # the cached segments B and D freed (release_cached_blocks), A and C held
-    expect_eq((proc["unknown_frees"], proc["failed_frees"], proc["outstanding_allocations"]),
-              (0, 0, 2), "frees")
 
 
 if __name__ == "__main__":
