@@ -20,50 +20,14 @@ struct call {
 	__u64 free_ptr;
 	__u32 kind;
 	__u32 given; /* cudaHostRegister: out_ptr is the memory itself, not where it is written */
-	/* the last free whose return was skipped (free_enter_session()): its nested calls */
-	__u64 skip_ptr;
-	__u64 skip_sp;
-	__u64 skip_ret; /* the return address at skip_sp, there while the call runs */
 };
 
 /* a timeline draws every free with its duration; a leak report needs only the failures */
 const volatile bool cfg_free_returns = false;
 /* --stacks dwarf: a GS_EV_USTACK slice precedes each record that carries a stack */
 const volatile bool cfg_ustack = false;
-/*
- * Frees probed by mem_free_session (uprobe session links, 6.13+): a free of a pointer this
- * session saw allocated (in live_ptrs) skips its return probe, which only reports failures.
- */
-const volatile bool cfg_free_session = false;
 
 GS_CALLS_MAP(struct call);
-
-/* A pointer a process was seen to get; the process's start time tells a reused pid apart */
-struct live_key {
-	__u64 ptr;
-	__u64 start_ns;
-	__u32 pid;
-	__u32 pad;
-};
-
-/*
- * The pointers allocated (successfully, at return) and not freed since, with
- * cfg_free_session. Bounded: one evicted, or never seen, only costs its free a return probe.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 32768);
-	__type(key, struct live_key);
-	__type(value, __u8);
-} live_ptrs SEC(".maps");
-
-static __always_inline void live_key_of(struct live_key *k, __u64 pid_tgid, __u64 ptr)
-{
-	k->ptr = ptr;
-	k->start_ns = BPF_CORE_READ(gs_current_task(), group_leader, start_time);
-	k->pid = pid_tgid >> 32;
-	k->pad = 0;
-}
 
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height, __u32 given)
@@ -88,7 +52,6 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 	c->free_ptr = 0;
 	c->kind = CALL_ALLOC;
 	c->given = given;
-	c->skip_ptr = 0; /* a later free of the same pointer is no nested call of a skipped one */
 	return 0;
 }
 
@@ -157,13 +120,6 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 		}
 	}
 	gs_call_end(&c->head);
-	if (cfg_free_session && e->ret == 0 && e->ptr) {
-		struct live_key k;
-		__u8 one = 1;
-
-		live_key_of(&k, pid_tgid, e->ptr);
-		bpf_map_update_elem(&live_ptrs, &k, &one, BPF_ANY);
-	}
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
 	e->nr_frames = gs_user_stack(ctx, e->frames);
@@ -181,32 +137,6 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	return 0;
 }
 
-/* The free's record, sent at entry; c is the thread's slot, filled for the return. */
-static __always_inline void free_enter(void *ctx, struct call *c, __u64 pid_tgid, __u64 now,
-				       __u64 ptr)
-{
-	struct gs_mem_free *e;
-
-	c->head.entry_ts_ns = now;
-	c->head.api = gs_entry_cookie(ctx);
-	c->head.pad = 0;
-	c->head.depth = 0;
-	c->out_ptr = c->size = c->pitch_ptr = c->height = 0;
-	c->free_ptr = ptr;
-	c->kind = CALL_FREE;
-	c->given = 0;
-	c->skip_ptr = 0;
-
-	e = gs_reserve(sizeof(*e));
-	if (!e)
-		return;
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
-	e->ptr = ptr;
-	e->api = c->head.api;
-	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	gs_submit(e);
-}
-
 /*
  * The free is reported at entry so that it is ordered before any allocation that reuses
  * the address on another thread; its return is reported separately.
@@ -216,17 +146,36 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
+	struct gs_mem_free *e;
 	struct call *c;
 
 	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
 		return 0;
 	c = gs_call_slot(&calls);
-	if (c)
-		free_enter(ctx, c, pid_tgid, now, ptr);
+	if (!c)
+		return 0;
+	c->head.entry_ts_ns = now;
+	c->head.api = gs_entry_cookie(ctx);
+	c->head.pad = 0;
+	c->head.depth = 0;
+	c->out_ptr = c->size = c->pitch_ptr = c->height = 0;
+	c->free_ptr = ptr;
+	c->kind = CALL_FREE;
+	c->given = 0;
+
+	e = gs_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
+	e->ptr = ptr;
+	e->api = c->head.api;
+	__builtin_memset(e->pad, 0, sizeof(e->pad));
+	gs_submit(e);
 	return 0;
 }
 
-static __always_inline int free_exit(struct pt_regs *ctx, long ret)
+SEC("uretprobe")
+int BPF_KRETPROBE(mem_free_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gs_mem_free_ret *e;
@@ -268,65 +217,6 @@ static __always_inline int free_exit(struct pt_regs *ctx, long ret)
 	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
 	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(mem_free_exit, long ret)
-{
-	return free_exit(ctx, ret);
-}
-
-#ifndef GS_OLD_KERNEL
-extern bool bpf_session_is_return(void) __ksym __weak;
-
-/*
- * A free's entry under a session link: 1 skips its return. A pointer this session saw
- * allocated is taken to be freed (its return only reports failures, and only failing frees
- * of pointers never allocated or freed already are expected); any other free keeps its
- * return. A skipped call leaves no nesting mark, so the runtime's free calling the driver's
- * is told by its pointer, its stack pointer below the skipped call's, and that call's return
- * address still in place above it (the call still runs).
- */
-static __always_inline int free_enter_session(struct pt_regs *ctx, __u64 ptr)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns(), sp = PT_REGS_SP(ctx), word = 0;
-	struct live_key k;
-	struct call *c;
-
-	if (!gs_is_target(pid_tgid >> 32))
-		return 1;
-	if (gs_call_nested(&calls, now))
-		return 0; /* its return undoes the nesting count */
-	c = gs_call_slot(&calls);
-	if (!c)
-		return 1;
-	if (ptr && c->skip_ptr == ptr && sp < c->skip_sp &&
-	    !bpf_probe_read_user(&word, sizeof(word), (void *)c->skip_sp) && word == c->skip_ret)
-		return 1; /* inside the skipped free of the same pointer */
-	free_enter(ctx, c, pid_tgid, now, ptr);
-	live_key_of(&k, pid_tgid, ptr);
-	if (!ptr || bpf_map_delete_elem(&live_ptrs, &k))
-		return 0;
-	gs_call_end(&c->head);
-	c->skip_ptr = ptr;
-	c->skip_sp = sp;
-	if (bpf_probe_read_user(&c->skip_ret, sizeof(c->skip_ret), (void *)sp))
-		c->skip_ptr = 0;
-	return 1;
-}
-#endif
-
-SEC("uprobe")
-int mem_free_session(struct pt_regs *ctx)
-{
-#ifdef GS_OLD_KERNEL
-	return 0; /* never loaded: no session links before 6.13 */
-#else
-	if (bpf_session_is_return())
-		return free_exit(ctx, PT_REGS_RC(ctx));
-	return free_enter_session(ctx, PT_REGS_PARM1(ctx));
-#endif
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

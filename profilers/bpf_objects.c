@@ -17,12 +17,10 @@
 #include "profilers/bpf_old.h"
 #include "profilers/cuda/api.h"
 #include "user/cookie_keys.h"
-#include "user/kernel_compat.h"
 #include "user/kernel_probe.h"
 #include "user/links.h"
 #include "user/log.h"
 #include "user/python.h"
-#include "user/uprobe_multi.h"
 
 /* the reader wakes when an eighth is full, or on its poll timeout; never per record */
 #define WAKEUP_PART 8
@@ -209,15 +207,6 @@ static int load_proc(struct gs_bpf_objects *o)
 	return err ? gs_bpf_load_error("proc", err) : 0;
 }
 
-/* GPUSNOOP_KERNEL_FEATURES_OFF=uprobe_multi (as gs_kernel__probe() reads it): no sessions */
-static bool multi_links_off(void)
-{
-	const char *list = getenv(GS_KERNEL_FEATURES_OFF_ENV), *bad = NULL;
-	uint32_t off = 0;
-
-	return list && !gs_kfeat_parse(list, &off, &bad) && (off & GS_KF_BIT(GS_KF_UPROBE_MULTI));
-}
-
 static int load_mem(struct gs_bpf_objects *o)
 {
 	int err;
@@ -236,22 +225,11 @@ static int load_mem(struct gs_bpf_objects *o)
 	o->mem->rodata->cfg_wakeup_bytes = o->wakeup_bytes;
 	o->mem->rodata->cfg_python = o->opts.python != NULL;
 	o->mem->rodata->cfg_no_stacks = o->opts.no_stacks;
-	/* every free's return wanted (record): the session would only add its map updates */
-	o->free_session = !o->old && !o->opts.free_returns && gs_has_uprobe_session() &&
-			  !multi_links_off();
-	o->mem->rodata->cfg_free_session = o->free_session;
-	bpf_program__set_autoload(o->mem->progs.mem_free_session, o->free_session);
-	if (!o->free_session)
-		bpf_map__set_max_entries(o->mem->maps.live_ptrs, 1);
 	err = gs_bpf_objects__share_maps(o, o->mem->maps.events, o->mem->maps.targets,
 					 o->mem->maps.stats);
 	err = err ?: share_flood_maps(o, o->mem->obj);
 	err = err ?: gs_python__share_maps(o->opts.python, o->mem->obj);
 	err = err ?: gs_links__prepare(o->mem->obj);
-	if (!err && o->free_session)
-		err = bpf_program__set_expected_attach_type(
-			o->mem->progs.mem_free_session,
-			(enum bpf_attach_type)GS_BPF_TRACE_UPROBE_SESSION);
 	err = err ?: mem_bpf__load(o->mem);
 	return err ? gs_bpf_load_error("mem", err) : 0;
 }

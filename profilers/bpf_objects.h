@@ -65,7 +65,6 @@ struct gs_bpf_objects {
 	bool no_find_vma;  /* the kernel has no bpf_find_vma() (5.17): each object's cfg_ */
 	bool old;	   /* proc, mem and cuda are their 5.10 builds (profilers/bpf_old.c) */
 	bool old_cookies;  /* ... on a kernel that takes uprobe cookies all the same */
-	bool free_session; /* frees probed by mem_free_session: a known pointer's return skipped */
 	struct gs_cookie_keys *cookie_keys; /* what their probe_cookies maps hold */
 };
 

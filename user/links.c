@@ -50,15 +50,9 @@ struct gs_links *gs_links__new(void)
 	return calloc(1, sizeof(struct gs_links));
 }
 
-static bool is_session(const struct bpf_program *prog)
-{
-	return (int)bpf_program__expected_attach_type(prog) == GS_BPF_TRACE_UPROBE_SESSION;
-}
-
 static bool is_multi(const struct bpf_program *prog)
 {
-	return (int)bpf_program__expected_attach_type(prog) == GS_BPF_TRACE_UPROBE_MULTI ||
-	       is_session(prog);
+	return (int)bpf_program__expected_attach_type(prog) == GS_BPF_TRACE_UPROBE_MULTI;
 }
 
 int gs_links__prepare(struct bpf_object *obj)
@@ -251,10 +245,8 @@ static int attach_multi(struct gs_links *links, struct bpf_program *prog, pid_t 
 			const char *path, const uint64_t *offs, const uint64_t *cookies, size_t nr,
 			bool retprobe)
 {
-	int fd = is_session(prog) ? gs_uprobe_session__attach(bpf_program__fd(prog), path, offs,
-							      cookies, nr, pid)
-				  : gs_uprobe_multi__attach(bpf_program__fd(prog), path, offs,
-							    cookies, nr, pid, retprobe);
+	int fd = gs_uprobe_multi__attach(bpf_program__fd(prog), path, offs, cookies, nr, pid,
+					 retprobe);
 
 	return fd < 0 ? fd : add(links, NULL, fd, pid);
 }

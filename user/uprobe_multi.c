@@ -27,15 +27,14 @@ struct link_create_uprobe_multi {
 };
 
 static int link_create(int prog_fd, const char *path, const uint64_t *offsets,
-		       const uint64_t *cookies, size_t nr, int pid, uint32_t flags,
-		       uint32_t attach_type)
+		       const uint64_t *cookies, size_t nr, int pid, uint32_t flags)
 {
 	struct link_create_uprobe_multi attr;
 	long fd;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_fd = (uint32_t)prog_fd;
-	attr.attach_type = attach_type;
+	attr.attach_type = GS_BPF_TRACE_UPROBE_MULTI;
 	attr.path = (uint64_t)(uintptr_t)path;
 	attr.offsets = (uint64_t)(uintptr_t)offsets;
 	attr.cookies = (uint64_t)(uintptr_t)cookies;
@@ -52,16 +51,7 @@ int gs_uprobe_multi__attach(int prog_fd, const char *path, const uint64_t *offse
 	if (!nr || nr > UINT32_MAX)
 		return -EINVAL;
 	return link_create(prog_fd, path, offsets, cookies, nr, pid < 0 ? 0 : pid,
-			   retprobe ? UPROBE_MULTI_RETURN : 0, GS_BPF_TRACE_UPROBE_MULTI);
-}
-
-int gs_uprobe_session__attach(int prog_fd, const char *path, const uint64_t *offsets,
-			      const uint64_t *cookies, size_t nr, pid_t pid)
-{
-	if (!nr || nr > UINT32_MAX)
-		return -EINVAL;
-	return link_create(prog_fd, path, offsets, cookies, nr, pid < 0 ? 0 : pid, 0,
-			   GS_BPF_TRACE_UPROBE_SESSION);
+			   retprobe ? UPROBE_MULTI_RETURN : 0);
 }
 
 /* libbpf's probe_uprobe_multi_link (1.4+): what the kernel answers for an invalid path "/" */
@@ -81,41 +71,14 @@ bool gs_has_uprobe_multi(void)
 	if (prog_fd < 0)
 		return false;
 	/* a kernel with these links resolves the path: "/" is not a regular file */
-	fd = link_create(prog_fd, "/", &offset, NULL, 1, 0, 0, GS_BPF_TRACE_UPROBE_MULTI);
+	fd = link_create(prog_fd, "/", &offset, NULL, 1, 0, 0);
 	if (fd == -EBADF) {
 		/* pid -1 fails early (-EINVAL) only where pids filter processes, not threads */
-		fd = link_create(prog_fd, "/", &offset, NULL, 1, -1, 0, GS_BPF_TRACE_UPROBE_MULTI);
+		fd = link_create(prog_fd, "/", &offset, NULL, 1, -1, 0);
 		has = fd == -EINVAL;
 	}
 	if (fd >= 0)
 		close(fd);
 	close(prog_fd);
 	return has;
-}
-
-/*
- * A kernel without session links refuses the attach type (-EINVAL) before it looks at the
- * path; one with them resolves the path, and "/" is not a regular file (-EBADF).
- */
-bool gs_has_uprobe_session(void)
-{
-	static const struct bpf_insn ret0[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)GS_BPF_TRACE_UPROBE_SESSION);
-	uint64_t offset = 0;
-	int prog_fd, fd;
-
-	if (!gs_has_uprobe_multi())
-		return false;
-	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", ret0, 2, &opts);
-	if (prog_fd < 0)
-		return false;
-	fd = link_create(prog_fd, "/", &offset, NULL, 1, 0, 0, GS_BPF_TRACE_UPROBE_SESSION);
-	if (fd >= 0)
-		close(fd);
-	close(prog_fd);
-	return fd == -EBADF;
 }

@@ -10,8 +10,6 @@
 
 /* enum bpf_attach_type's value; Debian's libbpf 1.1 and uapi headers predate it */
 #define GS_BPF_TRACE_UPROBE_MULTI 48
-/* uprobe session (6.13): one program at entry and return; a nonzero entry skips the return */
-#define GS_BPF_TRACE_UPROBE_SESSION 57
 
 /*
  * Whether this kernel has multi-uprobe links that filter by process (not only by thread, as
@@ -19,8 +17,6 @@
  * early); callers ask once per BPF object.
  */
 bool gs_has_uprobe_multi(void);
-/* Whether this kernel has uprobe session links (6.13+), asked the same way. */
-bool gs_has_uprobe_session(void);
 
 /*
  * Attaches prog_fd (loaded with expected_attach_type GS_BPF_TRACE_UPROBE_MULTI) at nr file
@@ -30,8 +26,5 @@ bool gs_has_uprobe_session(void);
  */
 int gs_uprobe_multi__attach(int prog_fd, const char *path, const uint64_t *offsets,
 			    const uint64_t *cookies, size_t nr, pid_t pid, bool retprobe);
-/* The same for a session program (loaded with GS_BPF_TRACE_UPROBE_SESSION). */
-int gs_uprobe_session__attach(int prog_fd, const char *path, const uint64_t *offsets,
-			      const uint64_t *cookies, size_t nr, pid_t pid);
 
 #endif /* GS_UPROBE_MULTI_H */
