@@ -454,7 +454,7 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	 * switch on this thread each time the reader had caught up.
 	 */
 	if (bpf_ringbuf_output(&events, e, size,
-			       w.news		   ? BPF_RB_FORCE_WAKEUP
+			       w.news		  ? BPF_RB_FORCE_WAKEUP
 			       : cfg_wakeup_bytes ? BPF_RB_NO_WAKEUP
 						  : 0)) {
 		gs_count(GS_STAT_RINGBUF_FULL);

@@ -193,10 +193,6 @@ static void programs_for(struct gs_lib_attach *la, const struct gs_cuda_api *api
 	case GS_SHAPE_FREE:
 		*entry = mem->progs.mem_free_enter;
 		*ret = mem->progs.mem_free_exit;
-		if (la->objs->free_session) { /* one program at entry and, if it asks, return */
-			*entry = mem->progs.mem_free_session;
-			*ret = NULL;
-		}
 		break;
 	default:
 		*entry = cuda->progs.cuda_call_enter;

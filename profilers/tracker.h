@@ -34,10 +34,10 @@ struct gs_tracker_opts {
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
 	uint32_t counted_families; /* of those, the ones only counted: no stacks, no Python */
-	bool free_returns; /* report every free's return, not only failures */
-	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
-	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
-	bool gpu;	   /* GPU activity where the CUPTI injection library is loaded */
+	bool free_returns;	   /* report every free's return, not only failures */
+	bool oom_kills;		   /* report the kernel OOM killer's victims among the targets */
+	bool torch;		   /* PyTorch tensor memory and OOMs where libc10 is loaded */
+	bool gpu;		   /* GPU activity where the CUPTI injection library is loaded */
 	enum gs_stack_mode stacks;
 	bool python; /* Python frames merged into the stacks of CPython processes */
 	/* a tree's process stops at every exec, its image probed or not (its rank is read there) */

@@ -219,7 +219,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if ((argc != 3 && !list) || parse_set(argv[2], &set)) {
-		fprintf(stderr, "usage: %s PID all|mem|min|min-mem|gpu|min-daemon [--list]\n", argv[0]);
+		fprintf(stderr, "usage: %s PID all|mem|min|min-mem|gpu|min-daemon [--list]\n",
+			argv[0]);
 		return 1;
 	}
 	pid = (pid_t)atoi(argv[1]);
