@@ -76,7 +76,12 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 		return;
 	}
 	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
-	read_args(ctx, e->flags, e->args);
+	if (e->flags & GS_CALL_F_USER_STACK) {
+		read_args(ctx, e->flags, e->args);
+	} else { /* only counted (the daemon's metrics): no arguments read either */
+		e->flags &= ~(__u32)(GS_CALL_F_STACK_ARGS | GS_CALL_F_DEREF_ARG0);
+		__builtin_memset(e->args, 0, sizeof(e->args));
+	}
 	e->entry_ts_ns = ts;
 	e->api = (__u16)cookie;
 	e->ret = 0;
@@ -100,7 +105,9 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 /*
  * A launch sent whole from its entry, the default: kernel, dims, stream and stack are all
  * known there, and a return probe costs about as much again. -e cuda-launch-latency gives
- * launches cuda_call_enter/exit instead, for the CPU-side duration and the error.
+ * launches cuda_call_enter/exit instead, for the CPU-side duration and the error. A launch
+ * probed without GS_CALL_F_USER_STACK is only counted (the daemon's metrics): a record
+ * without stack, Python frames or arguments.
  */
 SEC("uprobe")
 int cuda_launch_enter(struct pt_regs *ctx)
@@ -115,7 +122,7 @@ int cuda_launch_enter(struct pt_regs *ctx)
 		return 0;
 	ts = bpf_ktime_get_ns();
 	if (!((cookie >> 16) & GS_CALL_F_USER_STACK)) {
-		emit_launch(ctx, cookie, pid_tgid, ts, gs_py_emit(pid_tgid, ts), NULL, false);
+		emit_launch(ctx, cookie, pid_tgid, ts, 0, NULL, false); /* only counted */
 		return 0;
 	}
 	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;

@@ -448,7 +448,15 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	}
 	if (gs_over_share(size))
 		return 0; /* counted there */
-	if (bpf_ringbuf_output(&events, e, size, w.news ? BPF_RB_FORCE_WAKEUP : 0)) {
+	/*
+	 * The record it belongs to follows at once and decides the wake-up (gs_submit()): with
+	 * flags 0 the kernel woke the reader for nearly every stack, an irq_work and a context
+	 * switch on this thread each time the reader had caught up.
+	 */
+	if (bpf_ringbuf_output(&events, e, size,
+			       w.news		  ? BPF_RB_FORCE_WAKEUP
+			       : cfg_wakeup_bytes ? BPF_RB_NO_WAKEUP
+						  : 0)) {
 		gs_count(GS_STAT_RINGBUF_FULL);
 		return 0;
 	}

@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/types.h>
 #include <bpf/libbpf.h>
 #include "cuda.skel.h"
 #include "mem.skel.h"
 #include "proc.skel.h"
+#include "bpf/gs_event.h"
 #include "profilers/bpf_objects.h"
 #include "profilers/cuda/api.h"
 #include "profilers/lib_attach.h"
@@ -55,6 +57,7 @@ struct gs_lib_attach {
 	bool all;
 	bool by_file; /* a followed tree: every file probed for all processes, BPF filters */
 	uint32_t families;
+	uint32_t counted; /* families whose calls carry no stack */
 	bool saw_cuda;
 	struct exe_id plain_exes[PLAIN_EXES]; /* a ring: bounded however many programs run */
 	size_t next_plain;
@@ -83,6 +86,11 @@ struct gs_lib_attach *gs_lib_attach__new(struct gs_bpf_objects *objs, struct gs_
 void gs_lib_attach__probe_by_file(struct gs_lib_attach *la)
 {
 	la->by_file = true;
+}
+
+void gs_lib_attach__count_only(struct gs_lib_attach *la, uint32_t families)
+{
+	la->counted = families;
 }
 
 void gs_lib_attach__free(struct gs_lib_attach *la)
@@ -235,13 +243,17 @@ static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const c
 		const struct gs_cuda_api *api = &apis[i];
 		struct bpf_program *entry, *ret;
 		uint64_t cookie;
+		uint32_t flags;
 		int err;
 
 		if (api->lib != lib || !(la->families & GS_FAM_BIT(api->family)))
 			continue;
 		p->wanted++;
 		programs_for(la, api, &entry, &ret);
-		cookie = api->id | (uint64_t)gs_cuda_api_call_flags(api) << 16;
+		flags = gs_cuda_api_call_flags(api);
+		if (la->counted & GS_FAM_BIT(api->family))
+			flags &= ~(uint32_t)GS_CALL_F_USER_STACK;
+		cookie = api->id | (uint64_t)flags << 16;
 		err = attach_symbol(la, elf, path, scope, api->name, entry, ret, cookie);
 		if (!err) {
 			p->attached++;

@@ -25,6 +25,8 @@ struct gs_lib_attach;
 struct gs_lib_attach *gs_lib_attach__new(struct gs_bpf_objects *objs, struct gs_links *links,
 					 struct gs_symcache *symcache, bool all, uint32_t families);
 void gs_lib_attach__free(struct gs_lib_attach *la);
+/* The calls of these families are probed without user stacks (nor Python frames): counted. */
+void gs_lib_attach__count_only(struct gs_lib_attach *la, uint32_t families);
 /*
  * Probes every file for all the processes that map it, the targets map filtering in BPF: a
  * followed tree's new processes are traced from their first instruction, with no attach of

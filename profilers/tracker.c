@@ -837,6 +837,8 @@ int gs_tracker__open(struct gs_tracker **out, const struct gs_tracker_opts *opts
 	t->links = gs_links__new();
 	t->symcache = gs_symcache__new();
 	t->attach = gs_lib_attach__new(&t->objs, t->links, t->symcache, opts->all, opts->families);
+	if (t->attach)
+		gs_lib_attach__count_only(t->attach, opts->counted_families);
 	t->tree = gs_proc_tree__new();
 	t->stacks = gs_stack_cache__new();
 	if (!t->links || !t->symcache || !t->attach || !t->tree || !t->stacks) {

@@ -33,10 +33,11 @@ struct gs_tracker_opts {
 	char *const *argv; /* -- CMD ARGS */
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
-	bool free_returns; /* report every free's return, not only failures */
-	bool oom_kills;	   /* report the kernel OOM killer's victims among the targets */
-	bool torch;	   /* PyTorch tensor memory and OOMs where libc10 is loaded */
-	bool gpu;	   /* GPU activity where the CUPTI injection library is loaded */
+	uint32_t counted_families; /* of those, the ones only counted: no stacks, no Python */
+	bool free_returns;	   /* report every free's return, not only failures */
+	bool oom_kills;		   /* report the kernel OOM killer's victims among the targets */
+	bool torch;		   /* PyTorch tensor memory and OOMs where libc10 is loaded */
+	bool gpu;		   /* GPU activity where the CUPTI injection library is loaded */
 	enum gs_stack_mode stacks;
 	/* --stack-sample N: one event in N per call site has its stack, the others their call
 	 * site alone (a one-frame stack); 0 or 1: every event its stack */

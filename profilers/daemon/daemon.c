@@ -951,6 +951,8 @@ int gs_cmd_daemon(int argc, char **argv)
 		GS_FAM_BIT(GS_FAM_MEM) |
 			(d.cfg.call_metrics ? GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC)
 					    : 0));
+	/* launches and synchronizations only feed the metrics' counters: no stacks for them */
+	topts.counted_families = GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC);
 	topts.oom_kills = true;
 	topts.torch = d.cfg.torch;
 	topts.ringbuf_bytes = (size_t)d.cfg.ringbuf_mib << 20;

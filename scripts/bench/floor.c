@@ -25,6 +25,8 @@
  *            show is known there), everything else entry and return (a pointer, how long a
  *            synchronization, copy or free blocked, a kernel name read back)
  *   min-mem  the least `gpusnoop leaks` needs: allocations entry and return, frees entry
+ *   min-daemon  the least `gpusnoop daemon` with cuda-call-metrics needs: min-mem, launches at
+ *            entry only, synchronizations entry and return (how long they blocked)
  *   gpu      what `gpusnoop record -e gpu` probes: launches, copies and kernel-name calls
  *            entry and return, and the CUPTI injection library's four USDT probes (which
  *            raise its semaphores: the library works as it does when traced)
@@ -34,7 +36,7 @@
  * --list prints the functions probed now as PATH:SYMBOL lines (the map's path) and exits.
  */
 
-enum floor_set { SET_ALL, SET_MEM, SET_MIN, SET_MIN_MEM, SET_GPU };
+enum floor_set { SET_ALL, SET_MEM, SET_MIN, SET_MIN_MEM, SET_GPU, SET_MIN_DAEMON };
 
 /* scan()'s done[] index of the injection library, after GS_LIB_RUNTIME and GS_LIB_DRIVER */
 #define INJECTION 2
@@ -49,9 +51,9 @@ static void on_signal(int sig)
 /* Whether the set wants api's return probe too. */
 static bool wants_return(enum floor_set set, const struct gs_cuda_api *api)
 {
-	if (set == SET_MIN && api->family == GS_FAM_LAUNCH)
+	if ((set == SET_MIN || set == SET_MIN_DAEMON) && api->family == GS_FAM_LAUNCH)
 		return false;
-	if (set == SET_MIN_MEM && api->shape == GS_SHAPE_FREE)
+	if ((set == SET_MIN_MEM || set == SET_MIN_DAEMON) && api->shape == GS_SHAPE_FREE)
 		return false;
 	return true;
 }
@@ -72,6 +74,8 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 	if (set == SET_GPU)
 		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
 			    GS_FAM_BIT(GS_FAM_COPY);
+	if (set == SET_MIN_DAEMON)
+		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC);
 	if (set == SET_ALL || set == SET_MIN)
 		families |= GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_NAMES) |
 			    GS_FAM_BIT(GS_FAM_SYNC) | GS_FAM_BIT(GS_FAM_COPY);
@@ -110,7 +114,7 @@ static int attach_lib(struct floor_bpf *skel, struct gs_links *links, pid_t pid,
 
 static int parse_set(const char *arg, enum floor_set *set)
 {
-	static const char *const names[] = { "all", "mem", "min", "min-mem", "gpu" };
+	static const char *const names[] = { "all", "mem", "min", "min-mem", "gpu", "min-daemon" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(arg, names[i])) {
@@ -215,7 +219,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if ((argc != 3 && !list) || parse_set(argv[2], &set)) {
-		fprintf(stderr, "usage: %s PID all|mem|min|min-mem|gpu [--list]\n", argv[0]);
+		fprintf(stderr, "usage: %s PID all|mem|min|min-mem|gpu|min-daemon [--list]\n",
+			argv[0]);
 		return 1;
 	}
 	pid = (pid_t)atoi(argv[1]);

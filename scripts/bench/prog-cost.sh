@@ -4,6 +4,7 @@
 # from kernel.bpf_stats_enabled (run_time_ns / run_cnt, read from the session's own program
 # descriptors), and the loop's CPU ns per iteration. Root; after `make gpusnoop fixtures`.
 #   scripts/bench/prog-cost.sh record            # or: leaks --format json, record -e ...
+# GS_BENCH_GPUSNOOP=PATH: that gpusnoop binary (a build before a change) instead of ./gpusnoop.
 # PROG_COST_TARGET=python: the loop is py_target.py's (cudaMalloc + cudaFree under 23 Python
 # frames, Debian's python3.11), for the cost of the Python walk per program run.
 set -euo pipefail
@@ -35,7 +36,7 @@ else
 fi
 workload=$!
 wait_for "$tmp/w.out" '^ready'
-./gpusnoop "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
+"${GS_BENCH_GPUSNOOP:-./gpusnoop}" "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
 tool=$!
 wait_for "$tmp/t.err" 'Ctrl-C to stop'
 kill -USR1 "$workload"

@@ -22,9 +22,10 @@ def one_run(run, kind, iters, tmp):
     t = None
     try:
         if kind != "untraced":
-            t = run.Tool([run.GPUSNOOP, "leaks", "-p", str(w.pid), "--format", "json", "-o",
+            binary = run.BEFORE if kind.endswith("@before") else run.GPUSNOOP
+            t = run.Tool([binary, "leaks", "-p", str(w.pid), "--format", "json", "-o",
                           os.path.join(tmp, "leaks.json")] +
-                         (["--no-python"] if kind == "no-python" else []),
+                         (["--no-python"] if kind.startswith("no-python") else []),
                          "tracing CUDA allocations")
         w.release()
         ns = float(w.line("ns_per_iter").split()[1])
@@ -41,9 +42,10 @@ def bench(run, args, tmp):
     if not os.access(PYTHON, os.X_OK):
         return [("Python frames: %s not found, not measured" % PYTHON, "-", "")]
     iters = max(args.iters // 4, 1000)
-    res = {k: [] for k in KINDS}
+    kinds = KINDS + (["no-python@before", "python@before"] if run.BEFORE else [])
+    res = {k: [] for k in kinds}
     for rnd in range(args.rounds):
-        order = list(KINDS)
+        order = list(kinds)
         random.shuffle(order)
         for kind in order:
             res[kind].append(one_run(run, kind, iters, tmp))
@@ -51,7 +53,12 @@ def bench(run, args, tmp):
             "%s %.0f" % (k, res[k][-1]) for k in order)), file=sys.stderr)
     med = {k: run.median(v) for k, v in res.items()}
     a, b, c = med["untraced"], med["no-python"], med["python"]
-    return [
+    before = []
+    if run.BEFORE:
+        bb, bc = med["no-python@before"], med["python@before"]
+        before = [("(p2-p1) before (GS_BENCH_BEFORE)", "%.0f ns" % (bc - bb),
+                   "the walk per stack of %d Python frames, same rounds" % FRAMES)]
+    return before + [
         ("Python frames: CPU ns per iteration (cudaMalloc + cudaFree under %d Python frames, "
          "one stack), median of %d interleaved runs" % (FRAMES, args.rounds), None, None),
         ("(p0) untraced", "%.0f ns" % a, ""),

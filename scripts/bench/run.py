@@ -156,7 +156,19 @@ def peer_script():
     return text.replace("@CUDART@", CUDART).replace("@LIBCUDA@", LIBCUDA)
 
 
+# GS_BENCH_BEFORE=PATH: each gpusnoop kind named KIND@before runs that binary (a build of the
+# code before a change), interleaved with the rest: before/after in one run (--kinds)
+BEFORE = os.environ.get("GS_BENCH_BEFORE", "")
+
+
 def start_tool(kind, pid, tmp):
+    global GPUSNOOP
+    if kind.endswith("@before"):
+        saved, GPUSNOOP = GPUSNOOP, BEFORE
+        try:
+            return start_tool(kind.removesuffix("@before"), pid, tmp)
+        finally:
+            GPUSNOOP = saved
     if kind == "untraced":
         return None
     if kind == "floor":
@@ -167,6 +179,10 @@ def start_tool(kind, pid, tmp):
         return Tool([FLOOR, str(pid), "min"], "attached")
     if kind == "floor-min-mem":
         return Tool([FLOOR, str(pid), "min-mem"], "attached")
+    if kind == "floor-min-daemon":
+        return Tool([FLOOR, str(pid), "min-daemon"], "attached")
+    if kind in ("daemon", "daemon-metrics"):
+        return start_daemon(kind, tmp)
     if kind == "record":
         return Tool([GPUSNOOP, "record", "-p", str(pid), "-o", "/dev/null"], "recording")
     if kind == "record-latency":
@@ -188,8 +204,35 @@ def start_tool(kind, pid, tmp):
     raise ValueError(kind)
 
 
+def start_daemon(kind, tmp):
+    """gpusnoop daemon, always-on: OOM reports and metrics, no recording; ready once it probes
+    our runtime. daemon-metrics adds cuda-call-metrics (launches and syncs counted)."""
+    d = tempfile.mkdtemp(prefix="daemon-", dir=tmp)
+    conf = os.path.join(d, "gpusnoop.conf")
+    with open(conf, "w") as f:
+        f.write("cuda-call-metrics %s\n" % ("on" if kind == "daemon-metrics" else "off"))
+    t = Tool([GPUSNOOP, "daemon", "--config", conf, "--output-dir", os.path.join(d, "out"),
+              "--socket", os.path.join(d, "ctl.sock"), "--metrics-addr", "127.0.0.1:0"],
+             "CUDA functions in " + CUDART)
+    try:
+        t.err.wait_for(lambda l: "daemon: following every CUDA process" in l, "the daemon ready")
+    except BaseException:
+        t.kill()
+        raise
+    return t
+
+
+def ppid_of(pid):
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def foreign_all_sessions():
-    """Pids of other users' `gpusnoop ... -a` sessions: they probe every CUDA process, ours too."""
+    """Pids of other users' `gpusnoop ... -a` sessions and daemons: they probe every CUDA
+    process, ours too."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) == os.getpid():
@@ -199,8 +242,9 @@ def foreign_all_sessions():
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"gpusnoop") and b"-a" in argv:
-            found.append(int(d))
+        if argv and argv[0].endswith(b"gpusnoop") and (b"-a" in argv or b"daemon" in argv):
+            if ppid_of(d) != os.getpid():  # our own daemon runs are what is measured
+                found.append(int(d))
     return found
 
 
@@ -262,17 +306,19 @@ def median(xs):
 
 # --- (a)-(e): per-event overhead ------------------------------------------------------------
 
-OVERHEAD_KINDS = ["untraced", "floor", "floor-mem", "floor-min", "floor-min-mem", "record",
-                  "record-latency", "record-nostacks", "leaks", "leaks-nostacks", "bpftrace"]
+OVERHEAD_KINDS = ["untraced", "floor", "floor-mem", "floor-min", "floor-min-mem",
+                  "floor-min-daemon", "record", "record-latency", "record-nostacks", "leaks",
+                  "leaks-nostacks", "daemon", "daemon-metrics", "bpftrace"]
 # record's default events (record --help), all CUDA events with stacks
 RECORD_EVENTS = "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
 
 def bench_overhead(args, tmp):
-    results = {k: [] for k in OVERHEAD_KINDS}
-    wall = {k: [] for k in OVERHEAD_KINDS}
+    kinds = OVERHEAD_KINDS + [k for k in args.kinds.split(",") if k.endswith("@before")]
+    results = {k: [] for k in kinds}
+    wall = {k: [] for k in kinds}
     for rnd in range(args.rounds):
-        order = [k for k in OVERHEAD_KINDS if k in args.kinds.split(",")]
+        order = [k for k in kinds if k in args.kinds.split(",")]
         random.shuffle(order)
         for kind in order:
             for attempt in range(5):
@@ -720,9 +766,10 @@ def main():
         if want("overhead"):
             print("per-iteration overhead, %d rounds..." % args.rounds, file=sys.stderr)
             med, wall = bench_overhead(args, tmp)
-            if len(args.kinds.split(",")) < len(OVERHEAD_KINDS):
-                for k in OVERHEAD_KINDS:
-                    print("  %-10s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
+            if set(OVERHEAD_KINDS) - set(args.kinds.split(",")):
+                for k in med:
+                    if med[k] == med[k]:  # measured (not nan)
+                        print("  %-18s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
                 return
             a, b, bm = med["untraced"], med["floor"], med["floor-mem"]
             fmin, fmin_mem = med["floor-min"], med["floor-min-mem"]
@@ -739,6 +786,10 @@ def main():
                              ("record-nostacks", "(cn) record --stacks none"),
                              ("leaks", "(d) gpusnoop leaks"),
                              ("leaks-nostacks", "(dn) leaks --stacks none"),
+                             ("floor-min-daemon", "(md) minimal floor of the daemon with "
+                              "cuda-call-metrics: (m') + launches entry, syncs"),
+                             ("daemon", "(da) gpusnoop daemon, default: OOM + metrics"),
+                             ("daemon-metrics", "(dm) gpusnoop daemon, cuda-call-metrics on"),
                              ("bpftrace", "(e) bpftrace peer script")]:
                 rows.append((label, "%.0f ns" % med[k],
                              ("wall %.0f ns" % wall[k]) + ("" if k == "untraced" else
@@ -763,6 +814,16 @@ def main():
             rows.append(("(dn)-(a) / (m')-(a): leaks --stacks none vs its minimal floor",
                          "%.2fx" % ((med["leaks-nostacks"] - a) / (fmin_mem - a)),
                          "target <= 1.1x"))
+            fmd = med["floor-min-daemon"]
+            rows.append(("(da)/(m'): daemon always-on (OOM + metrics), launch-bound loop",
+                         "%.3fx" % (med["daemon"] / fmin_mem),
+                         "target <= 1.1x of the floor; /(a) %.3fx; added cost (da)-(a) / "
+                         "(m')-(a) = %.2fx" % (med["daemon"] / a,
+                                               (med["daemon"] - a) / (fmin_mem - a))))
+            rows.append(("(dm)/(md): daemon + cuda-call-metrics vs its floor",
+                         "%.3fx" % (med["daemon-metrics"] / fmd),
+                         "target <= 1.1x; /(a) %.3fx; added cost (dm)-(a) / (md)-(a) = %.2fx"
+                         % (med["daemon-metrics"] / a, (med["daemon-metrics"] - a) / (fmd - a))))
             rows.append(("(d)/(b) leaks vs floor", "%.2fx" % (med["leaks"] / b),
                          "vs (b'), same probe set: %.2fx; cost above (a): %.2fx (b')'s"
                          % (med["leaks"] / bm, (med["leaks"] - a) / (bm - a))))
