@@ -142,7 +142,7 @@ FUZZ_SRCS_pickle := user/pickle_writer.c
 FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
 	profilers/cmd/record_summary.c profilers/cmd/record_gpu_summary.c profilers/cuda/api.c \
 	profilers/cuda/gpu_activity.c stitch/trace_parse.c user/text_escape.c user/addr_map.c \
-	user/histogram.c user/json.c user/pid_index.c user/hash_index.c user/busy_union.c \
+	user/histogram.c user/json.c user/json_tape.c user/pid_index.c user/hash_index.c user/busy_union.c \
 	user/array.c user/units.c
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 
