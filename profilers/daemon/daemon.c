@@ -94,6 +94,7 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 		.trigger = t,
 		.now_ns = gs_clock_ns(CLOCK_MONOTONIC),
 		.top = d->cfg.top,
+		.stack_sample = d->cfg.stack_sample, /* > 1: says what the stacks leave out */
 		.procs = &proc,
 		.nr_procs = 1,
 	};
@@ -977,6 +978,7 @@ int gs_cmd_daemon(int argc, char **argv)
 	/* launches and synchronizations only feed the metrics' counters: no stacks for them */
 	topts.counted_families = GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC);
 	topts.oom_kills = true;
+	topts.stack_sample = d.cfg.stack_sample;
 	topts.torch = d.cfg.torch;
 	topts.ringbuf_bytes = (size_t)d.cfg.ringbuf_mib << 20;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-"""test_daemon_counts.py: the daemon's launches and syncs, counted in the kernel, not sent."""
+"""test_daemon_counts.py: the daemon's always-on costs: calls counted in the kernel, sampled stacks."""
+import json
 import os
 import re
 import signal
@@ -9,7 +10,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Workload, expect_eq, test  # noqa: E402
-from test_daemon import Daemon, config_file, metric  # noqa: E402
+from test_daemon import Daemon, config_file, metric, oom_workload  # noqa: E402
+
+MiB = 1024 * 1024
 
 
 def wait_metric(d, name, pid, want, secs=10):
@@ -56,6 +59,46 @@ def daemon_call_counts_exact_while_the_daemon_reads_nothing():
         while series in d.metrics() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert series not in d.metrics(), "an exited process's launches still shown"
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
+
+
+@test
+def daemon_stack_sample_keeps_counts_and_the_oom_stack_whole():
+    """
+    stack-sample 2: of fill_device's three allocations (one call site), every other one has its
+    stack walked, the rest their call site alone; sizes and counts stay exact, the report says
+    what was left out, and the failing call's stack is whole.
+    """
+    tmp, conf = config_file("gs-daemon-sample-", "stack-sample 2\n")
+    d = Daemon("--config", conf)
+    w = None
+    try:
+        w = oom_workload(d)
+        deadline = time.monotonic() + 5
+        while not d.reports("cuda-oom-*.json") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        files = d.reports("cuda-oom-*.json")
+        expect_eq(len(files), 1, "OOM reports")
+        with open(files[0]) as f:
+            report = json.load(f)
+        expect_eq(report.get("stack_sample"), 2, "the report says stacks were sampled")
+        t = report["trigger"]
+        expect_eq([f["symbol"] for f in t["frames"][:2]], ["oom_request", "main"],
+                  "failing call's stack, whole")
+        p = report["processes"][0]
+        expect_eq((p["outstanding_bytes"], p["outstanding_allocations"]), (96 * MiB, 3),
+                  "what the process held, exact")
+        stacks = sorted((s["allocations"], [f["symbol"] for f in s["frames"]][:2])
+                        for s in p["stacks"])
+        expect_eq(stacks, [(1, ["fill_device"]), (2, ["fill_device", "main"])],
+                  "held memory: walked stacks, and the call site alone for the others")
+        with open(files[0][:-5] + ".txt") as f:
+            text = f.read()
+        assert "stacks sampled 1/2 per call site" in text, text
         d.stop()
     finally:
         d.g.kill()
