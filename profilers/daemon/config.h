@@ -58,7 +58,6 @@ struct gs_daemon_config {
 	bool oom_reports;	   /* write a report when a process runs out of GPU memory */
 	double trigger_interval_s; /* at most one report per process per interval */
 	size_t top;		   /* stacks per process in a report; 0: all */
-	unsigned int stack_sample; /* one allocation in N per call site walks its stack (at start) */
 	bool torch;		   /* PyTorch tensors, allocated/reserved, OOMs (read at start) */
 	bool call_metrics;	   /* probe launches and syncs for their metrics (read at start) */
 	double flight_recorder_s;  /* events kept per process for trigger traces; 0: none */
@@ -69,6 +68,8 @@ struct gs_daemon_config {
 	unsigned int ringbuf_mib; /* the event ring buffer, MiB (read at start) */
 	bool trace_perfetto;	  /* traces in Perfetto's protobuf format, not JSON */
 	uint64_t user_max_bytes;
+	/* one allocation in N per call site walks its stack (read at start); 1: all */
+	unsigned int stack_sample;
 	struct gs_daemon_schedule schedules[GS_DAEMON_MAX_SCHEDULES];
 	size_t nr_schedules;
 };
