@@ -530,7 +530,8 @@ static const struct gs_daemon_setting settings[] = {
 	{ "cuda-call-metrics", parse_switch, FIELD(call_metrics), true, "on | off", "off", SWITCH,
 	  NULL,
 	  "Count launches and synchronizations per process for the metrics, at the cost of a "
-	  "probe pair on every launch.",
+	  "probe on every launch and a pair on every synchronization; they are counted in the "
+	  "kernel, not sent.",
 	  NULL },
 	{ "stack-sample", parse_stack_sample, FIELD(stack_sample), true, "N", "1", "1 to 1000000",
 	  NULL,
