@@ -37,7 +37,7 @@ int gs_call_counts__each(struct gs_bpf_objects *o,
 	struct gs_call_counts *vals;
 	struct gs_call_totals t;
 	__u32 key, next;
-	void *prev = NULL;
+	int more;
 
 	if (fd < 0)
 		return 0;
@@ -46,12 +46,17 @@ int gs_call_counts__each(struct gs_bpf_objects *o,
 	vals = calloc((size_t)ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	/* bounded: the map holds GS_MAX_TARGETS keys; one deleted meanwhile restarts the walk */
-	for (int n = 0; n < 2 * GS_MAX_TARGETS && !bpf_map_get_next_key(fd, prev, &next); n++) {
-		key = next;
-		prev = &key;
+	/*
+	 * The next key is taken before fn runs, so that fn may forget the process it is given.
+	 * Bounded: the map holds GS_MAX_TARGETS keys; one deleted by another thread meanwhile
+	 * restarts the walk.
+	 */
+	more = !bpf_map_get_next_key(fd, NULL, &key);
+	for (int n = 0; more && n < 2 * GS_MAX_TARGETS; n++) {
+		more = !bpf_map_get_next_key(fd, &key, &next);
 		if (!read_one(fd, key, vals, ncpus, &t))
 			fn(ctx, &t);
+		key = next;
 	}
 	free(vals);
 	return 0;
