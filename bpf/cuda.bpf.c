@@ -6,6 +6,7 @@
 #include "gs_common.bpf.h"
 #include "gs_python.bpf.h"
 #include "gs_calls.bpf.h"
+#include "gs_call_counts.bpf.h"
 
 /*
  * One generic pair of programs serves every API: the entry saves the argument registers
@@ -122,7 +123,9 @@ int cuda_launch_enter(struct pt_regs *ctx)
 		return 0;
 	ts = bpf_ktime_get_ns();
 	if (!((cookie >> 16) & GS_CALL_F_USER_STACK)) {
-		emit_launch(ctx, cookie, pid_tgid, ts, 0, NULL, false); /* only counted */
+		/* only counted: in the kernel, or as a record when call_counts is full */
+		if (!gs_count_call(pid_tgid >> 32, (__u32)(cookie >> 16), 0))
+			emit_launch(ctx, cookie, pid_tgid, ts, 0, NULL, false);
 		return 0;
 	}
 	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;
@@ -194,7 +197,11 @@ int cuda_call_exit(struct pt_regs *ctx)
 	if (!c)
 		return 0;
 	if (!(c->flags & GS_CALL_F_USER_STACK)) {
-		emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, false);
+		/* a sync only counted (the daemon's metrics): no record while call_counts has room */
+		if (gs_count_call(pid_tgid >> 32, c->flags, c->head.entry_ts_ns))
+			gs_call_end(&c->head);
+		else
+			emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, false);
 		return 0;
 	}
 	ts = bpf_ktime_get_ns();

@@ -154,6 +154,9 @@ struct gs_mem_free_ret {
 #define GS_CALL_F_READ_STR2  0x8  /* at return, the string argument 3 points to */
 #define GS_CALL_F_USER_STACK 0x10 /* the user stack at return */
 #define GS_CALL_F_AT_ENTRY   0x20 /* sent at entry, no return probe: no duration, no result */
+/* only counted, in the kernel's call_counts map (the daemon's metrics): a launch, a sync */
+#define GS_CALL_F_COUNT_LAUNCH 0x40
+#define GS_CALL_F_COUNT_SYNC   0x80
 
 #define GS_CALL_REG_ARGS    6
 #define GS_CALL_STACK_ARGS  3
@@ -177,6 +180,13 @@ struct gs_cuda_call {
 	__u32 pad;
 	char str[GS_CALL_STR]; /* GS_CALL_F_READ_STR2, NUL-terminated */
 	__u64 frames[GS_MAX_STACK];
+};
+
+/* call_counts' value per process (bpf/gs_call_counts.bpf.h): summed over CPUs by its reader */
+struct gs_call_counts {
+	__u64 launches;
+	__u64 syncs;
+	__u64 sync_ns; /* time threads spent inside the syncs */
 };
 
 /* uid_shares' value: what one user wrote to events under pressure, what it lost for it (-a) */

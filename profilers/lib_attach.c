@@ -229,6 +229,17 @@ static void log_cuda_lib(const struct gs_lib_attach *la, pid_t scope, const char
 		gs_dbg("  not in this version: %s", p->missing);
 }
 
+/* A call of a family only counted: no stack, and launches and syncs counted in the kernel. */
+static uint32_t counted_flags(const struct gs_cuda_api *api, uint32_t flags)
+{
+	flags &= ~(uint32_t)GS_CALL_F_USER_STACK;
+	if (api->family == GS_FAM_LAUNCH)
+		flags |= GS_CALL_F_COUNT_LAUNCH;
+	else if (api->family == GS_FAM_SYNC)
+		flags |= GS_CALL_F_COUNT_SYNC;
+	return flags;
+}
+
 static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const char *path,
 			   const char *shown, pid_t scope, enum gs_cuda_lib lib,
 			   struct cuda_lib_probes *p)
@@ -252,7 +263,7 @@ static int attach_cuda_lib(struct gs_lib_attach *la, struct gs_elf *elf, const c
 		programs_for(la, api, &entry, &ret);
 		flags = gs_cuda_api_call_flags(api);
 		if (la->counted & GS_FAM_BIT(api->family))
-			flags &= ~(uint32_t)GS_CALL_F_USER_STACK;
+			flags = counted_flags(api, flags);
 		cookie = api->id | (uint64_t)flags << 16;
 		err = attach_symbol(la, elf, path, scope, api->name, entry, ret, cookie);
 		if (!err) {

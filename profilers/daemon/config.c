@@ -426,6 +426,21 @@ static int parse_top(void *dst, const char *value, char *msg, size_t msg_len)
 	return -EINVAL;
 }
 
+static int parse_stack_sample(void *dst, const char *value, char *msg, size_t msg_len)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (!errno && !*end && value[0] != '-' && *value && v >= 1 && v <= 1000000) {
+		*(unsigned int *)dst = (unsigned int)v;
+		return 0;
+	}
+	snprintf(msg, msg_len, "'%s' is not a count from 1 to 1000000", value);
+	return -EINVAL;
+}
+
 static int parse_flight_recorder(void *dst, const char *value, char *msg, size_t msg_len)
 {
 	int err;
@@ -515,7 +530,15 @@ static const struct gs_daemon_setting settings[] = {
 	{ "cuda-call-metrics", parse_switch, FIELD(call_metrics), true, "on | off", "off", SWITCH,
 	  NULL,
 	  "Count launches and synchronizations per process for the metrics, at the cost of a "
-	  "probe pair on every launch.",
+	  "probe on every launch and a pair on every synchronization; they are counted in the "
+	  "kernel, not sent.",
+	  NULL },
+	{ "stack-sample", parse_stack_sample, FIELD(stack_sample), true, "N", "1", "1 to 1000000",
+	  NULL,
+	  "One CUDA allocation in N per call site (process and calling address) has its stack "
+	  "walked, native and Python; the others carry their call site alone, as one frame, and a "
+	  "report groups them by it. A failed allocation (an OOM) always carries its whole stack. "
+	  "1: every allocation its stack.",
 	  NULL },
 	{ "top", parse_top, FIELD(top), false, "N", "20", "0 to 100000", AT_ONCE,
 	  "Stacks per process in a report; 0: all.", NULL },

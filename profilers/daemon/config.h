@@ -68,6 +68,8 @@ struct gs_daemon_config {
 	unsigned int ringbuf_mib; /* the event ring buffer, MiB (read at start) */
 	bool trace_perfetto;	  /* traces in Perfetto's protobuf format, not JSON */
 	uint64_t user_max_bytes;
+	/* one allocation in N per call site walks its stack (read at start); 1: all */
+	unsigned int stack_sample;
 	struct gs_daemon_schedule schedules[GS_DAEMON_MAX_SCHEDULES];
 	size_t nr_schedules;
 };

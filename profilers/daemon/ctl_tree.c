@@ -50,6 +50,7 @@ static int write_tree_report(struct gs_daemon *d, struct gs_mem_proc **procs, si
 		.reason = "snapshot",
 		.now_ns = gs_clock_ns(CLOCK_MONOTONIC),
 		.top = d->cfg.top,
+		.stack_sample = d->cfg.stack_sample,
 	};
 	int err = 0;
 

@@ -14,6 +14,7 @@
 #include "profilers/daemon/ctl_request.h"
 #include "profilers/daemon/ctl_tree.h"
 #include "profilers/cuda/api.h"
+#include "profilers/call_counts.h"
 #include "profilers/daemon/daemon.h"
 #include "profilers/daemon/config.h"
 #include "profilers/daemon/flight_recorder.h"
@@ -93,6 +94,7 @@ static int write_proc_report(struct gs_daemon *d, struct gs_mem_proc *p, const c
 		.trigger = t,
 		.now_ns = gs_clock_ns(CLOCK_MONOTONIC),
 		.top = d->cfg.top,
+		.stack_sample = d->cfg.stack_sample, /* > 1: says what the stacks leave out */
 		.procs = &proc,
 		.nr_procs = 1,
 	};
@@ -372,7 +374,27 @@ static void on_proc_gone(void *ctx, pid_t pid, bool exec)
 	if (exec)
 		return; /* its counters, and its failures' stacks, go on with the process */
 	forget_proc_stats(d, pid);
+	gs_call_counts__forget(gs_tracker__objects(d->tracker), pid);
 	gs_stack_table__forget(d->stacks, pid); /* after exit nothing refers to them */
+}
+
+/* A process's launches and syncs the kernel counted (no record sent): its totals so far. */
+static void on_call_totals(void *ctx, const struct gs_call_totals *t)
+{
+	struct gs_daemon *d = ctx;
+	struct gs_daemon_proc *st;
+
+	/* gone, its exit not seen (or not yet): no series is made for it */
+	if (kill(t->pid, 0) && errno == ESRCH) {
+		gs_call_counts__forget(gs_tracker__objects(d->tracker), t->pid);
+		return;
+	}
+	st = proc_stats(d, t->pid, true);
+	if (!st)
+		return;
+	st->in_kernel.launches = t->launches;
+	st->in_kernel.syncs = t->syncs;
+	st->in_kernel.sync_ns = t->sync_ns;
 }
 
 static void publish_metrics(struct gs_daemon *d)
@@ -383,6 +405,8 @@ static void publish_metrics(struct gs_daemon *d)
 
 	if (!d->metrics)
 		return;
+	if (d->cfg.call_metrics)
+		gs_call_counts__each(gs_tracker__objects(d->tracker), on_call_totals, d);
 	f = open_memstream(&text, &len);
 	if (!f)
 		return;
@@ -954,6 +978,7 @@ int gs_cmd_daemon(int argc, char **argv)
 	/* launches and synchronizations only feed the metrics' counters: no stacks for them */
 	topts.counted_families = GS_FAM_BIT(GS_FAM_LAUNCH) | GS_FAM_BIT(GS_FAM_SYNC);
 	topts.oom_kills = true;
+	topts.stack_sample = d.cfg.stack_sample;
 	topts.torch = d.cfg.torch;
 	topts.ringbuf_bytes = (size_t)d.cfg.ringbuf_mib << 20;
 	if (gs_tracker__open(&d.tracker, &topts, &ops))

@@ -49,7 +49,8 @@ struct gs_daemon_opts {
 /* What the daemon counts per process beyond what the memory model holds. */
 struct gs_daemon_proc {
 	pid_t pid;
-	struct gs_top_counts calls; /* launches, syncs, copies: with cuda-call-metrics */
+	struct gs_top_counts calls;	/* launches, syncs, copies: with cuda-call-metrics */
+	struct gs_top_counts in_kernel; /* launches, syncs counted in BPF (call_counts.h) */
 	uint64_t last_trigger_ns;
 };
 

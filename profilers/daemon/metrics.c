@@ -42,12 +42,13 @@ static double proc_value(struct gs_daemon *d, const struct gs_daemon_proc *st,
 		return p ? (double)p->frees : 0;
 	case FAILED_ALLOCATIONS:
 		return p ? (double)p->failed_allocations : 0;
+	/* counted in BPF, and as records when its map was full */
 	case LAUNCHES:
-		return (double)st->calls.launches;
+		return (double)(st->calls.launches + st->in_kernel.launches);
 	case SYNCS:
-		return (double)st->calls.syncs;
+		return (double)(st->calls.syncs + st->in_kernel.syncs);
 	case SYNC_SECONDS:
-		return (double)st->calls.sync_ns / 1e9;
+		return (double)(st->calls.sync_ns + st->in_kernel.sync_ns) / 1e9;
 	}
 	return 0;
 }

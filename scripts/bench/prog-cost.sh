@@ -4,6 +4,8 @@
 # from kernel.bpf_stats_enabled (run_time_ns / run_cnt, read from the session's own program
 # descriptors), and the loop's CPU ns per iteration. Root; after `make gpusnoop fixtures`.
 #   scripts/bench/prog-cost.sh record            # or: leaks --format json, record -e ...
+#   scripts/bench/prog-cost.sh daemon            # PROG_COST_DAEMON_METRICS=on: cuda-call-metrics,
+#                                                # PROG_COST_DAEMON_CONF=LINE: another setting
 # GS_BENCH_GPUSNOOP=PATH: that gpusnoop binary (a build before a change) instead of ./gpusnoop.
 # PROG_COST_TARGET=python: the loop is py_target.py's (cudaMalloc + cudaFree under 23 Python
 # frames, Debian's python3.11), for the cost of the Python walk per program run.
@@ -36,9 +38,19 @@ else
 fi
 workload=$!
 wait_for "$tmp/w.out" '^ready'
-"${GS_BENCH_GPUSNOOP:-./gpusnoop}" "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
-tool=$!
-wait_for "$tmp/t.err" 'Ctrl-C to stop'
+if [ "$1" = daemon ]; then # every CUDA process, the others' runs counted too
+	printf 'cuda-call-metrics %s\n%s\n' "${PROG_COST_DAEMON_METRICS:-off}" \
+		"${PROG_COST_DAEMON_CONF:-}" >"$tmp/d.conf"
+	"${GS_BENCH_GPUSNOOP:-./gpusnoop}" daemon --config "$tmp/d.conf" --output-dir "$tmp/out" \
+		--socket "$tmp/ctl.sock" --metrics-addr 127.0.0.1:0 2>"$tmp/t.err" &
+	tool=$!
+	wait_for "$tmp/t.err" 'daemon: following every CUDA process'
+	wait_for "$tmp/t.err" "CUDA functions in $PWD/.output/fixtures/lib/libcudart"
+else
+	"${GS_BENCH_GPUSNOOP:-./gpusnoop}" "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
+	tool=$!
+	wait_for "$tmp/t.err" 'Ctrl-C to stop'
+fi
 kill -USR1 "$workload"
 wait_for "$tmp/w.out" '^done'
 python3 - "$tool" <<'PY'

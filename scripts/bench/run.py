@@ -181,7 +181,7 @@ def start_tool(kind, pid, tmp):
         return Tool([FLOOR, str(pid), "min-mem"], "attached")
     if kind == "floor-min-daemon":
         return Tool([FLOOR, str(pid), "min-daemon"], "attached")
-    if kind in ("daemon", "daemon-metrics"):
+    if kind in ("daemon", "daemon-metrics", "daemon-sample"):
         return start_daemon(kind, tmp)
     if kind == "record":
         return Tool([GPUSNOOP, "record", "-p", str(pid), "-o", "/dev/null"], "recording")
@@ -206,11 +206,14 @@ def start_tool(kind, pid, tmp):
 
 def start_daemon(kind, tmp):
     """gpusnoop daemon, always-on: OOM reports and metrics, no recording; ready once it probes
-    our runtime. daemon-metrics adds cuda-call-metrics (launches and syncs counted)."""
+    our runtime. daemon-metrics adds cuda-call-metrics (launches and syncs counted);
+    daemon-sample is the default with stack-sample 64."""
     d = tempfile.mkdtemp(prefix="daemon-", dir=tmp)
     conf = os.path.join(d, "gpusnoop.conf")
     with open(conf, "w") as f:
         f.write("cuda-call-metrics %s\n" % ("on" if kind == "daemon-metrics" else "off"))
+        if kind == "daemon-sample":  # not in the default set: --kinds ...,daemon-sample
+            f.write("stack-sample 64\n")
     t = Tool([GPUSNOOP, "daemon", "--config", conf, "--output-dir", os.path.join(d, "out"),
               "--socket", os.path.join(d, "ctl.sock"), "--metrics-addr", "127.0.0.1:0"],
              "CUDA functions in " + CUDART)
@@ -314,7 +317,8 @@ RECORD_EVENTS = "cuda-mem,cuda-launch,cuda-sync,cuda-memcpy,torch-mem"
 
 
 def bench_overhead(args, tmp):
-    kinds = OVERHEAD_KINDS + [k for k in args.kinds.split(",") if k.endswith("@before")]
+    kinds = OVERHEAD_KINDS + [k for k in args.kinds.split(",")
+                              if k.endswith("@before") or k == "daemon-sample"]
     results = {k: [] for k in kinds}
     wall = {k: [] for k in kinds}
     for rnd in range(args.rounds):

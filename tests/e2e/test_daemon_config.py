@@ -37,6 +37,7 @@ SETTINGS = {
     "trigger-interval": ("5m", "31d", "trigger interval '31d' is out of range (0 to 30d)"),
     "torch": ("on", "perhaps", "'perhaps' is not on or off"),
     "cuda-call-metrics": ("off", "2", "'2' is not on or off"),
+    "stack-sample": ("1", "0", "'0' is not a count from 1 to 1000000"),
     "top": ("5", "-1", "'-1' is not a stack count"),
     "schedule": ("every 1h record 10s events=cuda-mem,cpu keep=3",
                  "every 1h record 10s events=cuda-mem,cuda-foo",
