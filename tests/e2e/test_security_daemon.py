@@ -217,9 +217,9 @@ def daemon_ctl_per_user_limits():
         status, out, err = d.ctl("record", str(w.pid), "600", "cuda-mem")
         expect_eq(status, 0, f"root's recording ({err})")
         assert out.startswith(os.path.join(d.out, "gpusnoop-record-")), out
-        # lengths are range-checked before anything starts
+        # lengths are range-checked before anything starts: a usage error, as ctl's others
         status, _, err = d.ctl("record", str(w.pid), "nan", uid=NOBODY)
-        expect_eq((status, err), (1, "gpusnoop: error: 'nan' is not a recording length in "
+        expect_eq((status, err), (64, "gpusnoop: error: 'nan' is not a recording length in "
                                      "seconds (0.1 to 3600)\n"), "record nan")
 
         # a user's snapshots stay within that user's budget, and never cost the OOM report
