@@ -32,13 +32,13 @@ GS_CALLS_MAP(struct call);
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height, __u32 given)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
+	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
-	c = gs_call_slot(&calls);
+	now = bpf_ktime_get_ns();
+	c = gs_call_enter(&calls, now);
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
@@ -77,9 +77,9 @@ int BPF_KPROBE(mem_alloc_pitch_enter, void *out_ptr, void *pitch_ptr, __u64 widt
 }
 
 /*
- * The allocation's record; hit: its stack is one this CPU sent (gs_stack_cache.bpf.h), the
- * record is reserved without frames[]. A constant per call, so that the verifier knows the
- * record's size on each path.
+ * The allocation's record; hit: its stack is one this CPU sent (gs_stack_cache.bpf.h), or
+ * none is walked (--stacks none), the record is reserved without frames[]. A constant per
+ * call, so that the verifier knows the record's size on each path.
  */
 static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 				       struct gs_stack_cache *sc, __s32 ret, __u64 pid_tgid,
@@ -89,7 +89,8 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	struct gs_mem_alloc *e;
 
 	if (hit)
-		e = gs_reserve(offsetof(struct gs_mem_alloc, frames));
+		e = oom ? gs_reserve_oom(offsetof(struct gs_mem_alloc, frames))
+			: gs_reserve(offsetof(struct gs_mem_alloc, frames));
 	else
 		e = oom ? gs_reserve_oom(sizeof(*e)) : gs_reserve(sizeof(*e));
 	if (!e) {
@@ -123,12 +124,11 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 		e->nr_frames = 0;
 	else
 		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_ALLOC,
-		    offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	if (ustack) {
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_ALLOC,
+		       offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid,
+		       ts);
+	if (ustack)
 		e->hdr.flags |= GS_EV_F_USTACK;
-		e->hdr.ts_ns = ts;
-	}
 	gs_py_mark(&e->hdr, py, ts);
 	if (sc)
 		gs_stack_sent(sc, &e->hdr);
@@ -160,7 +160,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	if (oom || gs_stack_sampled(ctx, false))
 		py = gs_py_emit(pid_tgid, ts);
 	sc = gs_stack_walk(ctx, false, !oom);
-	if (gs_stack_hit(sc))
+	if (gs_stack_hit(sc) || cfg_no_stacks)
 		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, true);
 	else
 		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, false);
@@ -174,14 +174,14 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 SEC("uprobe")
 int BPF_KPROBE(mem_free_enter, __u64 ptr)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
 	struct gs_mem_free *e;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
+	if (!gs_is_target(pid_tgid >> 32))
 		return 0;
-	c = gs_call_slot(&calls);
+	now = bpf_ktime_get_ns();
+	c = gs_call_enter(&calls, now);
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
@@ -196,7 +196,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	e = gs_reserve(sizeof(*e));
 	if (!e)
 		return 0;
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid, now);
 	e->ptr = ptr;
 	e->api = c->head.api;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
@@ -226,7 +226,11 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
 	if (cfg_free_returns)
 		py = gs_py_emit(pid_tgid, ts);
-	e = gs_reserve(sizeof(*e));
+	/* a record reserved with frames[] only where they are sent */
+	if (cfg_free_returns && !cfg_no_stacks)
+		e = gs_reserve(sizeof(*e));
+	else
+		e = gs_reserve(offsetof(struct gs_mem_free_ret, frames));
 	if (!e) {
 		gs_call_end(&c->head);
 		return 0;
@@ -236,14 +240,12 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	e->api = c->head.api;
 	e->ret = (__s32)ret;
 	gs_call_end(&c->head);
-	e->nr_frames = cfg_free_returns ? gs_user_stack(ctx, e->frames) : 0;
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
-		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
-		    pid_tgid);
-	if (ustack) {
+	e->nr_frames = cfg_free_returns && !cfg_no_stacks ? gs_user_stack(ctx, e->frames) : 0;
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE_RET,
+		       offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
+	if (ustack)
 		e->hdr.flags |= GS_EV_F_USTACK;
-		e->hdr.ts_ns = ts;
-	}
 	gs_py_mark(&e->hdr, py, ts);
 	gs_submit(e);
 	return 0;

@@ -4,6 +4,7 @@
 # from kernel.bpf_stats_enabled (run_time_ns / run_cnt, read from the session's own program
 # descriptors), and the loop's CPU ns per iteration. Root; after `make gpusnoop fixtures`.
 #   scripts/bench/prog-cost.sh record            # or: leaks --format json, record -e ...
+#   scripts/bench/prog-cost.sh floor min-mem     # gs_bench_floor's empty programs (a SET of it)
 # GS_BENCH_GPUSNOOP=PATH: that gpusnoop binary (a build before a change) instead of ./gpusnoop.
 # PROG_COST_TARGET=python: the loop is py_target.py's (cudaMalloc + cudaFree under 23 Python
 # frames, Debian's python3.11), for the cost of the Python walk per program run.
@@ -22,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 wait_for() { # FILE PATTERN: up to 60 s
-	for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+	for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
 	echo "$0: timed out waiting for '$2' in $1" >&2
 	exit 1
 }
@@ -36,9 +37,15 @@ else
 fi
 workload=$!
 wait_for "$tmp/w.out" '^ready'
-"${GS_BENCH_GPUSNOOP:-./gpusnoop}" "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
-tool=$!
-wait_for "$tmp/t.err" 'Ctrl-C to stop'
+if [ "$1" = floor ]; then # the empty programs: what a probe hit costs with nothing in it
+	.output/bench/gs_bench_floor "$workload" "${2:-min-mem}" 2>"$tmp/t.err" &
+	tool=$!
+	wait_for "$tmp/t.err" '^attached'
+else
+	"${GS_BENCH_GPUSNOOP:-./gpusnoop}" "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
+	tool=$!
+	wait_for "$tmp/t.err" 'Ctrl-C to stop'
+fi
 kill -USR1 "$workload"
 wait_for "$tmp/w.out" '^done'
 python3 - "$tool" <<'PY'
