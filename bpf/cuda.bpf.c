@@ -45,10 +45,7 @@ int cuda_call_enter(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, cookie;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32))
-		return 0;
-	now = bpf_ktime_get_ns();
-	c = gs_call_enter(&calls, now);
+	c = gs_call_enter(&calls, pid_tgid >> 32, &now);
 	if (!c)
 		return 0;
 	cookie = gs_entry_cookie(ctx);

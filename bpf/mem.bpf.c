@@ -35,10 +35,7 @@ static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32))
-		return 0;
-	now = bpf_ktime_get_ns();
-	c = gs_call_enter(&calls, now);
+	c = gs_call_enter(&calls, pid_tgid >> 32, &now);
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
@@ -178,10 +175,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	struct gs_mem_free *e;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32))
-		return 0;
-	now = bpf_ktime_get_ns();
-	c = gs_call_enter(&calls, now);
+	c = gs_call_enter(&calls, pid_tgid >> 32, &now);
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
