@@ -91,8 +91,8 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 		e->nr_frames =
 			sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
 	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
-		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid,
-		       ts);
+		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
 	gs_py_mark(&e->hdr, py, ts);
 	if (sc)
 		gs_stack_sent(sc, &e->hdr);
@@ -171,8 +171,8 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 	else
 		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
 	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
-		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid,
-		       ts ?: bpf_ktime_get_ns());
+		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts ?: bpf_ktime_get_ns());
 	gs_py_mark(&e->hdr, py, ts);
 	if (sc)
 		gs_stack_sent(sc, &e->hdr);

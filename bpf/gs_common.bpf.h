@@ -233,6 +233,21 @@ struct gs_stack_vma {
 	__u64 start, end;
 };
 
+/*
+ * Bytes of stack read in one user read above the walk's start: a user read costs ~90 ns
+ * here whatever its size up to a few KiB, one per frame was most of a stack's cost, and
+ * the frames of a call chain mostly lie close above its stack pointer.
+ */
+#define GS_STACK_WIN_WORDS 128
+
+/* a thread's stack walk state (task storage), its stack mapping as last found */
+struct gs_stack_thread {
+	struct gs_stack_vma vma;
+	__u32 busy; /* win[] in use: a perf sample (an NMI) may come in the middle of a walk */
+	__u32 pad;
+	__u64 win[GS_STACK_WIN_WORDS];
+};
+
 /* set where the kernel has no bpf_find_vma() (user/kernel_probe.c): the verifier drops its call */
 const volatile bool cfg_no_find_vma = false;
 
@@ -242,10 +257,11 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, int);
-	__type(value, struct gs_stack_vma);
+	__type(value, struct gs_stack_thread);
 } stack_vmas SEC(".maps");
 
-static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
+static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp,
+					  struct gs_stack_thread **t)
 {
 	return 0;
 }
@@ -255,7 +271,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct gs_stack_vma);
+	__type(value, struct gs_stack_thread);
 } stack_vmas SEC(".maps");
 
 static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
@@ -273,20 +289,23 @@ static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma
  * signal stack) looks the mapping up again. The bound only stops the walk early: every read
  * is a checked user read.
  */
-static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
+static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp,
+					  struct gs_stack_thread **t)
 {
-	struct gs_stack_vma *c, vma = {};
+	struct gs_stack_vma vma = {};
+	struct gs_stack_thread *c;
 
 	/* bpf_find_vma() is Linux 5.17: before it (5.15), the kernel's walk, faults and all */
 	if (cfg_no_find_vma)
 		return 0;
 	c = bpf_task_storage_get(&stack_vmas, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (c && sp >= c->start && sp < c->end)
-		return c->end;
+	*t = c;
+	if (c && sp >= c->vma.start && sp < c->vma.end)
+		return c->vma.end;
 	if (bpf_find_vma(task, sp, gs_stack_vma_cb, &vma, 0) || !vma.end)
 		return 0;
 	if (c)
-		*c = vma;
+		c->vma = vma;
 	return vma.end;
 }
 #endif /* GS_OLD_KERNEL */
@@ -307,7 +326,9 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 {
 	struct task_struct *task = gs_current_task();
 	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
-	__u64 frame[2], tramp = 0, end = gs_stack_end(task, lo);
+	struct gs_stack_thread *t = NULL;
+	__u64 frame[2], tramp = 0, end = gs_stack_end(task, lo, &t), win_lo = lo, win_n = 0, off;
+	bool own = false;
 	__u16 n = 1;
 
 	/* no stack mapping (or mmap_lock busy): let the kernel walk, faults and all */
@@ -325,14 +346,29 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 		ri = BPF_CORE_READ(ri, next);
 	}
 	frames[0] = ip;
+	/* the stack above lo in one read (its mapping's pages there have all been used) */
+	if (t && !t->busy) {
+		t->busy = 1;
+		own = true;
+		win_n = end - lo < sizeof(t->win) ? end - lo : sizeof(t->win);
+		if (bpf_probe_read_user(t->win, win_n, (void *)lo))
+			win_n = 0;
+	}
 	/*
 	 * One loop, the trampoline fix-up inside it: a second loop after it made the verifier
 	 * walk that loop once per frame count the first could end with (300k instructions).
 	 */
 	for (int i = 1; i < GS_MAX_STACK; i++) {
-		if (fp < lo || fp > end - sizeof(frame) || (fp & 7) ||
-		    bpf_probe_read_user(frame, sizeof(frame), (void *)fp))
+		if (fp < lo || fp > end - sizeof(frame) || (fp & 7))
 			break;
+		off = (fp - win_lo) / sizeof(__u64); /* win_lo <= lo <= fp */
+		if (own && t && win_n >= sizeof(frame) &&
+		    off <= (win_n - sizeof(frame)) / sizeof(__u64)) {
+			frame[0] = t->win[off & (GS_STACK_WIN_WORDS - 1)];
+			frame[1] = t->win[(off + 1) & (GS_STACK_WIN_WORDS - 1)];
+		} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
+			break;
+		}
 		if (ri && frame[1] == tramp) {
 			frame[1] = BPF_CORE_READ(ri, orig_ret_vaddr);
 			ri = BPF_CORE_READ(ri, next);
@@ -342,6 +378,8 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 		lo = fp + sizeof(frame); /* callers' frames lie above */
 		fp = frame[0];
 	}
+	if (own && t)
+		t->busy = 0;
 	return n;
 }
 

@@ -122,8 +122,8 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	else
 		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
 	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_ALLOC,
-		       offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid,
-		       ts);
+		       offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
 	if (ustack)
 		e->hdr.flags |= GS_EV_F_USTACK;
 	gs_py_mark(&e->hdr, py, ts);
