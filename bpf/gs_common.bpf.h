@@ -331,6 +331,10 @@ static __always_inline __u64 gs_stack_win_read(struct gs_stack_thread *t, __u64 
 {
 	__u64 n = end - sp < sizeof(t->win) ? end - sp : sizeof(t->win);
 
+	/* bounded again at the call: 6.1's verifier loses a bound that a spill came before */
+	barrier_var(n);
+	if (n > sizeof(t->win))
+		return 0;
 	if (bpf_probe_read_user(t->win, n, (void *)sp))
 		return 0;
 	return n;

@@ -212,19 +212,21 @@ static __always_inline bool gs_stack_hit(const struct gs_stack_cache *c)
  */
 static __always_inline __u16 gs_stack_copy(const struct gs_stack_cache *c, __u64 *frames)
 {
-	__u32 n = c->cur_nr;
+	__u64 size = (__u64)c->cur_nr * sizeof(__u64);
 
 	if (gs_stack_hit(c))
 		return 0;
 	/*
 	 * One helper call: unrolled, the copy was 128 instructions per call site to verify. The
 	 * frames only, not the zeros after them: each cache line of the ring buffer a record
-	 * writes is one the reader had, ~50-100 ns here.
+	 * writes is one the reader had, ~50-100 ns here. Bounded at the call (6.1's verifier
+	 * loses a bound that a spill came before); never more than scratch holds.
 	 */
-	if (n > GS_MAX_STACK)
-		n = GS_MAX_STACK;
-	bpf_probe_read_kernel(frames, n * sizeof(__u64), c->scratch);
-	return n;
+	barrier_var(size);
+	if (size > sizeof(c->scratch))
+		return 0;
+	bpf_probe_read_kernel(frames, size, c->scratch);
+	return size / sizeof(__u64);
 }
 
 /*

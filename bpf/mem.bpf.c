@@ -198,11 +198,47 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	return 0;
 }
 
+/*
+ * A free's return record; with_frames: its stack sent whole (a miss, or no cache), else none
+ * or one this CPU sent (sc's hit), the record reserved without frames[].
+ */
+static __always_inline void emit_free_ret(struct pt_regs *ctx, struct call *c,
+					  struct gs_stack_cache *sc, __s32 ret, __u64 pid_tgid,
+					  __u64 ts, bool ustack, int py, const bool with_frames)
+{
+	struct gs_mem_free_ret *e;
+
+	e = gs_reserve(with_frames ? sizeof(*e) : offsetof(struct gs_mem_free_ret, frames));
+	if (!e) {
+		gs_stack_unused(sc);
+		gs_call_end(&c->head);
+		return;
+	}
+	e->ptr = c->free_ptr;
+	e->entry_ts_ns = c->head.entry_ts_ns;
+	e->api = c->head.api;
+	e->ret = ret;
+	gs_call_end(&c->head);
+	if (!with_frames)
+		e->nr_frames = 0;
+	else
+		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE_RET,
+		       offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
+	if (ustack)
+		e->hdr.flags |= GS_EV_F_USTACK;
+	gs_py_mark(&e->hdr, py, ts);
+	if (sc)
+		gs_stack_sent(sc, &e->hdr);
+	gs_submit(e);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(mem_free_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct gs_mem_free_ret *e;
+	struct gs_stack_cache *sc = NULL;
 	bool ustack = false;
 	struct call *c;
 	int py = 0;
@@ -218,30 +254,15 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	ts = bpf_ktime_get_ns();
 	if (cfg_ustack && cfg_free_returns)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
-	if (cfg_free_returns)
+	if (cfg_free_returns) {
 		py = gs_py_emit(pid_tgid, ts);
-	/* a record reserved with frames[] only where they are sent */
-	if (cfg_free_returns && !cfg_no_stacks)
-		e = gs_reserve(sizeof(*e));
-	else
-		e = gs_reserve(offsetof(struct gs_mem_free_ret, frames));
-	if (!e) {
-		gs_call_end(&c->head);
-		return 0;
+		sc = gs_stack_walk(ctx, false, true); /* a stack this CPU sent: not again */
 	}
-	e->ptr = c->free_ptr;
-	e->entry_ts_ns = c->head.entry_ts_ns;
-	e->api = c->head.api;
-	e->ret = (__s32)ret;
-	gs_call_end(&c->head);
-	e->nr_frames = cfg_free_returns && !cfg_no_stacks ? gs_user_stack(ctx, e->frames) : 0;
-	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE_RET,
-		       offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	if (ustack)
-		e->hdr.flags |= GS_EV_F_USTACK;
-	gs_py_mark(&e->hdr, py, ts);
-	gs_submit(e);
+	/* a leak report's failed free carries no stack; --stacks none none */
+	if (!cfg_free_returns || cfg_no_stacks || gs_stack_hit(sc))
+		emit_free_ret(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, false);
+	else
+		emit_free_ret(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, true);
 	return 0;
 }
 
