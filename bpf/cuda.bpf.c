@@ -43,16 +43,13 @@ static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *a
 SEC("uprobe")
 int cuda_call_enter(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
-	__u64 cookie = gs_entry_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, cookie;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
-		return 0;
-	c = gs_call_slot(&calls);
+	c = gs_call_enter(&calls, pid_tgid >> 32, &now);
 	if (!c)
 		return 0;
+	cookie = gs_entry_cookie(ctx);
 	__builtin_memset(c, 0, sizeof(*c));
 	c->head.api = (__u16)cookie;
 	c->flags = (__u32)(cookie >> 16);
@@ -94,9 +91,9 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	else
 		e->nr_frames =
 			sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
-	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
-		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	e->hdr.ts_ns = ts;
+	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
+		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
 	gs_py_mark(&e->hdr, py, ts);
 	if (sc)
 		gs_stack_sent(sc, &e->hdr);
@@ -130,7 +127,7 @@ int cuda_launch_enter(struct pt_regs *ctx)
 	}
 	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;
 	sc = gs_stack_walk(ctx, true, true);
-	if (gs_stack_hit(sc))
+	if (gs_stack_hit(sc) || cfg_no_stacks) /* no frames[] to reserve */
 		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
 	else
 		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, false);
@@ -176,8 +173,9 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 		e->nr_frames = 0; /* none, or one this CPU sent (sc's hit) */
 	else
 		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr(&e->hdr, GS_EV_CUDA_CALL,
-		    offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
+	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
+		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts ?: bpf_ktime_get_ns());
 	gs_py_mark(&e->hdr, py, ts);
 	if (sc)
 		gs_stack_sent(sc, &e->hdr);
@@ -208,7 +206,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 	py = gs_stack_sampled(ctx, false) ? gs_py_emit(pid_tgid, ts) : 0;
 	sc = gs_stack_walk(ctx, false, true);
 	/* a stack this CPU sent already: the record as one without (gs_stack_cache.bpf.h) */
-	if (gs_stack_hit(sc))
+	if (gs_stack_hit(sc) || cfg_no_stacks)
 		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, false);
 	else
 		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, true);

@@ -219,6 +219,42 @@ static __always_inline void *gs_call_slot(void *calls)
 	return c;
 }
 
+/*
+ * A probed call's entry: the thread's slot for a new outermost call (to be filled in whole)
+ * and *now its entry time; NULL for a thread of no target, a call nested in one of this
+ * object's (counted in its depth) or no slot to be had (counted). One task storage lookup
+ * (~30 ns) for the nesting check and the slot, and it stands for gs_is_target() (a hash
+ * lookup, ~40 ns; an empty probe costs ~50): a slot is made only for a target's thread, and
+ * its process stays a target until its last thread leaves (proc.bpf.c's handle_exit), while
+ * task storage goes with its thread. Not so in the old kernels' LRU by thread id, where an
+ * id may be another process's now: there the check is made first.
+ */
+static __always_inline void *gs_call_enter(void *calls, __u32 pid, __u64 *now)
+{
+	struct gs_call_head *c;
+
+#ifdef GS_OLD_KERNEL
+	if (!gs_is_target(pid))
+		return NULL;
+	c = gs_call_slot(calls);
+#else
+	c = bpf_task_storage_get(calls, bpf_get_current_task_btf(), NULL, 0);
+	if (!c) {
+		if (!gs_is_target(pid))
+			return NULL;
+		c = gs_call_slot(calls);
+	}
+#endif
+	if (!c)
+		return NULL;
+	*now = bpf_ktime_get_ns();
+	if (c->entry_ts_ns && *now - c->entry_ts_ns <= GS_STALE_CALL_NS) {
+		c->depth++;
+		return NULL;
+	}
+	return c;
+}
+
 /* The outermost call has returned: the slot is free */
 static __always_inline void gs_call_end(struct gs_call_head *c)
 {

@@ -233,6 +233,21 @@ struct gs_stack_vma {
 	__u64 start, end;
 };
 
+/*
+ * Bytes of stack read in one user read above the walk's start: a user read costs ~90 ns
+ * here whatever its size up to a few KiB, one per frame was most of a stack's cost, and
+ * the frames of a call chain mostly lie close above its stack pointer.
+ */
+#define GS_STACK_WIN_WORDS 128
+
+/* a thread's stack walk state (task storage), its stack mapping as last found */
+struct gs_stack_thread {
+	struct gs_stack_vma vma;
+	__u32 busy; /* win[] in use: a perf sample (an NMI) may come in the middle of a walk */
+	__u32 pad;
+	__u64 win[GS_STACK_WIN_WORDS];
+};
+
 /* set where the kernel has no bpf_find_vma() (user/kernel_probe.c): the verifier drops its call */
 const volatile bool cfg_no_find_vma = false;
 
@@ -242,10 +257,11 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, int);
-	__type(value, struct gs_stack_vma);
+	__type(value, struct gs_stack_thread);
 } stack_vmas SEC(".maps");
 
-static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
+static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp,
+					  struct gs_stack_thread **t)
 {
 	return 0;
 }
@@ -255,7 +271,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct gs_stack_vma);
+	__type(value, struct gs_stack_thread);
 } stack_vmas SEC(".maps");
 
 static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
@@ -273,20 +289,23 @@ static long gs_stack_vma_cb(struct task_struct *task, struct vm_area_struct *vma
  * signal stack) looks the mapping up again. The bound only stops the walk early: every read
  * is a checked user read.
  */
-static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
+static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp,
+					  struct gs_stack_thread **t)
 {
-	struct gs_stack_vma *c, vma = {};
+	struct gs_stack_vma vma = {};
+	struct gs_stack_thread *c;
 
 	/* bpf_find_vma() is Linux 5.17: before it (5.15), the kernel's walk, faults and all */
 	if (cfg_no_find_vma)
 		return 0;
 	c = bpf_task_storage_get(&stack_vmas, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (c && sp >= c->start && sp < c->end)
-		return c->end;
+	*t = c;
+	if (c && sp >= c->vma.start && sp < c->vma.end)
+		return c->vma.end;
 	if (bpf_find_vma(task, sp, gs_stack_vma_cb, &vma, 0) || !vma.end)
 		return 0;
 	if (c)
-		*c = vma;
+		c->vma = vma;
 	return vma.end;
 }
 #endif /* GS_OLD_KERNEL */
@@ -302,27 +321,75 @@ static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp)
  * data: the read faults, and a fault costs ~5 us, 80% of a probe hit with a stack, on
  * kernel 6.18 in a VM (measured with kernel.bpf_stats_enabled; scripts/bench/).
  */
+/*
+ * The stack from sp up in one user read into the thread's window (at most its size, not past
+ * end: the pages of its mapping there have all been used); its byte count, 0 for none (the
+ * window in use or the read failed). A user read costs ~90 ns here, most of it fixed, and
+ * the frames of a call chain mostly lie within a KiB above its stack pointer.
+ */
+static __always_inline __u64 gs_stack_win_read(struct gs_stack_thread *t, __u64 sp, __u64 end)
+{
+	__u64 n = end - sp < sizeof(t->win) ? end - sp : sizeof(t->win);
+
+	/* bounded again at the call: 6.1's verifier loses a bound that a spill came before */
+	barrier_var(n);
+	if (n > sizeof(t->win))
+		return 0;
+	if (bpf_probe_read_user(t->win, n, (void *)sp))
+		return 0;
+	return n;
+}
+
 static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 ip, __u64 fp,
-						__u64 lo)
+						__u64 lo, const bool at_entry)
 {
 	struct task_struct *task = gs_current_task();
-	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
-	__u64 frame[2], tramp = 0, end = gs_stack_end(task, lo);
+	struct gs_stack_thread *t = NULL;
+	__u64 frame[2], tramp = 0, end = gs_stack_end(task, lo, &t), win_lo = lo, win_n = 0, off;
+	struct return_instance *ri;
+	bool own = false;
 	__u16 n = 1;
 
+	/* at a function's entry (at_entry): ip is the return address at lo, the stack's top */
+	if (!end || !t || t->busy) {
+		if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo)) {
+			gs_count(GS_STAT_STACK_FAILED);
+			return 0;
+		}
+	} else {
+		t->busy = 1; /* held until the walk's end */
+		own = true;
+		win_n = gs_stack_win_read(t, lo, end);
+		if (at_entry && win_n >= sizeof(ip))
+			ip = t->win[0];
+		else if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo))
+			end = 0; /* as a failed read before the walk: no frames */
+	}
+	if (at_entry)
+		lo += sizeof(ip);
 	/* no stack mapping (or mmap_lock busy): let the kernel walk, faults and all */
 	if (!end) {
+		if (own) {
+			t->busy = 0;
+			gs_count(GS_STAT_STACK_FAILED);
+			return 0;
+		}
 		n = gs_user_stack_kernel(ctx, frames);
 		if (n)
 			frames[0] = ip; /* at a function's entry the kernel's walk starts in it */
 		return n;
 	}
-	/* as the kernel's walk does since 6.11: a pending uretprobe's trampoline is not a caller */
+	/*
+	 * As the kernel's walk does since 6.11: a pending uretprobe's trampoline is not a
+	 * caller. Past gs_stack_end() task is a BTF pointer (not on the old kernels, whose
+	 * gs_stack_end() is 0): plain loads, not BPF_CORE_READ()'s helper calls (~30 ns each).
+	 */
+	ri = task->utask ? task->utask->return_instances : NULL;
 	if (ri)
-		tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+		tramp = task->mm->uprobes_state.xol_area->vaddr;
 	if (ri && ip == tramp) {
-		ip = BPF_CORE_READ(ri, orig_ret_vaddr);
-		ri = BPF_CORE_READ(ri, next);
+		ip = ri->orig_ret_vaddr;
+		ri = ri->next;
 	}
 	frames[0] = ip;
 	/*
@@ -330,18 +397,27 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 	 * walk that loop once per frame count the first could end with (300k instructions).
 	 */
 	for (int i = 1; i < GS_MAX_STACK; i++) {
-		if (fp < lo || fp > end - sizeof(frame) || (fp & 7) ||
-		    bpf_probe_read_user(frame, sizeof(frame), (void *)fp))
+		if (fp < lo || fp > end - sizeof(frame) || (fp & 7))
 			break;
+		off = (fp - win_lo) / sizeof(__u64); /* win_lo <= lo <= fp */
+		if (own && t && win_n >= sizeof(frame) &&
+		    off <= (win_n - sizeof(frame)) / sizeof(__u64)) {
+			frame[0] = t->win[off & (GS_STACK_WIN_WORDS - 1)];
+			frame[1] = t->win[(off + 1) & (GS_STACK_WIN_WORDS - 1)];
+		} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
+			break;
+		}
 		if (ri && frame[1] == tramp) {
-			frame[1] = BPF_CORE_READ(ri, orig_ret_vaddr);
-			ri = BPF_CORE_READ(ri, next);
+			frame[1] = ri->orig_ret_vaddr;
+			ri = ri->next;
 		}
 		frames[i] = frame[1];
 		n++;
 		lo = fp + sizeof(frame); /* callers' frames lie above */
 		fp = frame[0];
 	}
+	if (own && t)
+		t->busy = 0;
 	return n;
 }
 
@@ -357,7 +433,7 @@ static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 		return 0;
 	if (!gs_uregs(ctx, &r))
 		return gs_user_stack_kernel(ctx, frames);
-	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp);
+	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp, false);
 }
 
 /*
@@ -368,27 +444,28 @@ static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 static __always_inline __u16 gs_user_stack_at_entry(void *ctx, __u64 *frames)
 {
 	struct pt_regs *regs = ctx;
-	__u64 ret;
 
 	if (cfg_no_stacks)
 		return 0;
-	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(regs))) {
-		gs_count(GS_STAT_STACK_FAILED);
-		return 0;
-	}
-	return gs_user_stack_from(ctx, frames, ret, PT_REGS_FP(regs),
-				  PT_REGS_SP(regs) + sizeof(__u64));
+	return gs_user_stack_from(ctx, frames, 0, PT_REGS_FP(regs), PT_REGS_SP(regs), true);
+}
+
+/* ts_ns: a time the program took already (bpf_ktime_get_ns() costs ~45 ns in a VM) */
+static __always_inline void gs_fill_hdr_at(struct gs_event_hdr *hdr, __u16 type, __u32 size,
+					   __u64 pid_tgid, __u64 ts_ns)
+{
+	hdr->type = type;
+	hdr->flags = 0;
+	hdr->size = size;
+	hdr->ts_ns = ts_ns;
+	hdr->pid = pid_tgid >> 32;
+	hdr->tid = (__u32)pid_tgid;
 }
 
 static __always_inline void gs_fill_hdr(struct gs_event_hdr *hdr, __u16 type, __u32 size,
 					__u64 pid_tgid)
 {
-	hdr->type = type;
-	hdr->flags = 0;
-	hdr->size = size;
-	hdr->ts_ns = bpf_ktime_get_ns();
-	hdr->pid = pid_tgid >> 32;
-	hdr->tid = (__u32)pid_tgid;
+	gs_fill_hdr_at(hdr, type, size, pid_tgid, bpf_ktime_get_ns());
 }
 
 #include "gs_stack_cache.bpf.h"

@@ -32,6 +32,8 @@ struct gs_stack_cache {
 	__u32 pad;
 	__u32 cur_keep; /* scratch is kept in a slot once its record is reserved */
 	__u32 pad2;
+	__u64 cur_hash;			  /* of scratch, all its words */
+	__u64 hash[GS_STACK_CACHE_SLOTS]; /* of each slot's frames */
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
 };
 
@@ -144,6 +146,7 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32, k;
 	struct gs_stack_cache *c = bpf_map_lookup_elem(&stack_cache, &zero);
 	__u16 n;
+	__u64 h;
 
 	if (!c || c->busy)
 		return 0;
@@ -167,10 +170,17 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 	    bpf_get_smp_processor_id() >= GS_STACK_CACHE_MAX / GS_STACK_CACHE_SLOTS)
 		return 1;
 	c->cur_keep = 1;
-	/* a candidate by its count, process and innermost two frames; then every frame */
+	h = n;
+	/*
+	 * A candidate by its count, process and a hash of every frame (its innermost frames
+	 * alone picked the wrong one of stacks that share them, an allocator's callers'); then
+	 * every frame.
+	 */
+	for (int i = 0; i < GS_MAX_STACK; i++)
+		h = (h ^ c->scratch[i]) * 0x9e3779b97f4a7c15ULL;
+	c->cur_hash = h;
 	for (k = 0; k < GS_STACK_CACHE_SLOTS; k++)
-		if (c->nr[k] == n && c->pid[k] == pid && c->frames[k][0] == c->scratch[0] &&
-		    c->frames[k][1] == c->scratch[1])
+		if (c->nr[k] == n && c->pid[k] == pid && c->hash[k] == h)
 			break;
 	/* one comparison loop, after the slots' loop: the verifier walks it once, not per slot */
 	if (k < GS_STACK_CACHE_SLOTS && gs_stack_same(c, k))
@@ -202,11 +212,21 @@ static __always_inline bool gs_stack_hit(const struct gs_stack_cache *c)
  */
 static __always_inline __u16 gs_stack_copy(const struct gs_stack_cache *c, __u64 *frames)
 {
+	__u64 size = (__u64)c->cur_nr * sizeof(__u64);
+
 	if (gs_stack_hit(c))
 		return 0;
-	/* one helper call: unrolled, the copy was 128 instructions per call site to verify */
-	bpf_probe_read_kernel(frames, sizeof(c->scratch), c->scratch);
-	return c->cur_nr;
+	/*
+	 * One helper call: unrolled, the copy was 128 instructions per call site to verify. The
+	 * frames only, not the zeros after them: each cache line of the ring buffer a record
+	 * writes is one the reader had, ~50-100 ns here. Bounded at the call (6.1's verifier
+	 * loses a bound that a spill came before); never more than scratch holds.
+	 */
+	barrier_var(size);
+	if (size > sizeof(c->scratch))
+		return 0;
+	bpf_probe_read_kernel(frames, size, c->scratch);
+	return size / sizeof(__u64);
 }
 
 /*
@@ -227,6 +247,7 @@ static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_ev
 		bpf_probe_read_kernel(c->frames[k], sizeof(c->scratch), c->scratch);
 		c->nr[k] = c->cur_nr;
 		c->pid[k] = hdr->pid;
+		c->hash[k] = c->cur_hash;
 		hdr->flags |= GS_EV_F_STACK_NEW | ((base + k) & GS_EV_STACK_SLOT_MASK);
 	}
 	c->busy = 0;

@@ -32,13 +32,10 @@ GS_CALLS_MAP(struct call);
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height, __u32 given)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
-		return 0;
-	c = gs_call_slot(&calls);
+	c = gs_call_enter(&calls, pid_tgid >> 32, &now);
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
@@ -77,9 +74,9 @@ int BPF_KPROBE(mem_alloc_pitch_enter, void *out_ptr, void *pitch_ptr, __u64 widt
 }
 
 /*
- * The allocation's record; hit: its stack is one this CPU sent (gs_stack_cache.bpf.h), the
- * record is reserved without frames[]. A constant per call, so that the verifier knows the
- * record's size on each path.
+ * The allocation's record; hit: its stack is one this CPU sent (gs_stack_cache.bpf.h), or
+ * none is walked (--stacks none), the record is reserved without frames[]. A constant per
+ * call, so that the verifier knows the record's size on each path.
  */
 static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 				       struct gs_stack_cache *sc, __s32 ret, __u64 pid_tgid,
@@ -89,7 +86,8 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	struct gs_mem_alloc *e;
 
 	if (hit)
-		e = gs_reserve(offsetof(struct gs_mem_alloc, frames));
+		e = oom ? gs_reserve_oom(offsetof(struct gs_mem_alloc, frames))
+			: gs_reserve(offsetof(struct gs_mem_alloc, frames));
 	else
 		e = oom ? gs_reserve_oom(sizeof(*e)) : gs_reserve(sizeof(*e));
 	if (!e) {
@@ -123,12 +121,11 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 		e->nr_frames = 0;
 	else
 		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_ALLOC,
-		    offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64), pid_tgid);
-	if (ustack) {
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_ALLOC,
+		       offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
+	if (ustack)
 		e->hdr.flags |= GS_EV_F_USTACK;
-		e->hdr.ts_ns = ts;
-	}
 	gs_py_mark(&e->hdr, py, ts);
 	if (sc)
 		gs_stack_sent(sc, &e->hdr);
@@ -160,7 +157,7 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 	if (oom || gs_stack_sampled(ctx, false))
 		py = gs_py_emit(pid_tgid, ts);
 	sc = gs_stack_walk(ctx, false, !oom);
-	if (gs_stack_hit(sc))
+	if (gs_stack_hit(sc) || cfg_no_stacks)
 		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, true);
 	else
 		emit_alloc(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, false);
@@ -174,14 +171,11 @@ int BPF_KRETPROBE(mem_alloc_exit, long ret)
 SEC("uprobe")
 int BPF_KPROBE(mem_free_enter, __u64 ptr)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
 	struct gs_mem_free *e;
 	struct call *c;
 
-	if (!gs_is_target(pid_tgid >> 32) || gs_call_nested(&calls, now))
-		return 0;
-	c = gs_call_slot(&calls);
+	c = gs_call_enter(&calls, pid_tgid >> 32, &now);
 	if (!c)
 		return 0;
 	c->head.entry_ts_ns = now;
@@ -196,7 +190,7 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	e = gs_reserve(sizeof(*e));
 	if (!e)
 		return 0;
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid);
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE, sizeof(*e), pid_tgid, now);
 	e->ptr = ptr;
 	e->api = c->head.api;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
@@ -204,11 +198,47 @@ int BPF_KPROBE(mem_free_enter, __u64 ptr)
 	return 0;
 }
 
+/*
+ * A free's return record; with_frames: its stack sent whole (a miss, or no cache), else none
+ * or one this CPU sent (sc's hit), the record reserved without frames[].
+ */
+static __always_inline void emit_free_ret(struct pt_regs *ctx, struct call *c,
+					  struct gs_stack_cache *sc, __s32 ret, __u64 pid_tgid,
+					  __u64 ts, bool ustack, int py, const bool with_frames)
+{
+	struct gs_mem_free_ret *e;
+
+	e = gs_reserve(with_frames ? sizeof(*e) : offsetof(struct gs_mem_free_ret, frames));
+	if (!e) {
+		gs_stack_unused(sc);
+		gs_call_end(&c->head);
+		return;
+	}
+	e->ptr = c->free_ptr;
+	e->entry_ts_ns = c->head.entry_ts_ns;
+	e->api = c->head.api;
+	e->ret = ret;
+	gs_call_end(&c->head);
+	if (!with_frames)
+		e->nr_frames = 0;
+	else
+		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
+	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE_RET,
+		       offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
+		       pid_tgid, ts);
+	if (ustack)
+		e->hdr.flags |= GS_EV_F_USTACK;
+	gs_py_mark(&e->hdr, py, ts);
+	if (sc)
+		gs_stack_sent(sc, &e->hdr);
+	gs_submit(e);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(mem_free_exit, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct gs_mem_free_ret *e;
+	struct gs_stack_cache *sc = NULL;
 	bool ustack = false;
 	struct call *c;
 	int py = 0;
@@ -224,28 +254,15 @@ int BPF_KRETPROBE(mem_free_exit, long ret)
 	ts = bpf_ktime_get_ns();
 	if (cfg_ustack && cfg_free_returns)
 		ustack = gs_emit_ustack(ctx, pid_tgid, ts);
-	if (cfg_free_returns)
+	if (cfg_free_returns) {
 		py = gs_py_emit(pid_tgid, ts);
-	e = gs_reserve(sizeof(*e));
-	if (!e) {
-		gs_call_end(&c->head);
-		return 0;
+		sc = gs_stack_walk(ctx, false, true); /* a stack this CPU sent: not again */
 	}
-	e->ptr = c->free_ptr;
-	e->entry_ts_ns = c->head.entry_ts_ns;
-	e->api = c->head.api;
-	e->ret = (__s32)ret;
-	gs_call_end(&c->head);
-	e->nr_frames = cfg_free_returns ? gs_user_stack(ctx, e->frames) : 0;
-	gs_fill_hdr(&e->hdr, GS_EV_MEM_FREE_RET,
-		    offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
-		    pid_tgid);
-	if (ustack) {
-		e->hdr.flags |= GS_EV_F_USTACK;
-		e->hdr.ts_ns = ts;
-	}
-	gs_py_mark(&e->hdr, py, ts);
-	gs_submit(e);
+	/* a leak report's failed free carries no stack; --stacks none none */
+	if (!cfg_free_returns || cfg_no_stacks || gs_stack_hit(sc))
+		emit_free_ret(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, false);
+	else
+		emit_free_ret(ctx, c, sc, (__s32)ret, pid_tgid, ts, ustack, py, true);
 	return 0;
 }
 

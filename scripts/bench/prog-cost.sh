@@ -6,6 +6,7 @@
 #   scripts/bench/prog-cost.sh record            # or: leaks --format json, record -e ...
 #   scripts/bench/prog-cost.sh daemon            # PROG_COST_DAEMON_METRICS=on: cuda-call-metrics,
 #                                                # PROG_COST_DAEMON_CONF=LINE: another setting
+#   scripts/bench/prog-cost.sh floor min-mem     # gs_bench_floor's empty programs (a SET of it)
 # GS_BENCH_GPUSNOOP=PATH: that gpusnoop binary (a build before a change) instead of ./gpusnoop.
 # PROG_COST_TARGET=python: the loop is py_target.py's (cudaMalloc + cudaFree under 23 Python
 # frames, Debian's python3.11), for the cost of the Python walk per program run.
@@ -24,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 wait_for() { # FILE PATTERN: up to 60 s
-	for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+	for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
 	echo "$0: timed out waiting for '$2' in $1" >&2
 	exit 1
 }
@@ -46,6 +47,10 @@ if [ "$1" = daemon ]; then # every CUDA process, the others' runs counted too
 	tool=$!
 	wait_for "$tmp/t.err" 'daemon: following every CUDA process'
 	wait_for "$tmp/t.err" "CUDA functions in $PWD/.output/fixtures/lib/libcudart"
+elif [ "$1" = floor ]; then # the empty programs: what a probe hit costs with nothing in it
+	.output/bench/gs_bench_floor "$workload" "${2:-min-mem}" 2>"$tmp/t.err" &
+	tool=$!
+	wait_for "$tmp/t.err" '^attached'
 else
 	"${GS_BENCH_GPUSNOOP:-./gpusnoop}" "$@" -p "$workload" -o /dev/null 2>"$tmp/t.err" &
 	tool=$!

@@ -76,8 +76,9 @@ ALL = ("alternate", "cycle", "threads", "serial")
 
 @test
 def repeated_stacks_are_sent_once_and_each_event_keeps_its_own():
-    # alternating stacks, more stacks than a CPU keeps, threads sharing stacks, threads that
-    # end and new ones: every allocation under exactly its own stack
+    # alternating stacks, a cycle of stacks, more stacks in all than a CPU keeps (12, 8
+    # slots), threads sharing stacks, threads that end and new ones: every allocation under
+    # exactly its own stack
     proc, report, g = run_stacks(200, ALL)
     check_exact(proc, 200, ALL)
     expect_eq(report["dropped_events"], 0, "dropped events")
@@ -85,6 +86,18 @@ def repeated_stacks_are_sent_once_and_each_event_keeps_its_own():
     expect_eq((unresolved, sites), (0, 0), "unresolved references, sites alone")
     expect_eq(sent + refs, 3600, "stacks sent whole or by reference")
     # alternate's 400, threads' 1600 and serial's 400 repeat stacks a CPU has just sent
+    assert refs >= 1000, (sent, refs)
+
+
+@test
+def a_loop_of_six_stacks_is_sent_by_reference():
+    # a loop's stacks come round in turn: with 4 slots a CPU kept none of these 6 when it came
+    # back to it (each slot replaced just before), and every stack was sent whole
+    proc, report, g = run_stacks(200, ("cycle",))
+    check_exact(proc, 200, ("cycle",))
+    sent, refs, unresolved, _ = stack_stats(g)
+    expect_eq((sent + refs, unresolved), (1200, 0), "stacks sent, unresolved references")
+    # each CPU sends each stack whole once, again only after a thread's move to another CPU
     assert refs >= 1000, (sent, refs)
 
 
