@@ -387,9 +387,12 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
 
 /*
  * GS_PY_WALK_UNROLL frames per bpf_loop() callback, the same number of steps in all: one
- * scratch lookup and one call for several frames, most of them found in the block already.
+ * scratch lookup and one call for several frames. 1: the verifier walks the callback once per
+ * frame it unrolls, inside every program that carries a native walk too; with the windowed
+ * native walk, 4 made mem_alloc_exit pass the 1M processed-instruction limit on 6.18, 2 made
+ * cuda_launch_enter 705k (515k at 1).
  */
-#define GS_PY_WALK_UNROLL 4
+#define GS_PY_WALK_UNROLL 1
 _Static_assert(GS_PY_WALK_MAX % GS_PY_WALK_UNROLL == 0, "whole callbacks");
 
 static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
