@@ -158,7 +158,8 @@ def gpu_daemon_user_recording_stops_itself_at_user_max_bytes():
         # nobody's job: an OOM the daemon reports (so it follows it), then launches for ever
         w = NobodyWorkload("gs_gpu", gpu_env(CUDA_INJECTION64_PATH=INJECTION, GS_GPU_OOM="1",
                                              GS_FAKE_CUDA_MEM_LIMIT=str(256 * MiB),
-                                             GS_GPU_LOOPS="100000000"))
+                                             GS_GPU_LOOPS="100000000",
+                                             GS_GPU_GAP_US="100"))  # CUPTI's records arrive before the cap
         d.wait_probed()
         w.release()
         w.wait_line("oom 2")
