@@ -20,7 +20,7 @@ struct gs_intern {
 
 /* Eight bytes at a time, multiplied and folded (frames' names are long; FNV's byte loop was
  * a tenth of the encoder's time) */
-static uint64_t hash(const void *key, size_t len)
+uint64_t gs_intern__hash(const void *key, size_t len)
 {
 	const unsigned char *p = key;
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
@@ -100,12 +100,12 @@ static struct slot *find(const struct gs_intern *t, const void *key, size_t len,
 
 bool gs_intern__has(const struct gs_intern *t, const void *key, size_t len)
 {
-	return find(t, key, len, hash(key, len))->id != 0;
+	return find(t, key, len, gs_intern__hash(key, len))->id != 0;
 }
 
 uint64_t gs_intern__get(struct gs_intern *t, const void *key, size_t len, bool *added)
 {
-	uint64_t h = hash(key, len);
+	uint64_t h = gs_intern__hash(key, len);
 	struct slot *s = find(t, key, len, h);
 
 	*added = false;

@@ -15,6 +15,8 @@
 struct gs_intern;
 
 /* Caller frees with gs_intern__free(). NULL with errno set. */
+/* The tables' hash of len bytes (8 at a time): also the row parser's stack cache key. */
+uint64_t gs_intern__hash(const void *key, size_t len);
 struct gs_intern *gs_intern__new(size_t slots_log2, size_t max_bytes);
 void gs_intern__free(struct gs_intern *t);
 void gs_intern__clear(struct gs_intern *t);

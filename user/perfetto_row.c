@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 #include "user/json_tape.h"
+#include "user/perfetto_intern.h"
 #include "user/perfetto_row.h"
 
 #define MAX_DEPTH   32
@@ -375,22 +376,6 @@ static int int_node(struct gs_row_parser *p, uint64_t v, bool neg)
 	return add(p, n);
 }
 
-/* A hash of text, 8 bytes a step: it runs on every row's stack. */
-static uint64_t text_hash(const char *s, size_t len)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
-
-	for (; len >= 8; s += 8, len -= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 29;
-	}
-	w = 0;
-	memcpy(&w, s, len);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 32);
-}
-
 /* The array's strings from the entry, as yajl would have given them. */
 static int raw_from_cache(struct gs_row_parser *p, struct raw_entry *e)
 {
@@ -445,7 +430,7 @@ static void raw_to_cache(struct gs_row_parser *p, struct raw_entry *e, uint64_t 
 /* A raw array (a stack): from the cache when its text was met before, else yajl's. */
 static int raw_array(struct gs_row_parser *p, const char *s, size_t len)
 {
-	uint64_t h = len <= RAW_MAX_LEN ? text_hash(s, len) : 0;
+	uint64_t h = len <= RAW_MAX_LEN ? gs_intern__hash(s, len) : 0;
 	struct raw_entry *e = NULL;
 	yajl_val v;
 
