@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (BIN, FIXTURES, MiB, Gpusnoop, LineReader, Skip, Workload, expect_eq,
+from harness import (BIN, FIXTURES, LIB, MiB, Gpusnoop, LineReader, Skip, Workload, expect_eq,
                      process, run_gpusnoop, test, run_attached)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -319,6 +319,10 @@ def torch_all_processes_text_report():
         g.wait_stderr("all processes: PyTorch 2.4.0+gs.torch (" +
                       os.path.join(FIXTURES, "torch", "lib", "libc10_cuda.so") +
                       "): CUDA tensors from USDT pytorch:malloc/pytorch:free")
+        # the CUDA libraries' probes are logged apart, in either order: the segments come
+        # from cudaMalloc (runtime) over cuMemAlloc (driver)
+        for lib in ("libcudart.so.13", "libcuda.so.1"):
+            g.wait_stderr("CUDA functions in " + os.path.join(LIB, lib))
         w.release()
         w.wait_line("oom CUDA out of memory")
         w.release()
