@@ -36,6 +36,7 @@ TORCH_TARGET = os.path.join(ROOT, "scripts", "bench", "torch_target.py")
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, the one python3-torch is installed for
 TIMEOUT = 120
 CALLS_PER_ITER = 6  # 4 cudaLaunchKernel + cudaMalloc + cudaFree
+NAN = float("nan")
 
 
 class Lines:
@@ -774,6 +775,11 @@ def main():
                 for k in med:
                     if med[k] == med[k]:  # measured (not nan)
                         print("  %-18s %8.0f ns CPU  %8.0f ns wall" % (k, med[k], wall[k]))
+                for k, f in [("daemon", "floor-mem"), ("daemon-metrics", "floor-min-daemon")] + \
+                        [(k, "floor-min-daemon" if "metrics" in k else "floor-mem")
+                         for k in med if k.startswith("daemon") and k.endswith("@before")]:
+                    if med.get(k, NAN) == med.get(k, NAN) and med.get(f, NAN) == med.get(f, NAN):
+                        print("  %s / %s: %.3fx (daemon target <= 1.1x)" % (k, f, med[k] / med[f]))
                 return
             a, b, bm = med["untraced"], med["floor"], med["floor-mem"]
             fmin, fmin_mem = med["floor-min"], med["floor-min-mem"]
