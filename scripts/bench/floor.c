@@ -25,8 +25,10 @@
  *            show is known there), everything else entry and return (a pointer, how long a
  *            synchronization, copy or free blocked, a kernel name read back)
  *   min-mem  the least `gpusnoop leaks` needs: allocations entry and return, frees entry
- *   min-daemon  the least `gpusnoop daemon` with cuda-call-metrics needs: min-mem, launches at
- *            entry only, synchronizations entry and return (how long they blocked)
+ *   min-daemon  the least `gpusnoop daemon` with cuda-call-metrics needs: mem (its reports and
+ *            `ctl leaks` count a failed free and keep the allocation it did not free: a free's
+ *            return stays), launches at entry only, synchronizations entry and return (how
+ *            long they blocked); the default daemon's floor is mem
  *   gpu      what `gpusnoop record -e gpu` probes: launches, copies and kernel-name calls
  *            entry and return, and the CUPTI injection library's four USDT probes (which
  *            raise its semaphores: the library works as it does when traced)
@@ -53,7 +55,7 @@ static bool wants_return(enum floor_set set, const struct gs_cuda_api *api)
 {
 	if ((set == SET_MIN || set == SET_MIN_DAEMON) && api->family == GS_FAM_LAUNCH)
 		return false;
-	if ((set == SET_MIN_MEM || set == SET_MIN_DAEMON) && api->shape == GS_SHAPE_FREE)
+	if (set == SET_MIN_MEM && api->shape == GS_SHAPE_FREE)
 		return false;
 	return true;
 }

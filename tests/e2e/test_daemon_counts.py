@@ -104,3 +104,36 @@ def daemon_stack_sample_keeps_counts_and_the_oom_stack_whole():
         d.g.kill()
         if w:
             w.kill()
+
+
+@test
+def daemon_counts_a_failed_free_that_only_its_return_probe_sees():
+    """
+    gs_apis hands cudaFree a pointer it never allocated, and the call fails: the daemon's
+    `ctl leaks` shows an unknown free and a failed one. Only a free's return probe sees the
+    failure (a failed free of a held pointer also keeps the allocation), so the daemon's
+    floor in scripts/bench/ keeps that probe: the floor is what yields what the daemon shows.
+    """
+    d = Daemon()
+    w = None
+    try:
+        w = Workload("gs_apis", env={"GS_FAKE_CUDA_NO_DRIVER": "1"})
+        d.wait_probed()
+        w.release()
+        w.wait_line("done")
+        deadline = time.monotonic() + 10  # records wait for the reader's poll timeout
+        while True:
+            status, out, err = d.ctl("leaks", str(w.pid), "--format", "json")
+            expect_eq(status, 0, f"ctl leaks ({err})")
+            proc = json.loads(out)["processes"][0]
+            if proc["failed_frees"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        expect_eq((proc["unknown_frees"], proc["failed_frees"]), (1, 1), "bad_free")
+        # 5 kept of 7 (use_free_async and use_free_host gave theirs back)
+        expect_eq(proc["outstanding_allocations"], 5, "outstanding allocations")
+        d.stop()
+    finally:
+        d.g.kill()
+        if w:
+            w.kill()
