@@ -392,12 +392,13 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
 
 /*
  * GS_PY_WALK_UNROLL frames per bpf_loop() callback, the same number of steps in all: one
- * scratch lookup and one call for several frames. 1: the verifier walks the callback once per
- * frame it unrolls, inside every program that carries a native walk too; with the windowed
- * native walk, 4 made mem_alloc_exit pass the 1M processed-instruction limit on 6.18, 2 made
- * cuda_launch_enter 705k (515k at 1).
+ * scratch lookup and one call for several frames. The verifier walks the callback once per
+ * frame it unrolls, inside every program that carries a native walk too: with the windowed
+ * native walk and byte-wise field loads, 4 made mem_alloc_exit pass the 1M processed-
+ * instruction limit on 6.18 and 2 made cuda_launch_enter 705k; with 8-byte field loads, 2
+ * makes it 582k (1: 432k) and saves ~100-300 ns a stack of 23 frames.
  */
-#define GS_PY_WALK_UNROLL 1
+#define GS_PY_WALK_UNROLL 2
 _Static_assert(GS_PY_WALK_MAX % GS_PY_WALK_UNROLL == 0, "whole callbacks");
 
 static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
@@ -487,8 +488,8 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	if (n > GS_PY_MAX_FRAMES)
 		return 0;
 	size = offsetof(struct gs_py_stack_event, frames) + n * sizeof(struct gs_py_frame);
-	gs_fill_hdr(&e->hdr, GS_EV_PYSTACK, size, pid_tgid);
-	e->hdr.ts_ns = ts_ns;
+	/* stamped with the event's time: no clock read of its own (~45 ns) */
+	gs_fill_hdr_at(&e->hdr, GS_EV_PYSTACK, size, pid_tgid, ts_ns);
 	e->nr_frames = n;
 	e->flags = 0;
 	if (w.frame)
