@@ -259,12 +259,13 @@ static __noinline __attribute__((unused)) void gs_py_send_code(const struct gs_p
 /* Sends code's names if this process's code was not sent before; notes to wake the reader */
 static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
 {
-	__u32 set = (__u32)((code >> 4) ^ (code >> 17) ^ w->pid) % GS_PY_SEEN_SETS, way = set * 2;
 	struct gs_py_seen *a, *b;
+	__u32 way;
 
 	if (code == w->noted)
 		return; /* noted earlier in this walk: sent or seen already */
 	w->noted = code;
+	way = (__u32)((code >> 4) ^ (code >> 17) ^ w->pid) % GS_PY_SEEN_SETS * 2;
 	a = bpf_map_lookup_elem(&py_seen, &way);
 	way++;
 	b = bpf_map_lookup_elem(&py_seen, &way);

@@ -10,9 +10,10 @@ interleaved in each round, in a new order each round. Three measures per run:
   bpf   the tracer's BPF programs' run time per iteration (bpf_stats, the programs the loop
         hits), where the walk runs: the steadiest, but blind to what the walk costs outside
         its programs (the reader's work on the bigger records)
-The walk's cost is the difference with and without Python frames, taken within each round
-(both ran seconds apart, under the same load), then the median over the rounds, with the
-spread of those differences. BENCH_PY_ROUNDS sets the number of rounds (default the larger of
+The walk's cost is the difference with and without Python frames of each kind's lower
+quartile over the rounds (load on a shared machine only adds: the least disturbed runs of
+each kind, steadier than medians), with the medians' difference and the spread of the
+per-round differences beside it. BENCH_PY_ROUNDS sets the number of rounds (default the larger of
 15 and 3x --rounds).
 """
 import ctypes
@@ -89,23 +90,29 @@ def one_run(run, kind, iters, tmp, stats):
         w.finish()
 
 
-def spread(xs):
-    """median, quartiles and extremes of xs"""
-    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-    return "median %.0f ns; quartiles %.0f..%.0f (IQR %.0f), min..max %.0f..%.0f" % (
-        statistics.median(xs), q[0], q[2], q[2] - q[0], min(xs), max(xs))
+def quartile1(xs):
+    return statistics.quantiles(xs, n=4, method="inclusive")[0] if len(xs) > 1 else xs[0]
 
 
 def walk_rows(res, rounds, with_py, without, label, stats):
-    """The walk's rows: per-round differences with_py - without, for each measure."""
+    """The walk's rows, for each measure: the difference of the two kinds' lower quartiles
+    over the rounds (load on the machine only adds, so the less disturbed runs of each kind
+    are compared), the difference of their medians, and the quartiles of the per-round
+    differences (with_py - without, seconds apart)."""
     rows = []
     for m in MEASURES:
         if m == "bpf" and stats is None:
             rows.append(("%s bpf: bpf_stats not available" % label, "-", ""))
             continue
-        d = [res[with_py][r][m] - res[without][r][m] for r in range(rounds)]
+        x = [r[m] for r in res[with_py]]
+        y = [r[m] for r in res[without]]
+        d = [a - b for a, b in zip(x, y)]
+        q = statistics.quantiles(d, n=4, method="inclusive") if len(d) > 1 else [d[0]] * 3
         rows.append(("%s %s: walk per stack of %d frames" % (label, m, FRAMES),
-                     "%.0f ns" % statistics.median(d), spread(d)))
+                     "%.0f ns" % (quartile1(x) - quartile1(y)),
+                     "medians %.0f; per round: median %.0f, quartiles %.0f..%.0f" % (
+                         statistics.median(x) - statistics.median(y), statistics.median(d),
+                         q[0], q[2])))
     return rows
 
 
@@ -141,8 +148,9 @@ def bench(run, args, tmp):
         ("(p2) gpusnoop leaks (Python frames)", "%.0f ns" % c, "+%.0f ns over (p0)" % (c - a)),
         ("(p2-p0)/(p1-p0) tracing cost with the walk", "%.2fx" % ((c - a) / (b - a)),
          "target: the walk <= 1,000 ns per stack (rows below)"),
-        ("(p2-p1) per round, median over rounds: cpu = thread CPU per iteration, wall = "
-         "median batch wall time per iteration, bpf = BPF run time per iteration", None, None),
+        ("(p2-p1) lower quartiles' difference over the rounds: cpu = thread CPU per iteration, "
+         "wall = median batch wall time per iteration, bpf = BPF run time per iteration",
+         None, None),
     ]
     rows += walk_rows(res, rounds, "python", "no-python", "(p2-p1)", stats)
     if run.BEFORE:
