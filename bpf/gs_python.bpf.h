@@ -281,12 +281,11 @@ static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
 
 /*
  * A field of the frame whose window starts at base in the block: off is the field's offset
- * in the frame, as userspace says, and lo the window's (the lowest field offset)
+ * from the window's start (gs_py_window() made the walk's offsets so)
  */
-static __always_inline __u64 gs_py_field(const struct gs_py_scratch *sc, __u32 base, __u16 off,
-					 __u16 lo)
+static __always_inline __u64 gs_py_field(const struct gs_py_scratch *sc, __u32 base, __u16 off)
 {
-	__u32 at = base + (__u32)(off - lo);
+	__u32 at = base + off;
 	const __u8 *field;
 
 	/*
@@ -351,8 +350,8 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
 	base = gs_py_frame_at(w, sc);
 	if (base < 0)
 		return 1;
-	back = gs_py_field(sc, (__u32)base, w->p.frame_back, w->lo);
-	flag = (__u8)gs_py_field(sc, (__u32)base, w->p.frame_flag, w->lo);
+	back = gs_py_field(sc, (__u32)base, w->p.frame_back);
+	flag = (__u8)gs_py_field(sc, (__u32)base, w->p.frame_flag);
 	if (w->p.flag_kind == GS_PY_RUN_OWNER && flag >= GS_PY_OWNER_CSTACK) {
 		/* the shim below an eval run: the frame above it was the run's outermost */
 		if (last < GS_PY_MAX_FRAMES)
@@ -370,8 +369,8 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
 		w->frame = back;
 		return 0;
 	}
-	code = gs_py_field(sc, (__u32)base, w->p.frame_code, w->lo) & ~GS_PY_TAG_BITS;
-	instr = gs_py_field(sc, (__u32)base, w->p.frame_instr, w->lo);
+	code = gs_py_field(sc, (__u32)base, w->p.frame_code) & ~GS_PY_TAG_BITS;
+	instr = gs_py_field(sc, (__u32)base, w->p.frame_instr);
 	gs_py_note_code(w, code);
 	/*
 	 * n again, tested where it indexes: clang spilled it before the test above, and 6.1's
@@ -421,7 +420,7 @@ static __attribute__((unused)) long gs_py_walk_step(__u32 index, void *ctx)
  * The window of a frame that holds every field read: from the lowest offset to 8 bytes
  * past the highest (a frame may end where its mapping does). 0 length: too wide.
  */
-static __always_inline void gs_py_window(const struct gs_py_proc *p, __u16 *lo, __u16 *len)
+static __always_inline void gs_py_window(struct gs_py_proc *p, __u16 *lo, __u16 *len)
 {
 	__u16 l = p->frame_code, h = p->frame_code;
 
@@ -435,6 +434,11 @@ static __always_inline void gs_py_window(const struct gs_py_proc *p, __u16 *lo, 
 	}
 	*lo = l;
 	*len = h + 8 - l < GS_PY_FRAME_WINDOW ? h + 8 - l : 0;
+	/* the walk's offsets from the window's start: no subtraction per field and frame */
+	p->frame_code -= l;
+	p->frame_back -= l;
+	p->frame_instr -= l;
+	p->frame_flag -= l; /* not in the window when unused (GS_PY_RUN_EVERY): not read then */
 }
 
 /*
