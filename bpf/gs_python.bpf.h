@@ -395,8 +395,9 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
  * scratch lookup and one call for several frames. The verifier walks the callback once per
  * frame it unrolls, inside every program that carries a native walk too: with the windowed
  * native walk and byte-wise field loads, 4 made mem_alloc_exit pass the 1M processed-
- * instruction limit on 6.18 and 2 made cuda_launch_enter 705k; with 8-byte field loads, 2
- * makes it 582k (1: 432k) and saves ~100-300 ns a stack of 23 frames.
+ * instruction limit on 6.18 and 2 made cuda_launch_enter 705k; with 8-byte field loads and
+ * offsets relative to the window, 2 makes it 535k on 6.18 (1: ~430k; the kernels test loads
+ * it on 5.15 to 6.12 too).
  */
 #define GS_PY_WALK_UNROLL 2
 _Static_assert(GS_PY_WALK_MAX % GS_PY_WALK_UNROLL == 0, "whole callbacks");
