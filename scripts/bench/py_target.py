@@ -4,8 +4,10 @@
 
 usage: py_target.py LIBCUDART ITERS DEPTH. Prints "ready PID", waits for SIGUSR1, then calls
 cudaMalloc and cudaFree ITERS times from a function DEPTH Python frames deep, prints
-"ns_per_iter N" (the thread's CPU time per iteration), "done", and waits for SIGUSR1 again
-(tests/fixtures/workloads/sync.h's protocol).
+"ns_per_iter N" (the thread's CPU time per iteration), "ns_median N" (the median over batches
+of BATCH iterations of the wall time per iteration: a preempted batch is an outlier, not part
+of the figure), "done", and waits for SIGUSR1 again (tests/fixtures/workloads/sync.h's
+protocol).
 """
 import ctypes
 import os
@@ -14,14 +16,25 @@ import sys
 import time
 
 
+BATCH = 16
+
+
 def churn(cudart, iters):
     p = ctypes.c_void_p()
     ref = ctypes.byref(p)
+    clock = time.perf_counter_ns
+    batches = max(iters // BATCH, 1)
+    laps = []
     start = time.thread_time_ns()
-    for _ in range(iters):
-        cudart.cudaMalloc(ref, 4096)
-        cudart.cudaFree(p)
-    return (time.thread_time_ns() - start) / iters
+    for _ in range(batches):
+        t0 = clock()
+        for _ in range(BATCH):
+            cudart.cudaMalloc(ref, 4096)
+            cudart.cudaFree(p)
+        laps.append(clock() - t0)
+    cpu = (time.thread_time_ns() - start) / (batches * BATCH)
+    laps.sort()
+    return cpu, laps[len(laps) // 2] / BATCH
 
 
 def nest(depth, cudart, iters):
@@ -35,7 +48,9 @@ def main(lib, iters, depth):
     cudart = ctypes.CDLL(lib)
     print(f"ready {os.getpid()}", flush=True)
     signal.sigwait({signal.SIGUSR1})
-    print("ns_per_iter %.1f" % nest(int(depth), cudart, int(iters)), flush=True)
+    cpu, wall = nest(int(depth), cudart, int(iters))
+    print("ns_per_iter %.1f" % cpu, flush=True)
+    print("ns_median %.1f" % wall, flush=True)
     print("done", flush=True)
     signal.sigwait({signal.SIGUSR1})
 

@@ -843,7 +843,7 @@ def main():
             rows.append(("(e)/(b) bpftrace vs floor", "%.2fx" % (med["bpftrace"] / b),
                          "cost above (a): %.2fx the floor's" % ((med["bpftrace"] - a) / (b - a))))
         if want("python"):
-            print("Python frames, %d rounds..." % args.rounds, file=sys.stderr)
+            print("Python frames...", file=sys.stderr)
             rows.extend(python_cost.bench(sys.modules[__name__], args, tmp))
         if want("lifecycle"):
             print("start-up and shutdown, %d rounds..." % args.rounds, file=sys.stderr)
