@@ -59,16 +59,16 @@ int cuda_call_enter(struct pt_regs *ctx)
 }
 
 /*
- * A launch's record, from its entry. hit: its stack is one this CPU sent
- * (gs_stack_cache.bpf.h), the record is reserved without frames[] (a constant per call, so
- * that the verifier knows its size on each path).
+ * A launch's record, from its entry. with_frames false: its stack is one this CPU sent
+ * (gs_stack_cache.bpf.h), none is walked, or it is only counted; the record is reserved
+ * without frames[] (a constant per call, so that the verifier knows its size on each path).
  */
 static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64 pid_tgid, __u64 ts,
-					int py, struct gs_stack_cache *sc, const bool hit)
+					int py, struct gs_stack_cache *sc, const bool with_frames)
 {
 	struct gs_cuda_call *e;
 
-	e = gs_reserve(hit ? offsetof(struct gs_cuda_call, frames) : sizeof(*e));
+	e = gs_reserve(with_frames ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
 	if (!e) {
 		gs_stack_unused(sc);
 		return;
@@ -86,17 +86,9 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	e->out = 0;
 	e->pad = 0;
 	e->str[0] = '\0';
-	if (hit || !(e->flags & GS_CALL_F_USER_STACK))
-		e->nr_frames = 0;
-	else
-		e->nr_frames =
-			sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
-		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL,
+				     offsetof(struct gs_cuda_call, frames), e->frames, sc, pid_tgid,
+				     ts, py ? GS_EV_F_PYSTACK : 0, with_frames, true);
 	gs_submit(e);
 }
 
@@ -128,9 +120,9 @@ int cuda_launch_enter(struct pt_regs *ctx)
 	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;
 	sc = gs_stack_walk(ctx, true, true);
 	if (gs_stack_hit(sc) || cfg_no_stacks) /* no frames[] to reserve */
-		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
-	else
 		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, false);
+	else
+		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
 	return 0;
 }
 
@@ -169,16 +161,10 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 		gs_count(GS_STAT_USER_READ_FAILED);
 	gs_call_end(&c->head);
 
-	if (!with_stack)
-		e->nr_frames = 0; /* none, or one this CPU sent (sc's hit) */
-	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
-		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts ?: bpf_ktime_get_ns());
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	/* without a stack: none, or one this CPU sent (sc's hit) */
+	e->nr_frames = gs_stack_tail(
+		ctx, &e->hdr, GS_EV_CUDA_CALL, offsetof(struct gs_cuda_call, frames), e->frames, sc,
+		pid_tgid, ts ?: bpf_ktime_get_ns(), py ? GS_EV_F_PYSTACK : 0, with_stack, false);
 	gs_submit(e);
 }
 

@@ -253,6 +253,33 @@ static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_ev
 	c->busy = 0;
 }
 
+/*
+ * The end of every record that carries a user stack, once its other fields are written: its
+ * frames (with_frames false: none, for a hit's reference, --stacks none or a record that has
+ * no stack; else copied from this CPU's cache sc, or walked into the record without one),
+ * its header sized to the frames it has and stamped ts, flags (GS_EV_F_USTACK,
+ * GS_EV_F_PYSTACK: the records sent before it for it, stamped ts too), then the cache's mark
+ * (gs_stack_sent()). frames_off: offsetof(record, frames). Returns the record's nr_frames;
+ * its submit is the caller's.
+ */
+static __always_inline __u16 gs_stack_tail(void *ctx, struct gs_event_hdr *hdr, __u16 type,
+					   __u32 frames_off, __u64 *frames,
+					   struct gs_stack_cache *sc, __u64 pid_tgid, __u64 ts,
+					   __u16 flags, const bool with_frames, const bool at_entry)
+{
+	__u16 n = 0;
+
+	if (with_frames && sc)
+		n = gs_stack_copy(sc, frames);
+	else if (with_frames)
+		n = at_entry ? gs_user_stack_at_entry(ctx, frames) : gs_user_stack(ctx, frames);
+	gs_fill_hdr_at(hdr, type, frames_off + n * sizeof(__u64), pid_tgid, ts);
+	hdr->flags = flags;
+	if (sc)
+		gs_stack_sent(sc, hdr);
+	return n;
+}
+
 /* A walk whose record could not be reserved: the CPU's cache is free again, unchanged. */
 static __always_inline void gs_stack_unused(struct gs_stack_cache *c)
 {

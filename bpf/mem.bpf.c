@@ -29,6 +29,12 @@ const volatile bool cfg_ustack = false;
 
 GS_CALLS_MAP(struct call);
 
+/* a record's flags for the records sent before it: its DWARF slice, its Python frames */
+static __always_inline __u16 rec_flags(bool ustack, int py)
+{
+	return (ustack ? GS_EV_F_USTACK : 0) | (py ? GS_EV_F_PYSTACK : 0);
+}
+
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height, __u32 given)
 {
@@ -117,18 +123,9 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	gs_call_end(&c->head);
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
-	if (hit)
-		e->nr_frames = 0;
-	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_ALLOC,
-		       offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	if (ustack)
-		e->hdr.flags |= GS_EV_F_USTACK;
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	e->nr_frames =
+		gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_ALLOC, offsetof(struct gs_mem_alloc, frames),
+			      e->frames, sc, pid_tgid, ts, rec_flags(ustack, py), !hit, false);
 	if (oom)
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* read first, at once */
 	else
@@ -219,18 +216,9 @@ static __always_inline void emit_free_ret(struct pt_regs *ctx, struct call *c,
 	e->api = c->head.api;
 	e->ret = ret;
 	gs_call_end(&c->head);
-	if (!with_frames)
-		e->nr_frames = 0;
-	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE_RET,
-		       offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	if (ustack)
-		e->hdr.flags |= GS_EV_F_USTACK;
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_FREE_RET,
+				     offsetof(struct gs_mem_free_ret, frames), e->frames, sc,
+				     pid_tgid, ts, rec_flags(ustack, py), with_frames, false);
 	gs_submit(e);
 }
 
