@@ -85,7 +85,6 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	e->ret = 0;
 	e->out = 0;
 	e->pad = 0;
-	e->str[0] = '\0';
 	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL,
 				     offsetof(struct gs_cuda_call, frames), e->frames, sc, pid_tgid,
 				     ts, py ? GS_EV_F_PYSTACK : 0, with_frames, true);
@@ -126,19 +125,27 @@ int cuda_launch_enter(struct pt_regs *ctx)
 	return 0;
 }
 
+/* what a returned call's record holds after its fixed part (a constant per call site) */
+enum call_rec { CALL_REC_BARE, CALL_REC_STR, CALL_REC_FRAMES };
+
 /*
  * The record of a returned call. Without a stack it is reserved without frames[]: a library
  * registers all its kernels as it loads (about 19,000 for PyTorch's), and at a third of the
  * size that burst fits the ring buffer while the reader is still attaching. Nor with a stack
- * this CPU sent already (sc's hit, gs_stack_cache.bpf.h): with_stack false, sc set.
+ * this CPU sent already (sc's hit, gs_stack_cache.bpf.h), sc set. CALL_REC_STR: a call
+ * without a stack, its string (GS_CALL_F_READ_STR2) where frames[] would be; CALL_REC_BARE
+ * neither, CALL_REC_FRAMES its stack.
  */
 static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, __u64 pid_tgid,
 					   __u64 ts, int py, struct gs_stack_cache *sc,
-					   const bool with_stack)
+					   const enum call_rec shape)
 {
+	__u32 fixed = offsetof(struct gs_cuda_call, frames);
 	struct gs_cuda_call *e;
 
-	e = gs_reserve(with_stack ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
+	if (shape == CALL_REC_STR)
+		fixed += GS_CALL_STR;
+	e = gs_reserve(shape == CALL_REC_FRAMES ? sizeof(*e) : fixed);
 	if (!e) {
 		gs_stack_unused(sc);
 		gs_call_end(&c->head);
@@ -151,20 +158,22 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 	e->ret = (__s32)PT_REGS_RC(ctx);
 	e->out = 0;
 	e->pad = 0;
-	e->str[0] = '\0';
 	if ((c->flags & GS_CALL_F_READ_OUT0) &&
 	    bpf_probe_read_user(&e->out, sizeof(e->out), (void *)c->args[0]))
 		gs_count(GS_STAT_USER_READ_FAILED);
-	/* the callee has just read this string itself, so its page is resident */
-	if ((c->flags & GS_CALL_F_READ_STR2) &&
-	    bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)c->args[2]) < 0)
-		gs_count(GS_STAT_USER_READ_FAILED);
+	if (shape == CALL_REC_STR) {
+		e->str[0] = '\0';
+		/* the callee has just read this string itself, so its page is resident */
+		if ((c->flags & GS_CALL_F_READ_STR2) &&
+		    bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)c->args[2]) < 0)
+			gs_count(GS_STAT_USER_READ_FAILED);
+	}
 	gs_call_end(&c->head);
 
 	/* without a stack: none, or one this CPU sent (sc's hit) */
-	e->nr_frames = gs_stack_tail(
-		ctx, &e->hdr, GS_EV_CUDA_CALL, offsetof(struct gs_cuda_call, frames), e->frames, sc,
-		pid_tgid, ts ?: bpf_ktime_get_ns(), py ? GS_EV_F_PYSTACK : 0, with_stack, false);
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL, fixed, e->frames, sc, pid_tgid,
+				     ts ?: bpf_ktime_get_ns(), py ? GS_EV_F_PYSTACK : 0,
+				     shape == CALL_REC_FRAMES, false);
 	gs_submit(e);
 }
 
@@ -185,7 +194,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 		if (gs_count_call(pid_tgid >> 32, c->flags, c->head.entry_ts_ns))
 			gs_call_end(&c->head);
 		else
-			emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, false);
+			emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, CALL_REC_STR);
 		return 0;
 	}
 	ts = bpf_ktime_get_ns();
@@ -193,9 +202,9 @@ int cuda_call_exit(struct pt_regs *ctx)
 	sc = gs_stack_walk(ctx, false, true);
 	/* a stack this CPU sent already: the record as one without (gs_stack_cache.bpf.h) */
 	if (gs_stack_hit(sc) || cfg_no_stacks)
-		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, false);
+		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, CALL_REC_BARE);
 	else
-		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, true);
+		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, CALL_REC_FRAMES);
 	return 0;
 }
 
