@@ -23,7 +23,8 @@ struct call {
 GS_CALLS_MAP(struct call);
 
 /* The arguments a call's entry sees: registers, then per flags stack slots and a struct. */
-static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args)
+static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args,
+				      const struct gs_stack_cache *sc)
 {
 	args[0] = PT_REGS_PARM1(ctx);
 	args[1] = PT_REGS_PARM2(ctx);
@@ -32,10 +33,16 @@ static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *a
 	args[4] = PT_REGS_PARM5(ctx);
 	args[5] = GS_PT_REGS_PARM6(ctx);
 	/* at the first instruction the return address is at sp: arguments 7.. follow it */
-	if (flags & GS_CALL_F_STACK_ARGS)
+	/* or as the stack walk's window had them (sc: a launch's, gs_stack_words_at()) */
+	if ((flags & GS_CALL_F_STACK_ARGS) &&
+	    !gs_stack_words_at(sc, PT_REGS_SP(ctx) + sizeof(__u64), GS_CALL_STACK_ARGS,
+			       &args[GS_CALL_REG_ARGS]))
 		bpf_probe_read_user(&args[GS_CALL_REG_ARGS], GS_CALL_STACK_ARGS * sizeof(__u64),
 				    (void *)(PT_REGS_SP(ctx) + sizeof(__u64)));
-	if ((flags & GS_CALL_F_DEREF_ARG0) && args[0])
+	/* a launch config struct: mostly the caller's local, just above sp */
+	if ((flags & GS_CALL_F_DEREF_ARG0) && args[0] &&
+	    !gs_stack_words_at(sc, args[0], GS_CALL_DEREF_WORDS,
+			       &args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS]))
 		bpf_probe_read_user(&args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS],
 				    GS_CALL_DEREF_WORDS * sizeof(__u64), (void *)args[0]);
 }
@@ -53,7 +60,7 @@ int cuda_call_enter(struct pt_regs *ctx)
 	__builtin_memset(c, 0, sizeof(*c));
 	c->head.api = (__u16)cookie;
 	c->flags = (__u32)(cookie >> 16);
-	read_args(ctx, c->flags, c->args);
+	read_args(ctx, c->flags, c->args, NULL);
 	c->head.entry_ts_ns = now;
 	return 0;
 }
@@ -75,7 +82,7 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	}
 	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
 	if (e->flags & GS_CALL_F_USER_STACK) {
-		read_args(ctx, e->flags, e->args);
+		read_args(ctx, e->flags, e->args, sc);
 	} else { /* only counted (the daemon's metrics): no arguments read either */
 		e->flags &= ~(__u32)(GS_CALL_F_STACK_ARGS | GS_CALL_F_DEREF_ARG0);
 		__builtin_memset(e->args, 0, sizeof(e->args));

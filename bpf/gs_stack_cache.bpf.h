@@ -32,6 +32,7 @@ struct gs_stack_cache {
 	__u32 pad;
 	__u32 cur_keep; /* scratch is kept in a slot once its record is reserved */
 	__u32 pad2;
+	struct gs_stack_words words;	  /* the lowest of the event's walk's window */
 	__u64 cur_hash;			  /* of scratch, all its words */
 	__u64 hash[GS_STACK_CACHE_SLOTS]; /* of each slot's frames */
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
@@ -156,6 +157,7 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 	c->cur_hit = GS_STACK_CACHE_SLOTS;
 	c->cur_keep = 0;
 	c->cur_site_only = 0;
+	c->words.n = 0;
 	/* not sampled (gs_stack_sampled() ran just before for every event that looks up) */
 	if (cfg_stack_sample > 1 && lookup && c->site) {
 		c->scratch[0] = c->site;
@@ -165,8 +167,8 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 		return 1;
 	}
 	__builtin_memset(c->scratch, 0, sizeof(c->scratch)); /* the walk's frames, then zeros */
-	c->cur_nr =
-		at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
+	c->cur_nr = at_entry ? gs_user_stack_at_entry_words(ctx, c->scratch, &c->words)
+			     : gs_user_stack_words(ctx, c->scratch, &c->words);
 	n = c->cur_nr;
 	if (!n || n > GS_MAX_STACK || !lookup ||
 	    bpf_get_smp_processor_id() >= GS_STACK_CACHE_MAX / GS_STACK_CACHE_SLOTS)
@@ -205,6 +207,27 @@ static __always_inline struct gs_stack_cache *gs_stack_walk(struct pt_regs *ctx,
 		return NULL;
 	/* never NULL (an array's key 0): the cache would stay busy, each stack sent whole */
 	return bpf_map_lookup_elem(&stack_cache, &zero);
+}
+
+/*
+ * The n words (a constant) at user address addr, if the walk's window held them: true and
+ * out[] filled; else the caller reads them itself.
+ */
+static __always_inline bool gs_stack_words_at(const struct gs_stack_cache *c, __u64 addr,
+					      const int n, __u64 *out)
+{
+	__u64 off;
+
+	if (!c)
+		return false;
+	off = addr - c->words.lo; /* below the window: past it */
+	if ((off & 7) || off > sizeof(c->words.val) - n * sizeof(__u64) ||
+	    off + n * sizeof(__u64) > c->words.n)
+		return false;
+	off /= sizeof(__u64);
+	for (int i = 0; i < n; i++)
+		out[i] = c->words.val[(off + i) & (GS_STACK_WORDS - 1)];
+	return true;
 }
 
 /* Whether the walk found its stack kept: its record is reserved without frames[]. */

@@ -107,10 +107,14 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	e->size = c->size;
 	e->ptr = 0;
 	if (e->ret == 0) {
-		/* the pointer exists only now, in the out-parameter saved at entry */
+		/*
+		 * The pointer exists only now, in the out-parameter saved at entry: mostly the
+		 * caller's local, in the stack walk's window (read after the call wrote it).
+		 */
 		if (c->given)
 			e->ptr = c->out_ptr;
-		else if (bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)c->out_ptr))
+		else if (!gs_stack_words_at(sc, c->out_ptr, 1, &e->ptr) &&
+			 bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)c->out_ptr))
 			gs_count(GS_STAT_USER_READ_FAILED);
 		if (c->pitch_ptr) {
 			__u64 pitch = 0;
