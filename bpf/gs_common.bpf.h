@@ -444,8 +444,10 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 /* --stacks none (record, leaks): no user stack is walked at all, records carry no frames */
 const volatile bool cfg_no_stacks = false;
 
-/* from the task's user registers: in a sample that interrupted the kernel too (gs_uregs) */
-/* w: where the walk keeps its window's lowest words (gs_stack_words), or NULL */
+/*
+ * From the task's user registers: in a sample that interrupted the kernel too (gs_uregs). w:
+ * where the walk keeps its window's lowest words (struct gs_stack_words), or NULL.
+ */
 static __always_inline __u16 gs_user_stack_words(void *ctx, __u64 *frames, struct gs_stack_words *w)
 {
 	struct gs_uregs r;
