@@ -23,7 +23,8 @@ struct call {
 GS_CALLS_MAP(struct call);
 
 /* The arguments a call's entry sees: registers, then per flags stack slots and a struct. */
-static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args)
+static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *args,
+				      const struct gs_stack_cache *sc)
 {
 	args[0] = PT_REGS_PARM1(ctx);
 	args[1] = PT_REGS_PARM2(ctx);
@@ -32,10 +33,16 @@ static __always_inline void read_args(struct pt_regs *ctx, __u32 flags, __u64 *a
 	args[4] = PT_REGS_PARM5(ctx);
 	args[5] = GS_PT_REGS_PARM6(ctx);
 	/* at the first instruction the return address is at sp: arguments 7.. follow it */
-	if (flags & GS_CALL_F_STACK_ARGS)
+	/* or as the stack walk's window had them (sc: a launch's, gs_stack_words_at()) */
+	if ((flags & GS_CALL_F_STACK_ARGS) &&
+	    !gs_stack_words_at(sc, PT_REGS_SP(ctx) + sizeof(__u64), GS_CALL_STACK_ARGS,
+			       &args[GS_CALL_REG_ARGS]))
 		bpf_probe_read_user(&args[GS_CALL_REG_ARGS], GS_CALL_STACK_ARGS * sizeof(__u64),
 				    (void *)(PT_REGS_SP(ctx) + sizeof(__u64)));
-	if ((flags & GS_CALL_F_DEREF_ARG0) && args[0])
+	/* a launch config struct: mostly the caller's local, just above sp */
+	if ((flags & GS_CALL_F_DEREF_ARG0) && args[0] &&
+	    !gs_stack_words_at(sc, args[0], GS_CALL_DEREF_WORDS,
+			       &args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS]))
 		bpf_probe_read_user(&args[GS_CALL_REG_ARGS + GS_CALL_STACK_ARGS],
 				    GS_CALL_DEREF_WORDS * sizeof(__u64), (void *)args[0]);
 }
@@ -53,29 +60,29 @@ int cuda_call_enter(struct pt_regs *ctx)
 	__builtin_memset(c, 0, sizeof(*c));
 	c->head.api = (__u16)cookie;
 	c->flags = (__u32)(cookie >> 16);
-	read_args(ctx, c->flags, c->args);
+	read_args(ctx, c->flags, c->args, NULL);
 	c->head.entry_ts_ns = now;
 	return 0;
 }
 
 /*
- * A launch's record, from its entry. hit: its stack is one this CPU sent
- * (gs_stack_cache.bpf.h), the record is reserved without frames[] (a constant per call, so
- * that the verifier knows its size on each path).
+ * A launch's record, from its entry. with_frames false: its stack is one this CPU sent
+ * (gs_stack_cache.bpf.h), none is walked, or it is only counted; the record is reserved
+ * without frames[] (a constant per call, so that the verifier knows its size on each path).
  */
 static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64 pid_tgid, __u64 ts,
-					int py, struct gs_stack_cache *sc, const bool hit)
+					int py, struct gs_stack_cache *sc, const bool with_frames)
 {
 	struct gs_cuda_call *e;
 
-	e = gs_reserve(hit ? offsetof(struct gs_cuda_call, frames) : sizeof(*e));
+	e = gs_reserve(with_frames ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
 	if (!e) {
 		gs_stack_unused(sc);
 		return;
 	}
 	e->flags = (__u32)(cookie >> 16) | GS_CALL_F_AT_ENTRY;
 	if (e->flags & GS_CALL_F_USER_STACK) {
-		read_args(ctx, e->flags, e->args);
+		read_args(ctx, e->flags, e->args, sc);
 	} else { /* only counted (the daemon's metrics): no arguments read either */
 		e->flags &= ~(__u32)(GS_CALL_F_STACK_ARGS | GS_CALL_F_DEREF_ARG0);
 		__builtin_memset(e->args, 0, sizeof(e->args));
@@ -85,18 +92,9 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	e->ret = 0;
 	e->out = 0;
 	e->pad = 0;
-	e->str[0] = '\0';
-	if (hit || !(e->flags & GS_CALL_F_USER_STACK))
-		e->nr_frames = 0;
-	else
-		e->nr_frames =
-			sc ? gs_stack_copy(sc, e->frames) : gs_user_stack_at_entry(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
-		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL,
+				     offsetof(struct gs_cuda_call, frames), e->frames, sc, pid_tgid,
+				     ts, py ? GS_EV_F_PYSTACK : 0, with_frames, true);
 	gs_submit(e);
 }
 
@@ -129,25 +127,33 @@ int cuda_launch_enter(struct pt_regs *ctx)
 	py = gs_stack_sampled(ctx, true) ? gs_py_emit(pid_tgid, ts) : 0;
 	sc = gs_stack_walk(ctx, true, true);
 	if (gs_stack_hit(sc) || cfg_no_stacks) /* no frames[] to reserve */
-		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
-	else
 		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, false);
+	else
+		emit_launch(ctx, cookie, pid_tgid, ts, py, sc, true);
 	return 0;
 }
+
+/* what a returned call's record holds after its fixed part (a constant per call site) */
+enum call_rec { CALL_REC_BARE, CALL_REC_STR, CALL_REC_FRAMES };
 
 /*
  * The record of a returned call. Without a stack it is reserved without frames[]: a library
  * registers all its kernels as it loads (about 19,000 for PyTorch's), and at a third of the
  * size that burst fits the ring buffer while the reader is still attaching. Nor with a stack
- * this CPU sent already (sc's hit, gs_stack_cache.bpf.h): with_stack false, sc set.
+ * this CPU sent already (sc's hit, gs_stack_cache.bpf.h), sc set. CALL_REC_STR: a call
+ * without a stack, its string (GS_CALL_F_READ_STR2) where frames[] would be; CALL_REC_BARE
+ * neither, CALL_REC_FRAMES its stack.
  */
 static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, __u64 pid_tgid,
 					   __u64 ts, int py, struct gs_stack_cache *sc,
-					   const bool with_stack)
+					   const enum call_rec shape)
 {
+	__u32 fixed = offsetof(struct gs_cuda_call, frames);
 	struct gs_cuda_call *e;
 
-	e = gs_reserve(with_stack ? sizeof(*e) : offsetof(struct gs_cuda_call, frames));
+	if (shape == CALL_REC_STR)
+		fixed += GS_CALL_STR;
+	e = gs_reserve(shape == CALL_REC_FRAMES ? sizeof(*e) : fixed);
 	if (!e) {
 		gs_stack_unused(sc);
 		gs_call_end(&c->head);
@@ -160,26 +166,22 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 	e->ret = (__s32)PT_REGS_RC(ctx);
 	e->out = 0;
 	e->pad = 0;
-	e->str[0] = '\0';
 	if ((c->flags & GS_CALL_F_READ_OUT0) &&
 	    bpf_probe_read_user(&e->out, sizeof(e->out), (void *)c->args[0]))
 		gs_count(GS_STAT_USER_READ_FAILED);
-	/* the callee has just read this string itself, so its page is resident */
-	if ((c->flags & GS_CALL_F_READ_STR2) &&
-	    bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)c->args[2]) < 0)
-		gs_count(GS_STAT_USER_READ_FAILED);
+	if (shape == CALL_REC_STR) {
+		e->str[0] = '\0';
+		/* the callee has just read this string itself, so its page is resident */
+		if ((c->flags & GS_CALL_F_READ_STR2) &&
+		    bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)c->args[2]) < 0)
+			gs_count(GS_STAT_USER_READ_FAILED);
+	}
 	gs_call_end(&c->head);
 
-	if (!with_stack)
-		e->nr_frames = 0; /* none, or one this CPU sent (sc's hit) */
-	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_CUDA_CALL,
-		       offsetof(struct gs_cuda_call, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts ?: bpf_ktime_get_ns());
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	/* without a stack: none, or one this CPU sent (sc's hit) */
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL, fixed, e->frames, sc, pid_tgid,
+				     ts ?: bpf_ktime_get_ns(), py ? GS_EV_F_PYSTACK : 0,
+				     shape == CALL_REC_FRAMES, false);
 	gs_submit(e);
 }
 
@@ -200,7 +202,7 @@ int cuda_call_exit(struct pt_regs *ctx)
 		if (gs_count_call(pid_tgid >> 32, c->flags, c->head.entry_ts_ns))
 			gs_call_end(&c->head);
 		else
-			emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, false);
+			emit_call_exit(ctx, c, pid_tgid, 0, 0, NULL, CALL_REC_STR);
 		return 0;
 	}
 	ts = bpf_ktime_get_ns();
@@ -208,9 +210,9 @@ int cuda_call_exit(struct pt_regs *ctx)
 	sc = gs_stack_walk(ctx, false, true);
 	/* a stack this CPU sent already: the record as one without (gs_stack_cache.bpf.h) */
 	if (gs_stack_hit(sc) || cfg_no_stacks)
-		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, false);
+		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, CALL_REC_BARE);
 	else
-		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, true);
+		emit_call_exit(ctx, c, pid_tgid, ts, py, sc, CALL_REC_FRAMES);
 	return 0;
 }
 

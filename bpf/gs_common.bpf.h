@@ -340,8 +340,23 @@ static __always_inline __u64 gs_stack_win_read(struct gs_stack_thread *t, __u64 
 	return n;
 }
 
+/*
+ * The lowest words of a walk's window, kept for the record of its event: what it wants from
+ * user memory besides the stack (a launch's stack arguments, the word an allocation's
+ * out-parameter points to) mostly lies just above sp, and each user read costs ~90 ns.
+ * Copied whole, not looked for: a branch in the walk multiplies what the verifier checks.
+ */
+#define GS_STACK_WORDS 32
+
+struct gs_stack_words {
+	__u64 lo; /* the window's user address */
+	__u64 n;  /* bytes of val[] the window holds (the rest is stale) */
+	__u64 val[GS_STACK_WORDS];
+};
+
 static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 ip, __u64 fp,
-						__u64 lo, const bool at_entry)
+						__u64 lo, const bool at_entry,
+						struct gs_stack_words *w)
 {
 	struct task_struct *task = gs_current_task();
 	struct gs_stack_thread *t = NULL;
@@ -360,6 +375,11 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 		t->busy = 1; /* held until the walk's end */
 		own = true;
 		win_n = gs_stack_win_read(t, lo, end);
+		if (w) {
+			__builtin_memcpy(w->val, t->win, sizeof(w->val));
+			w->lo = lo;
+			w->n = win_n;
+		}
 		if (at_entry && win_n >= sizeof(ip))
 			ip = t->win[0];
 		else if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo))
@@ -424,8 +444,11 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 /* --stacks none (record, leaks): no user stack is walked at all, records carry no frames */
 const volatile bool cfg_no_stacks = false;
 
-/* from the task's user registers: in a sample that interrupted the kernel too (gs_uregs) */
-static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
+/*
+ * From the task's user registers: in a sample that interrupted the kernel too (gs_uregs). w:
+ * where the walk keeps its window's lowest words (struct gs_stack_words), or NULL.
+ */
+static __always_inline __u16 gs_user_stack_words(void *ctx, __u64 *frames, struct gs_stack_words *w)
 {
 	struct gs_uregs r;
 
@@ -433,7 +456,12 @@ static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
 		return 0;
 	if (!gs_uregs(ctx, &r))
 		return gs_user_stack_kernel(ctx, frames);
-	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp, false);
+	return gs_user_stack_from(ctx, frames, r.ip, r.fp, r.sp, false, w);
+}
+
+static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
+{
+	return gs_user_stack_words(ctx, frames, NULL);
 }
 
 /*
@@ -441,13 +469,19 @@ static __always_inline __u16 gs_user_stack(void *ctx, __u64 *frames)
  * %rbp is still the caller's and the return address is at %rsp, so the frames are those a
  * return probe would see, the caller first.
  */
-static __always_inline __u16 gs_user_stack_at_entry(void *ctx, __u64 *frames)
+static __always_inline __u16 gs_user_stack_at_entry_words(void *ctx, __u64 *frames,
+							  struct gs_stack_words *w)
 {
 	struct pt_regs *regs = ctx;
 
 	if (cfg_no_stacks)
 		return 0;
-	return gs_user_stack_from(ctx, frames, 0, PT_REGS_FP(regs), PT_REGS_SP(regs), true);
+	return gs_user_stack_from(ctx, frames, 0, PT_REGS_FP(regs), PT_REGS_SP(regs), true, w);
+}
+
+static __always_inline __u16 gs_user_stack_at_entry(void *ctx, __u64 *frames)
+{
+	return gs_user_stack_at_entry_words(ctx, frames, NULL);
 }
 
 /* ts_ns: a time the program took already (bpf_ktime_get_ns() costs ~45 ns in a VM) */

@@ -151,7 +151,7 @@ struct gs_mem_free_ret {
 #define GS_CALL_F_STACK_ARGS 0x1  /* arguments 7..9 from the caller's stack */
 #define GS_CALL_F_DEREF_ARG0 0x2  /* 40 bytes at argument 1 (a launch config struct) */
 #define GS_CALL_F_READ_OUT0  0x4  /* at return, the u64 argument 1 points to */
-#define GS_CALL_F_READ_STR2  0x8  /* at return, the string argument 3 points to */
+#define GS_CALL_F_READ_STR2  0x8  /* at return, the string argument 3 points to; no stack */
 #define GS_CALL_F_USER_STACK 0x10 /* the user stack at return */
 #define GS_CALL_F_AT_ENTRY   0x20 /* sent at entry, no return probe: no duration, no result */
 /* only counted, in the kernel's call_counts map (the daemon's metrics): a launch, a sync */
@@ -178,8 +178,15 @@ struct gs_cuda_call {
 	__u16 api;
 	__u16 nr_frames;
 	__u32 pad;
-	char str[GS_CALL_STR]; /* GS_CALL_F_READ_STR2, NUL-terminated */
-	__u64 frames[GS_MAX_STACK];
+	/*
+	 * A call with a stack has no string (GS_CALL_F_READ_STR2 is for calls without one): a
+	 * launch's record is reserved without the string's 128 bytes, two cache lines fewer of
+	 * the ring buffer per record.
+	 */
+	union {
+		char str[GS_CALL_STR]; /* GS_CALL_F_READ_STR2, NUL-terminated */
+		__u64 frames[GS_MAX_STACK];
+	};
 };
 
 /* call_counts' value per process (bpf/gs_call_counts.bpf.h): summed over CPUs by its reader */

@@ -32,6 +32,7 @@ struct gs_stack_cache {
 	__u32 pad;
 	__u32 cur_keep; /* scratch is kept in a slot once its record is reserved */
 	__u32 pad2;
+	struct gs_stack_words words;	  /* the lowest of the event's walk's window */
 	__u64 cur_hash;			  /* of scratch, all its words */
 	__u64 hash[GS_STACK_CACHE_SLOTS]; /* of each slot's frames */
 	__u64 frames[GS_STACK_CACHE_SLOTS][GS_MAX_STACK];
@@ -80,6 +81,9 @@ struct {
  * all that follows once per range (5 times the checking of the program).
  */
 
+#define GS_STACK_HASH_MUL 0x9e3779b97f4a7c15ULL
+_Static_assert(GS_MAX_STACK % 4 == 0, "the stack hash's four lanes");
+
 /* Whether slot k holds exactly the frames of scratch (its count compared by the caller). */
 static __always_inline bool gs_stack_same(const struct gs_stack_cache *c, __u32 k)
 {
@@ -113,8 +117,7 @@ static __always_inline bool gs_stack_sampled(struct pt_regs *ctx, const bool at_
 		site = PT_REGS_IP(ctx);
 	else if (bpf_probe_read_user(&site, sizeof(site), (void *)PT_REGS_SP(ctx)))
 		return true;
-	key = (__u32)((site ^ ((__u64)pid << 32)) * 0x9e3779b97f4a7c15ULL >> 40) &
-	      (GS_STACK_SITES - 1);
+	key = (__u32)((site ^ ((__u64)pid << 32)) * GS_STACK_HASH_MUL >> 40) & (GS_STACK_SITES - 1);
 	s = bpf_map_lookup_elem(&stack_sites, &key);
 	if (!s)
 		return true;
@@ -145,8 +148,8 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 {
 	__u32 zero = 0, pid = bpf_get_current_pid_tgid() >> 32, k;
 	struct gs_stack_cache *c = bpf_map_lookup_elem(&stack_cache, &zero);
+	__u64 h, h1 = 0, h2 = 0, h3 = 0;
 	__u16 n;
-	__u64 h;
 
 	if (!c || c->busy)
 		return 0;
@@ -154,6 +157,7 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 	c->cur_hit = GS_STACK_CACHE_SLOTS;
 	c->cur_keep = 0;
 	c->cur_site_only = 0;
+	c->words.n = 0;
 	/* not sampled (gs_stack_sampled() ran just before for every event that looks up) */
 	if (cfg_stack_sample > 1 && lookup && c->site) {
 		c->scratch[0] = c->site;
@@ -163,21 +167,26 @@ static __always_inline int gs_stack_walk_cpu(struct pt_regs *ctx, int at_entry, 
 		return 1;
 	}
 	__builtin_memset(c->scratch, 0, sizeof(c->scratch)); /* the walk's frames, then zeros */
-	c->cur_nr =
-		at_entry ? gs_user_stack_at_entry(ctx, c->scratch) : gs_user_stack(ctx, c->scratch);
+	c->cur_nr = at_entry ? gs_user_stack_at_entry_words(ctx, c->scratch, &c->words)
+			     : gs_user_stack_words(ctx, c->scratch, &c->words);
 	n = c->cur_nr;
 	if (!n || n > GS_MAX_STACK || !lookup ||
 	    bpf_get_smp_processor_id() >= GS_STACK_CACHE_MAX / GS_STACK_CACHE_SLOTS)
 		return 1;
 	c->cur_keep = 1;
-	h = n;
 	/*
 	 * A candidate by its count, process and a hash of every frame (its innermost frames
 	 * alone picked the wrong one of stacks that share them, an allocator's callers'); then
-	 * every frame.
+	 * every frame. Four lanes, not one chain of 64 multiplies each waiting on the last.
 	 */
-	for (int i = 0; i < GS_MAX_STACK; i++)
-		h = (h ^ c->scratch[i]) * 0x9e3779b97f4a7c15ULL;
+	h = n;
+	for (int i = 0; i < GS_MAX_STACK; i += 4) {
+		h = (h ^ c->scratch[i]) * GS_STACK_HASH_MUL;
+		h1 = (h1 ^ c->scratch[i + 1]) * GS_STACK_HASH_MUL;
+		h2 = (h2 ^ c->scratch[i + 2]) * GS_STACK_HASH_MUL;
+		h3 = (h3 ^ c->scratch[i + 3]) * GS_STACK_HASH_MUL;
+	}
+	h = ((h * GS_STACK_HASH_MUL ^ h1) * GS_STACK_HASH_MUL ^ h2) * GS_STACK_HASH_MUL ^ h3;
 	c->cur_hash = h;
 	for (k = 0; k < GS_STACK_CACHE_SLOTS; k++)
 		if (c->nr[k] == n && c->pid[k] == pid && c->hash[k] == h)
@@ -198,6 +207,32 @@ static __always_inline struct gs_stack_cache *gs_stack_walk(struct pt_regs *ctx,
 		return NULL;
 	/* never NULL (an array's key 0): the cache would stay busy, each stack sent whole */
 	return bpf_map_lookup_elem(&stack_cache, &zero);
+}
+
+/*
+ * The n words (a constant) at user address addr, if the walk's window held them: true and
+ * out[] filled; else the caller reads them itself.
+ */
+static __always_inline bool gs_stack_words_at(const struct gs_stack_cache *c, __u64 addr,
+					      const int n, __u64 *out)
+{
+	__u64 off;
+
+	if (!c)
+		return false;
+	off = addr - c->words.lo; /* below the window: past it */
+	if ((off & 7) || off > sizeof(c->words.val) - n * sizeof(__u64) ||
+	    off + n * sizeof(__u64) > c->words.n)
+		return false;
+	off /= sizeof(__u64);
+	/*
+	 * The mask kept: clang, knowing off's bound, made it `off & -8`, whose bound 6.12's
+	 * verifier had lost after the comparison above ("unbounded min value").
+	 */
+	barrier_var(off);
+	for (int i = 0; i < n; i++)
+		out[i] = c->words.val[(off + i) & (GS_STACK_WORDS - 1)];
+	return true;
 }
 
 /* Whether the walk found its stack kept: its record is reserved without frames[]. */
@@ -251,6 +286,33 @@ static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_ev
 		hdr->flags |= GS_EV_F_STACK_NEW | ((base + k) & GS_EV_STACK_SLOT_MASK);
 	}
 	c->busy = 0;
+}
+
+/*
+ * The end of every record that carries a user stack, once its other fields are written: its
+ * frames (with_frames false: none, for a hit's reference, --stacks none or a record that has
+ * no stack; else copied from this CPU's cache sc, or walked into the record without one),
+ * its header sized to the frames it has and stamped ts, flags (GS_EV_F_USTACK,
+ * GS_EV_F_PYSTACK: the records sent before it for it, stamped ts too), then the cache's mark
+ * (gs_stack_sent()). frames_off: offsetof(record, frames). Returns the record's nr_frames;
+ * its submit is the caller's.
+ */
+static __always_inline __u16 gs_stack_tail(void *ctx, struct gs_event_hdr *hdr, __u16 type,
+					   __u32 frames_off, __u64 *frames,
+					   struct gs_stack_cache *sc, __u64 pid_tgid, __u64 ts,
+					   __u16 flags, const bool with_frames, const bool at_entry)
+{
+	__u16 n = 0;
+
+	if (with_frames && sc)
+		n = gs_stack_copy(sc, frames);
+	else if (with_frames)
+		n = at_entry ? gs_user_stack_at_entry(ctx, frames) : gs_user_stack(ctx, frames);
+	gs_fill_hdr_at(hdr, type, frames_off + n * sizeof(__u64), pid_tgid, ts);
+	hdr->flags = flags;
+	if (sc)
+		gs_stack_sent(sc, hdr);
+	return n;
 }
 
 /* A walk whose record could not be reserved: the CPU's cache is free again, unchanged. */

@@ -29,6 +29,12 @@ const volatile bool cfg_ustack = false;
 
 GS_CALLS_MAP(struct call);
 
+/* a record's flags for the records sent before it: its DWARF slice, its Python frames */
+static __always_inline __u16 rec_flags(bool ustack, int py)
+{
+	return (ustack ? GS_EV_F_USTACK : 0) | (py ? GS_EV_F_PYSTACK : 0);
+}
+
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height, __u32 given)
 {
@@ -101,10 +107,14 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	e->size = c->size;
 	e->ptr = 0;
 	if (e->ret == 0) {
-		/* the pointer exists only now, in the out-parameter saved at entry */
+		/*
+		 * The pointer exists only now, in the out-parameter saved at entry: mostly the
+		 * caller's local, in the stack walk's window (read after the call wrote it).
+		 */
 		if (c->given)
 			e->ptr = c->out_ptr;
-		else if (bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)c->out_ptr))
+		else if (!gs_stack_words_at(sc, c->out_ptr, 1, &e->ptr) &&
+			 bpf_probe_read_user(&e->ptr, sizeof(e->ptr), (void *)c->out_ptr))
 			gs_count(GS_STAT_USER_READ_FAILED);
 		if (c->pitch_ptr) {
 			__u64 pitch = 0;
@@ -117,18 +127,9 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	gs_call_end(&c->head);
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
-	if (hit)
-		e->nr_frames = 0;
-	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_ALLOC,
-		       offsetof(struct gs_mem_alloc, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	if (ustack)
-		e->hdr.flags |= GS_EV_F_USTACK;
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	e->nr_frames =
+		gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_ALLOC, offsetof(struct gs_mem_alloc, frames),
+			      e->frames, sc, pid_tgid, ts, rec_flags(ustack, py), !hit, false);
 	if (oom)
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* read first, at once */
 	else
@@ -219,18 +220,9 @@ static __always_inline void emit_free_ret(struct pt_regs *ctx, struct call *c,
 	e->api = c->head.api;
 	e->ret = ret;
 	gs_call_end(&c->head);
-	if (!with_frames)
-		e->nr_frames = 0;
-	else
-		e->nr_frames = sc ? gs_stack_copy(sc, e->frames) : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr_at(&e->hdr, GS_EV_MEM_FREE_RET,
-		       offsetof(struct gs_mem_free_ret, frames) + e->nr_frames * sizeof(__u64),
-		       pid_tgid, ts);
-	if (ustack)
-		e->hdr.flags |= GS_EV_F_USTACK;
-	gs_py_mark(&e->hdr, py, ts);
-	if (sc)
-		gs_stack_sent(sc, &e->hdr);
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_FREE_RET,
+				     offsetof(struct gs_mem_free_ret, frames), e->frames, sc,
+				     pid_tgid, ts, rec_flags(ustack, py), with_frames, false);
 	gs_submit(e);
 }
 

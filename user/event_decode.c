@@ -16,7 +16,7 @@ _Static_assert(sizeof(struct gs_mem_alloc) == 24 + 32 + 8 * GS_MAX_STACK, "gs_me
 _Static_assert(offsetof(struct gs_mem_alloc, frames) == 56, "gs_mem_alloc frames offset");
 _Static_assert(sizeof(struct gs_mem_free) == 40, "gs_mem_free layout");
 _Static_assert(offsetof(struct gs_mem_free_ret, frames) == 48, "gs_mem_free_ret frames offset");
-_Static_assert(offsetof(struct gs_cuda_call, frames) == 296, "gs_cuda_call frames offset");
+_Static_assert(offsetof(struct gs_cuda_call, frames) == 168, "gs_cuda_call frames offset");
 _Static_assert(offsetof(struct gs_cpu_sample, frames) == 48 + 8 * GS_CPU_KERNEL_STACK,
 	       "gs_cpu_sample frames offset");
 _Static_assert(sizeof(struct gs_cpu_key) == 32, "gs_cpu_key layout");

@@ -5,13 +5,16 @@ counts and sizes, no frames, and the output saying so)."""
 import collections
 import json
 import os
+import signal
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BIN, LIB, MiB, expect_eq, main, run_gpusnoop, test  # noqa: E402
+from harness import (BIN, LIB, MiB, Gpusnoop, Workload, expect_eq, main,  # noqa: E402
+                     run_gpusnoop, test)
 import test_python  # noqa: E402
-from test_record import GEMM, RELU, SCALE, launches_by_kernel, load_trace, slices  # noqa: E402
+from test_record import (GEMM, RELU, SCALE, dims, launches_by_kernel, load_trace,  # noqa: E402
+                         slices)
 
 NO_DRIVER = {"GS_FAKE_CUDA_NO_DRIVER": "1"}
 
@@ -78,6 +81,44 @@ def record_stacks_none_counts_exactly_without_frames():
     expect_eq(copies["cudaMemcpy"], 6, "cudaMemcpy calls")
     with_stack = [e for e in trace["traceEvents"] if e.get("args", {}).get("stack")]
     expect_eq(with_stack, [], "events with a stack")
+
+
+@test
+def launch_records_without_frames_fit_a_stopped_reader_s_ring():
+    # the reader stopped while gs_kernels makes 4010 launches and 100 syncs into a 1 MiB ring:
+    # a launch's or sync's record without frames (--stacks none, or a stack sent before) is
+    # 168 bytes, its string sharing frames[]'s room, so all fit (4110 x 176 ring bytes, 723
+    # KB); with the string's 128 bytes reserved too (1.25 MB) a thousand were lost
+    for stacks in (["--stacks", "none"], []):
+        path = os.path.join(tempfile.mkdtemp(), "t.json")
+        w = Workload("gs_kernels")
+        g = Gpusnoop("record", *stacks, "-e", "cuda-launch,cuda-sync", "--ringbuf", "1",
+                     "-p", str(w.pid), "-o", path)
+        try:
+            g.wait_stderr("Ctrl-C to stop")
+            os.kill(g.proc.pid, signal.SIGSTOP)
+            w.release()
+            w.wait_line("done")
+            os.kill(g.proc.pid, signal.SIGCONT)
+            expect_eq(g.stop(), 0, f"gpusnoop status {stacks}")
+        finally:
+            g.kill()
+            w.finish()
+        trace = load_trace(path)
+        expect_eq(trace["metadata"]["dropped_events"], 0, f"dropped events {stacks}")
+        by_kernel = launches_by_kernel(trace, w.pid)
+        expect_eq({k: len(v) for k, v in by_kernel.items()}, {GEMM: 3000, RELU: 1000, SCALE: 10},
+                  f"launches per kernel {stacks}")
+        expect_eq(len(slices(trace, w.pid, "cudaStreamSynchronize")), 100, f"syncs {stacks}")
+        # stack arguments (shared memory, stream) and a config struct's, from the walk's window
+        # or read: as the workload gave them
+        expect_eq({dims(e) for e in by_kernel[GEMM]}, {((128, 2, 1), (256, 1, 1), 4096)},
+                  f"gemm dims {stacks}")
+        expect_eq({dims(e) for e in by_kernel[SCALE]}, {((7, 3, 2), (32, 4, 2), 1024)},
+                  f"scale dims {stacks}")
+        streams = {e["args"]["stream"] for e in by_kernel[GEMM] + by_kernel[SCALE]}
+        expect_eq(len(streams), 1, f"one created stream {stacks}")
+        assert streams != {"0x0"}, streams
 
 
 @test
