@@ -200,6 +200,19 @@ GS_TEST(probe_flags_follow_the_shape)
 	GS_EXPECT_EQ(gs_cuda_api_call_flags(api_named("__cudaRegisterFunction")), 0);
 }
 
+/* a call's string shares frames[]'s room in its record (gs_event.h): no API may want both */
+GS_TEST(no_api_reads_a_string_and_a_stack)
+{
+	size_t nr;
+	const struct gs_cuda_api *apis = gs_cuda_apis(&nr);
+
+	for (size_t i = 1; i < nr; i++) {
+		uint32_t flags = gs_cuda_api_call_flags(&apis[i]);
+
+		GS_EXPECT(!((flags & GS_CALL_F_READ_STR2) && (flags & GS_CALL_F_USER_STACK)));
+	}
+}
+
 GS_TEST(event_family_lists)
 {
 	uint32_t f = 0;
@@ -238,4 +251,5 @@ GS_TEST(launch_return_probe_is_opt_in)
 GS_TEST_MAIN(runtime_launch_splits_dim3_over_two_registers, driver_launch_has_one_register_per_dim,
 	     config_launches_read_the_struct_words, graph_launch_has_no_dims,
 	     copies_take_bytes_kind_and_stream_from_their_positions, sync_handles_and_scopes,
-	     probe_flags_follow_the_shape, event_family_lists, launch_return_probe_is_opt_in)
+	     probe_flags_follow_the_shape, no_api_reads_a_string_and_a_stack, event_family_lists,
+	     launch_return_probe_is_opt_in)
