@@ -133,6 +133,18 @@ static __always_inline __u64 gs_py_top_frame(const struct gs_py_proc *p, __u64 t
 /* The record being built, and the bytes of the current frame and those read with it */
 struct gs_py_scratch {
 	struct gs_py_stack_event ev;
+	/*
+	 * The walk's state that changes from frame to frame, in a map value, whose contents
+	 * the verifier does not know. On the stack, each combination of what it knew of them
+	 * (0 or not, page- or word-aligned, bounded or not) made it check the walk's step
+	 * again (6.8+ checks a callback until its states repeat): ~90k instructions a program,
+	 * each program's load slower by as much.
+	 */
+	__u32 n; /* frames recorded */
+	__u32 blk_end;
+	__u64 blk;   /* the user address block[] holds bytes of, up to blk_end */
+	__u64 noted; /* the code object noted last: a recursion's frames look it up once */
+	__u64 news;  /* a code object not sent before */
 	__u8 block[GS_PY_BLOCK + 8]; /* + 8: a field at the last masked offset stays inside */
 };
 
@@ -169,14 +181,9 @@ struct gs_py_walk {
 	struct gs_py_proc p;
 	__u16 lo;    /* the window starts at the lowest field offset */
 	__u16 len;   /* and ends after the highest field */
-	__u32 n;     /* frames recorded */
 	__u64 frame; /* the next frame to read; 0 at the end of the chain */
 	__u64 pid_tgid;
-	__u64 blk; /* the user address the scratch block holds bytes of, up to blk_end */
-	__u32 blk_end;
 	__u32 pid;
-	bool news;   /* a code object not sent before */
-	__u64 noted; /* the code object noted last: a recursion's frames look it up once */
 };
 
 struct {
@@ -257,14 +264,15 @@ static __noinline __attribute__((unused)) void gs_py_send_code(const struct gs_p
 }
 
 /* Sends code's names if this process's code was not sent before; notes to wake the reader */
-static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
+static __always_inline void gs_py_note_code(struct gs_py_walk *w, struct gs_py_scratch *sc,
+					    __u64 code)
 {
 	struct gs_py_seen *a, *b;
 	__u32 way;
 
-	if (code == w->noted)
+	if (code == sc->noted)
 		return; /* noted earlier in this walk: sent or seen already */
-	w->noted = code;
+	sc->noted = code;
 	way = (__u32)((code >> 4) ^ (code >> 17) ^ w->pid) % GS_PY_SEEN_SETS * 2;
 	a = bpf_map_lookup_elem(&py_seen, &way);
 	way++;
@@ -276,7 +284,7 @@ static __always_inline void gs_py_note_code(struct gs_py_walk *w, __u64 code)
 	a->code = code;
 	a->pid = w->pid;
 	gs_py_send_code(&w->p, code, w->pid_tgid);
-	w->news = true;
+	sc->news = 1;
 }
 
 /*
@@ -311,8 +319,8 @@ static __always_inline long gs_py_frame_at(struct gs_py_walk *w, struct gs_py_sc
 	__u64 start = w->frame + w->lo, end = start + w->len, from = start;
 	__u64 size;
 
-	if (w->blk && start >= w->blk && end <= w->blk + w->blk_end)
-		return (long)(start - w->blk);
+	if (sc->blk && start >= sc->blk && end <= sc->blk + sc->blk_end)
+		return (long)(start - sc->blk);
 	if (w->p.instr_is_ptr) {
 		from = end > GS_PY_BLOCK - 8 ? (end - (GS_PY_BLOCK - 8)) & ~7ULL : 0;
 		if (from < (start & ~(GS_PY_PAGE - 1)))
@@ -324,23 +332,23 @@ static __always_inline long gs_py_frame_at(struct gs_py_walk *w, struct gs_py_sc
 	 */
 	size = end - from;
 	if (size > GS_PY_BLOCK - 1) {
-		w->blk = 0;
+		sc->blk = 0;
 		return -1;
 	}
 	asm volatile("" : "+r"(size));
 	if (bpf_probe_read_user(sc->block, size & (GS_PY_BLOCK - 1), (void *)from)) {
-		w->blk = 0;
+		sc->blk = 0;
 		return -1;
 	}
-	w->blk = from;
-	w->blk_end = (__u32)size;
+	sc->blk = from;
+	sc->blk_end = (__u32)size;
 	return (long)(start - from);
 }
 
 /* Reads one frame into the scratch record (or steps over a shim); 1 stops the walk. */
 static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_scratch *sc)
 {
-	__u32 n = w->n, last = w->n - 1;
+	__u32 n = sc->n, last = n - 1;
 	__u64 code, back, instr;
 	long base;
 	__u8 flag;
@@ -371,7 +379,7 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
 	}
 	code = gs_py_field(sc, (__u32)base, w->p.frame_code) & ~GS_PY_TAG_BITS;
 	instr = gs_py_field(sc, (__u32)base, w->p.frame_instr);
-	gs_py_note_code(w, code);
+	gs_py_note_code(w, sc, code);
 	/*
 	 * n again, tested where it indexes: clang spilled it before the test above, and 6.1's
 	 * verifier does not carry a test's bound over to a spilled copy (6.12's does)
@@ -385,19 +393,17 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
 		w->p.flag_kind == GS_PY_RUN_EVERY || (w->p.flag_kind == GS_PY_RUN_IS_ENTRY && flag)
 			? GS_PY_F_RUN_END
 			: 0;
-	w->n = n + 1;
+	sc->n = n + 1;
 	w->frame = back;
 	return 0;
 }
 
 /*
  * GS_PY_WALK_UNROLL frames per bpf_loop() callback, the same number of steps in all: one
- * scratch lookup and one call for several frames. The verifier walks the callback once per
- * frame it unrolls, inside every program that carries a native walk too: with the windowed
- * native walk and byte-wise field loads, 4 made mem_alloc_exit pass the 1M processed-
- * instruction limit on 6.18 and 2 made cuda_launch_enter 705k; with 8-byte field loads and
- * offsets relative to the window, 2 makes it 535k on 6.18 (1: ~430k; the kernels test loads
- * it on 5.15 to 6.12 too).
+ * scratch lookup and one call for several frames. The verifier checks the callback once
+ * per frame it unrolls: with the walk's changing state in the scratch map value
+ * (gs_py_scratch), 2 makes the programs that carry the walk ~27k processed instructions on
+ * 6.18 (1: ~25k; with that state on the stack, 110k and 215k).
  */
 #define GS_PY_WALK_UNROLL 2
 _Static_assert(GS_PY_WALK_MAX % GS_PY_WALK_UNROLL == 0, "whole callbacks");
@@ -484,9 +490,13 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	if (!w.len || !sc)
 		return 0;
 	sc->ev.nr_more = 0;
+	sc->n = 0;
+	sc->blk = 0;
+	sc->noted = 0;
+	sc->news = 0;
 	bpf_loop(GS_PY_WALK_MAX / GS_PY_WALK_UNROLL, gs_py_walk_step, &w, 0);
 	e = &sc->ev;
-	n = w.n;
+	n = sc->n;
 	if (!n)
 		return 0;
 	/* two tests: clang folds them into one (n - 1 > max - 1) that loses the verifier's bound */
@@ -512,7 +522,7 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 	 * switch on this thread each time the reader had caught up.
 	 */
 	if (bpf_ringbuf_output(&events, e, size,
-			       w.news ? BPF_RB_FORCE_WAKEUP
+			       sc->news ? BPF_RB_FORCE_WAKEUP
 			       : cfg_wakeup_bytes ? BPF_RB_NO_WAKEUP
 						  : 0)) {
 		gs_count(GS_STAT_RINGBUF_FULL);
