@@ -240,13 +240,27 @@ struct gs_stack_vma {
  */
 #define GS_STACK_WIN_WORDS 128
 
+/*
+ * The frame-pointer walk's scalars between its bpf_loop() steps, in the thread's map value:
+ * values the verifier does not know (on the stack, each it knew of the frame count made it
+ * check the step again), and off the programs' stacks (6.1 counts 512 bytes for a program
+ * and the calls it is in).
+ */
+struct gs_fp_walk_state {
+	__u64 fp, lo, end;   /* the next frame; callers' frames lie above lo, below end */
+	__u64 win_lo, win_n; /* the window's user address and bytes */
+	__u64 tramp;	     /* the [uprobes] trampoline's address: a pending return probe */
+	__u64 frame[2];	     /* the step's frame: saved %rbp, return address */
+	__u32 n;	     /* frames found */
+	__u32 pad;
+};
+
 /* a thread's stack walk state (task storage), its stack mapping as last found */
 struct gs_stack_thread {
 	struct gs_stack_vma vma;
-	__u32 busy;   /* win[] in use: a perf sample (an NMI) may come in the middle of a walk */
-	__u32 walk_n; /* frames the walk holding win[] found: a map value, not a count the
-		       * verifier knows (on the stack, each of its values made it check the
-		       * walk's step again) */
+	__u32 busy; /* win[] in use: a perf sample (an NMI) may come in the middle of a walk */
+	__u32 pad;
+	struct gs_fp_walk_state walk; /* the walk holding win[] */
 	__u64 win[GS_STACK_WIN_WORDS];
 };
 
@@ -357,13 +371,11 @@ struct gs_stack_words {
 };
 
 #ifndef GS_OLD_KERNEL
-/* The frame pointer walk's state, between the steps of its bpf_loop() */
+/* The frame-pointer walk's pointers between its bpf_loop() steps (its scalars: t->walk) */
 struct gs_fp_walk {
 	__u64 *frames;
-	struct gs_stack_thread *t; /* the window this walk holds; its walk_n counts frames */
+	struct gs_stack_thread *t; /* the window this walk holds */
 	struct return_instance *ri;
-	__u64 tramp, fp, lo, end, win_lo, win_n;
-	__u64 frame[2]; /* the step's frame: the caller's stack, none of the step's own */
 };
 
 /*
@@ -376,29 +388,32 @@ static long gs_fp_walk_step(__u32 index, void *ctx)
 {
 	struct gs_fp_walk *w = ctx;
 	struct gs_stack_thread *t = w->t;
-	__u64 fp = w->fp, off;
+	struct gs_fp_walk_state *s;
+	__u64 fp, off;
 	__u32 n;
 
 	if (!t)
 		return 1;
-	n = t->walk_n;
-	if (n >= GS_MAX_STACK || fp < w->lo || fp > w->end - sizeof(w->frame) || (fp & 7))
+	s = &t->walk;
+	fp = s->fp;
+	n = s->n;
+	if (n >= GS_MAX_STACK || fp < s->lo || fp > s->end - sizeof(s->frame) || (fp & 7))
 		return 1;
-	off = (fp - w->win_lo) / sizeof(__u64); /* win_lo <= lo <= fp */
-	if (w->win_n >= sizeof(w->frame) && off <= (w->win_n - sizeof(w->frame)) / sizeof(__u64)) {
-		w->frame[0] = t->win[off & (GS_STACK_WIN_WORDS - 1)];
-		w->frame[1] = t->win[(off + 1) & (GS_STACK_WIN_WORDS - 1)];
-	} else if (bpf_probe_read_user(w->frame, sizeof(w->frame), (void *)fp)) {
+	off = (fp - s->win_lo) / sizeof(__u64); /* win_lo <= lo <= fp */
+	if (s->win_n >= sizeof(s->frame) && off <= (s->win_n - sizeof(s->frame)) / sizeof(__u64)) {
+		s->frame[0] = t->win[off & (GS_STACK_WIN_WORDS - 1)];
+		s->frame[1] = t->win[(off + 1) & (GS_STACK_WIN_WORDS - 1)];
+	} else if (bpf_probe_read_user(s->frame, sizeof(s->frame), (void *)fp)) {
 		return 1;
 	}
-	if (w->ri && w->frame[1] == w->tramp) {
-		w->frame[1] = w->ri->orig_ret_vaddr;
+	if (w->ri && s->frame[1] == s->tramp) {
+		s->frame[1] = w->ri->orig_ret_vaddr;
 		w->ri = w->ri->next;
 	}
-	w->frames[n & (GS_MAX_STACK - 1)] = w->frame[1];
-	t->walk_n = n + 1;
-	w->lo = fp + sizeof(w->frame); /* callers' frames lie above */
-	w->fp = w->frame[0];
+	w->frames[n & (GS_MAX_STACK - 1)] = s->frame[1];
+	s->n = n + 1;
+	s->lo = fp + sizeof(s->frame); /* callers' frames lie above */
+	s->fp = s->frame[0];
 	return 0;
 }
 #endif
@@ -468,21 +483,17 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 	(void)win_lo;
 	return 1; /* not reached: gs_stack_end() is 0 there, and no callbacks in a 5.10 object */
 #else
-	struct gs_fp_walk fw = {
-		.frames = frames,
-		.t = t,
-		.ri = ri,
-		.tramp = tramp,
-		.fp = fp,
-		.lo = lo,
-		.end = end,
-		.win_lo = win_lo,
-		.win_n = win_n,
-	};
+	struct gs_fp_walk fw = { .frames = frames, .t = t, .ri = ri };
 
-	t->walk_n = 1;
+	t->walk.fp = fp;
+	t->walk.lo = lo;
+	t->walk.end = end;
+	t->walk.win_lo = win_lo;
+	t->walk.win_n = win_n;
+	t->walk.tramp = tramp;
+	t->walk.n = 1;
 	bpf_loop(GS_MAX_STACK - 1, gs_fp_walk_step, &fw, 0);
-	n = t->walk_n;
+	n = t->walk.n;
 	t->busy = 0;
 	return n;
 #endif
