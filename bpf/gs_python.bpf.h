@@ -402,8 +402,8 @@ static __always_inline long gs_py_walk_one(struct gs_py_walk *w, struct gs_py_sc
  * GS_PY_WALK_UNROLL frames per bpf_loop() callback, the same number of steps in all: one
  * scratch lookup and one call for several frames. The verifier checks the callback once
  * per frame it unrolls: with the walk's changing state in the scratch map value
- * (gs_py_scratch), 2 makes the programs that carry the walk ~27k processed instructions on
- * 6.18 (1: ~25k; with that state on the stack, 110k and 215k).
+ * (gs_py_scratch), 2 makes the programs that carry the walk ~23k processed instructions on
+ * 6.18 (with that state on the stack: 215k; 110k at 1).
  */
 #define GS_PY_WALK_UNROLL 2
 _Static_assert(GS_PY_WALK_MAX % GS_PY_WALK_UNROLL == 0, "whole callbacks");
