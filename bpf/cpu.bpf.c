@@ -115,15 +115,10 @@ static __always_inline void emit_sample(struct bpf_perf_event_data *ctx, __u64 p
 		nbytes = bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0);
 		e->nr_kernel = nbytes > 0 ? nbytes / sizeof(__u64) : 0;
 	}
-	e->nr_frames = cfg_no_user_stack ? 0 : gs_user_stack(ctx, e->frames);
-	gs_fill_hdr(&e->hdr, GS_EV_CPU_SAMPLE,
-		    offsetof(struct gs_cpu_sample, frames) + e->nr_frames * sizeof(__u64),
-		    pid_tgid);
-	gs_py_mark(&e->hdr, py, ts);
-	if (ustack) {
-		e->hdr.flags |= GS_EV_F_USTACK;
-		e->hdr.ts_ns = ts;
-	}
+	/* stamped with the sample's time, as its Python frames and stack slice are */
+	e->nr_frames = gs_stack_tail(
+		ctx, &e->hdr, GS_EV_CPU_SAMPLE, offsetof(struct gs_cpu_sample, frames), e->frames,
+		NULL, pid_tgid, ts, gs_stack_rec_flags(ustack, py), !cfg_no_user_stack, false);
 	gs_submit(e);
 }
 

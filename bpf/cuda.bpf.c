@@ -94,7 +94,7 @@ static __always_inline void emit_launch(struct pt_regs *ctx, __u64 cookie, __u64
 	e->pad = 0;
 	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL,
 				     offsetof(struct gs_cuda_call, frames), e->frames, sc, pid_tgid,
-				     ts, py ? GS_EV_F_PYSTACK : 0, with_frames, true);
+				     ts, gs_stack_rec_flags(false, py), with_frames, true);
 	gs_submit(e);
 }
 
@@ -180,7 +180,7 @@ static __always_inline void emit_call_exit(struct pt_regs *ctx, struct call *c, 
 
 	/* without a stack: none, or one this CPU sent (sc's hit) */
 	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_CUDA_CALL, fixed, e->frames, sc, pid_tgid,
-				     ts ?: bpf_ktime_get_ns(), py ? GS_EV_F_PYSTACK : 0,
+				     ts ?: bpf_ktime_get_ns(), gs_stack_rec_flags(false, py),
 				     shape == CALL_REC_FRAMES, false);
 	gs_submit(e);
 }

@@ -327,17 +327,6 @@ static __always_inline __u64 gs_stack_end(struct task_struct *task, __u64 sp,
 #endif /* GS_OLD_KERNEL */
 
 /*
- * Fills frames[GS_MAX_STACK] with the user stack, innermost first; returns the frame count.
- *
- * The same walk as the kernel's (ip: regs->ip except at an entry, then the return address of
- * each frame of the %rbp chain, pending uretprobe trampolines replaced by the real return addresses), but it
- * follows a frame pointer only upwards and inside the stack's own mapping. The kernel's
- * walk reads wherever the last frame points, and the chain of any process ends in code
- * built without frame pointers (libc's __libc_start_call_main at least) with %rbp holding
- * data: the read faults, and a fault costs ~5 us, 80% of a probe hit with a stack, on
- * kernel 6.18 in a VM (measured with kernel.bpf_stats_enabled; scripts/bench/).
- */
-/*
  * The stack from sp up in one user read into the thread's window (at most its size, not past
  * end: the pages of its mapping there have all been used); its byte count, 0 for none (the
  * window in use or the read failed). A user read costs ~90 ns here, most of it fixed, and
@@ -418,6 +407,17 @@ static long gs_fp_walk_step(__u32 index, void *ctx)
 }
 #endif
 
+/*
+ * Fills frames[GS_MAX_STACK] with the user stack, innermost first; returns the frame count.
+ *
+ * The same walk as the kernel's (ip: regs->ip except at an entry, then the return address of
+ * each frame of the %rbp chain, pending uretprobe trampolines replaced by the real return addresses), but it
+ * follows a frame pointer only upwards and inside the stack's own mapping. The kernel's
+ * walk reads wherever the last frame points, and the chain of any process ends in code
+ * built without frame pointers (libc's __libc_start_call_main at least) with %rbp holding
+ * data: the read faults, and a fault costs ~5 us, 80% of a probe hit with a stack, on
+ * kernel 6.18 in a VM (measured with kernel.bpf_stats_enabled; scripts/bench/).
+ */
 static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 ip, __u64 fp,
 						__u64 lo, const bool at_entry,
 						struct gs_stack_words *w)

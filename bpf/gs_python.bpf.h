@@ -532,13 +532,4 @@ __attribute__((noinline)) int gs_py_emit(__u64 pid_tgid, __u64 ts_ns)
 }
 #endif /* GS_OLD_KERNEL */
 
-/* After gs_py_emit() returned emitted: the record it belongs to says so. */
-static __always_inline void gs_py_mark(struct gs_event_hdr *hdr, int emitted, __u64 ts_ns)
-{
-	if (emitted) {
-		hdr->flags |= GS_EV_F_PYSTACK;
-		hdr->ts_ns = ts_ns;
-	}
-}
-
 #endif /* GS_PYTHON_BPF_H */

@@ -288,6 +288,12 @@ static __always_inline void gs_stack_sent(struct gs_stack_cache *c, struct gs_ev
 	c->busy = 0;
 }
 
+/* a record's flags for the records sent before it: its DWARF slice, its Python frames */
+static __always_inline __u16 gs_stack_rec_flags(bool ustack, int py)
+{
+	return (ustack ? GS_EV_F_USTACK : 0) | (py ? GS_EV_F_PYSTACK : 0);
+}
+
 /*
  * The end of every record that carries a user stack, once its other fields are written: its
  * frames (with_frames false: none, for a hit's reference, --stacks none or a record that has

@@ -29,12 +29,6 @@ const volatile bool cfg_ustack = false;
 
 GS_CALLS_MAP(struct call);
 
-/* a record's flags for the records sent before it: its DWARF slice, its Python frames */
-static __always_inline __u16 rec_flags(bool ustack, int py)
-{
-	return (ustack ? GS_EV_F_USTACK : 0) | (py ? GS_EV_F_PYSTACK : 0);
-}
-
 static __always_inline int enter_alloc(void *ctx, __u64 out_ptr, __u64 size, __u64 pitch_ptr,
 				       __u64 height, __u32 given)
 {
@@ -127,9 +121,9 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct call *c,
 	gs_call_end(&c->head);
 
 	/* at return the stack starts in the caller: the allocating function is frame 0 */
-	e->nr_frames =
-		gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_ALLOC, offsetof(struct gs_mem_alloc, frames),
-			      e->frames, sc, pid_tgid, ts, rec_flags(ustack, py), !hit, false);
+	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_ALLOC,
+				     offsetof(struct gs_mem_alloc, frames), e->frames, sc, pid_tgid,
+				     ts, gs_stack_rec_flags(ustack, py), !hit, false);
 	if (oom)
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* read first, at once */
 	else
@@ -220,9 +214,9 @@ static __always_inline void emit_free_ret(struct pt_regs *ctx, struct call *c,
 	e->api = c->head.api;
 	e->ret = ret;
 	gs_call_end(&c->head);
-	e->nr_frames = gs_stack_tail(ctx, &e->hdr, GS_EV_MEM_FREE_RET,
-				     offsetof(struct gs_mem_free_ret, frames), e->frames, sc,
-				     pid_tgid, ts, rec_flags(ustack, py), with_frames, false);
+	e->nr_frames = gs_stack_tail(
+		ctx, &e->hdr, GS_EV_MEM_FREE_RET, offsetof(struct gs_mem_free_ret, frames),
+		e->frames, sc, pid_tgid, ts, gs_stack_rec_flags(ustack, py), with_frames, false);
 	gs_submit(e);
 }
 
