@@ -333,7 +333,8 @@ enum track_kind {
 	TRACK_COUNTER,
 	TRACK_GLOBAL,
 	TRACK_DEVICE,
-	TRACK_STREAM
+	TRACK_STREAM,
+	TRACK_ASYNC /* an async range (b/e) of a process: tid is its id, its name the range's */
 };
 
 #define MAX_DEVICES 64 /* of the bitmap of pids named "GPU <pid>" */
@@ -430,11 +431,11 @@ static uint64_t track(struct gs_perfetto *p, enum track_kind kind, int64_t pid, 
 		uuid = hashed_uuid(&k, sizeof(k.key) + nlen), added = true;
 	if (!added && !rename)
 		return uuid;
-	if (kind == TRACK_THREAD || kind == TRACK_COUNTER)
+	if (kind == TRACK_THREAD || kind == TRACK_COUNTER || kind == TRACK_ASYNC)
 		parent = track(p, TRACK_PROCESS, pid, 0, NULL, NULL, false);
 	else if (kind == TRACK_STREAM)
 		parent = track(p, TRACK_DEVICE, pid, 0, NULL, NULL, false);
-	if ((kind == TRACK_THREAD || kind == TRACK_COUNTER || kind == TRACK_STREAM) && !parent)
+	if (kind != TRACK_PROCESS && kind != TRACK_GLOBAL && kind != TRACK_DEVICE && !parent)
 		return 0;
 	return describe(p, uuid, parent, kind, pid, tid, counter && !name ? counter : name) ? 0
 											    : uuid;
@@ -962,6 +963,24 @@ static int before_row(struct gs_perfetto *p, uint64_t ts_ns, uint64_t uuid)
 	return err;
 }
 
+/*
+ * b/e: an async range (an NVTX start/end range, which may end on another thread) on a track
+ * of its own under its process, one per id as Perfetto's JSON importer makes them.
+ */
+static int async_row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
+{
+	uint64_t uuid = track(p, TRACK_ASYNC, row->pid, (int64_t)row->id, NULL,
+			      row->ph == 'b' ? row->name : NULL, false);
+
+	if (!uuid)
+		return -ENOMEM;
+	if (row->ph == 'e')
+		return slice_end(p, uuid, row->ts_ns);
+	event_head(p, TYPE_SLICE_BEGIN, uuid, row);
+	event_args(p, row->args);
+	return emit_event(p, row->ts_ns);
+}
+
 /* A row on a thread track (uuid; 0 for counters, on their own tracks). */
 static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row, uint64_t uuid)
 {
@@ -987,6 +1006,9 @@ static int timed_row(struct gs_perfetto *p, const struct gs_perfetto_row *row, u
 		return err;
 	case 'E':
 		return slice_end(p, uuid, row->ts_ns);
+	case 'b':
+	case 'e':
+		return async_row(p, row);
 	case 's':
 	case 't':
 	case 'f':
@@ -1024,7 +1046,7 @@ int gs_perfetto__row(struct gs_perfetto *p, const struct gs_perfetto_row *row)
 		return err;
 	if (row->ph == 'M')
 		err = metadata_row(p, row);
-	else if (!row->ph || !strchr("XBEiICstf", row->ph))
+	else if (!row->ph || !strchr("XBEiICstfbe", row->ph))
 		err = 1; /* a phase with no form here: nothing written, not even its track */
 	else
 		err = thread_row(p, row);

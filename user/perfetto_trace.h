@@ -17,18 +17,18 @@
  * tracks have caps beyond which output is only larger, never lost.
  *
  * Rows map as: X -> SLICE_BEGIN + SLICE_END (an X of no duration -> INSTANT), B/E -> SLICE_BEGIN/
- * SLICE_END, i -> INSTANT, C -> one counter track per (pid, name, series), s/t/f -> an INSTANT
+ * SLICE_END, b/e -> SLICE_BEGIN/SLICE_END on a track per (pid, id) under the process, i -> INSTANT, C -> one counter track per (pid, name, series), s/t/f -> an INSTANT
  * named after the flow carrying flow_ids / terminating_flow_ids, M process_name/thread_name ->
  * named track descriptors. args.stack (and args.kernel_stack) -> an interned callstack.
  */
 struct gs_perfetto;
 
 struct gs_perfetto_row {
-	char ph;		/* 'X', 'B', 'E', 'i', 'C', 's', 't', 'f', 'M' */
+	char ph;		/* 'X', 'B', 'E', 'b', 'e', 'i', 'C', 's', 't', 'f', 'M' */
 	const char *name, *cat; /* may be NULL */
 	int64_t pid, tid;
 	uint64_t ts_ns, dur_ns;
-	uint64_t id;		       /* flows */
+	uint64_t id;		       /* flows, async ranges (b/e) */
 	const struct yajl_val_s *args; /* an object, or NULL; borrowed for the call */
 };
 

@@ -7,7 +7,8 @@ Checks: the file parses as a Trace; every interned id an event uses was defined 
 since the last SEQ_INCREMENTAL_STATE_CLEARED; every event's track was described before; a thread
 track's parent is its process's track, a counter track's parent a process track; every
 SLICE_END closes a SLICE_BEGIN of its track (an event without track_uuid is on its sequence's
-TrackEventDefaults track). An annotation named "args" whose value is a JSON object's text is a
+TrackEventDefaults track). A named track whose parent is a process's is an async range's
+(the JSON's b/e, an NVTX start/end range): its slice comes back as rows b and e. An annotation named "args" whose value is a JSON object's text is a
 row's args packed as one (interned): read back into the row's args. Flow ids on a slice are
 record's "ac2g" flows (rows s/f after the slice's). A track named "GPU N" (no parent) is device
 N, its children "stream S" the device's streams: rows there have pid N, tid S, as in the JSON. Rows come back in the JSON's terms: ph X (begin and
@@ -172,6 +173,9 @@ def main(path):
                          tid=int(m.group(1)) if m else None)
                 if not m:
                     fail(errors, f"stream track {d.uuid} named {d.name!r}")
+            elif d.HasField("parent_uuid") and tracks.get(d.parent_uuid, {}).get("kind") \
+                    == "process":
+                t.update(kind="async", pid=tracks[d.parent_uuid]["pid"])  # a b/e range's
             elif re.fullmatch(r"GPU \d+", d.name) and not d.HasField("parent_uuid"):
                 t.update(kind="device", pid=int(d.name[4:]))
             else:
@@ -197,6 +201,9 @@ def main(path):
                 continue
             row = stack_.pop()
             row["dur"] = ts - row["ts"]
+            if track["kind"] == "async":
+                rows.append({"ph": "e", "name": row.get("name"), "cat": row.get("cat"),
+                             "pid": track["pid"], "tid": None, "ts": ts, "args": {}})
             continue
         row = event_row(seq, track, p, ts, errors)
         if te.type in (TE.TYPE_SLICE_BEGIN, TE.TYPE_INSTANT) and row.get("name") != FLOW:
@@ -206,7 +213,7 @@ def main(path):
                           "pid": row["pid"], "tid": row["tid"], "args": {},
                           "on_slice": True} for i in ids]
         if te.type == TE.TYPE_SLICE_BEGIN:
-            row["ph"] = "X"
+            row["ph"] = "b" if track["kind"] == "async" else "X"
             open_slices.setdefault(uuid, []).append(row)
         elif te.type == TE.TYPE_COUNTER:
             row.update(ph="C", name=track["name"], pid=track["pid"],

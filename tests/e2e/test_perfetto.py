@@ -152,6 +152,26 @@ def perfetto_gpu_rows_and_flows():
 
 
 @test
+def perfetto_nvtx_ranges_equal_the_json():
+    """-e nvtx on gs_nvtx: its push/pop ranges, marks and its start/end range (begun on one
+    thread, ended on another: the JSON's b/e, a track of its own under the process in
+    Perfetto) as in the JSON of the same workload."""
+    tmp = tempfile.mkdtemp()
+    pf, js = os.path.join(tmp, "n.pftrace"), os.path.join(tmp, "n.json")
+    record(pf, "gs_nvtx", "-e", "nvtx,cuda-launch", env=gpu_env())
+    record(js, "gs_nvtx", "-e", "nvtx,cuda-launch", env=gpu_env())
+    got, want = decode(pf), json_rows(load_trace(js))
+    rows = [r for r in got["rows"] if r["pid"] is not None]  # not the top-level values
+    nvtx = kinds(r for r in want if r.get("cat") == "nvtx")
+    expect_eq((nvtx[("b", "load", "nvtx")], nvtx[("e", "load", "nvtx")]), (1, 1),
+              f"the JSON's start/end range: {nvtx}")
+    expect_eq(kinds(rows), kinds(want), "rows by kind, name and category")
+    ranges = [t for t in got["tracks"] if t["kind"] == "async"]
+    expect_eq([(t["name"], t["pid"]) for t in ranges], [("load", rows[0]["pid"])],
+              "the range's track, under its process")
+
+
+@test
 def perfetto_format_chosen_by_option_or_name():
     """--format beats the name; a bad one is a usage error; stitch says in one line that it
     reads JSON only."""

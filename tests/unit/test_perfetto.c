@@ -253,6 +253,32 @@ GS_TEST(ac2g_flows_go_on_their_slice)
 	free(buf);
 }
 
+GS_TEST(async_ranges_begin_and_end_on_a_track_of_their_own)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct gs_perfetto_json *pj = f ? gs_perfetto_json__new(f) : NULL;
+
+	if (!GS_EXPECT(pj))
+		return;
+	/* an NVTX start/end range: begun on one thread, ended on another */
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"b\",\"name\":\"load\",\"cat\":\"nvtx\",\"id\":5,"
+			     "\"pid\":1,\"tid\":1,\"ts\":100,\"args\":{}}"),
+		     0);
+	GS_EXPECT_EQ(row(pj, "{\"ph\":\"e\",\"name\":\"load\",\"cat\":\"nvtx\",\"id\":5,"
+			     "\"pid\":1,\"tid\":2,\"ts\":120}"),
+		     0);
+	GS_EXPECT(fputs("{\"traceEvents\":[]}", gs_perfetto_json__file(pj)) >= 0);
+	GS_EXPECT_EQ(gs_perfetto_json__close(pj), 0);
+	GS_EXPECT_EQ(fclose(f), 0);
+	/* thread 1 and its process (2), the sequence's start (1), the range's track named
+	 * after it (1), its begin (1), thread 2 (1), its end (1) */
+	GS_EXPECT_EQ(count_packets((const uint8_t *)buf, len), 7);
+	GS_EXPECT(memmem(buf, len, "load", 4));
+	free(buf);
+}
+
 static yajl_val member(yajl_val o, const char *key)
 {
 	for (size_t i = 0; o && YAJL_IS_OBJECT(o) && i < o->u.object.len; i++)
@@ -467,4 +493,5 @@ GS_TEST(perfetto_paths)
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
 	     rows_become_packets_slice_end_in_time_order,
 	     repeated_launches_pack_their_args_on_the_default_track, ac2g_flows_go_on_their_slice,
-	     row_parser_arena_tree, tape_tree_equals_the_texts, row_sink_gets_tapes, perfetto_paths)
+	     async_ranges_begin_and_end_on_a_track_of_their_own, row_parser_arena_tree,
+	     tape_tree_equals_the_texts, row_sink_gets_tapes, perfetto_paths)
