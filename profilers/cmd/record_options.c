@@ -141,11 +141,12 @@ static const struct argp_child record_children[] = {
 
 static const char record_doc[] =
 	"Record CUDA launches, synchronizations, copies and allocations of live processes as a "
-	"Chrome Trace Event JSON timeline (open it in ui.perfetto.dev).\v"
+	"timeline, Chrome Trace Event JSON or Perfetto's own format (open it in ui.perfetto.dev).\v"
 	"The trace goes to -o FILE (gzip-compressed when FILE ends in .gz), else stdout. It is "
 	"complete when -d expires, on Ctrl-C or SIGTERM, or when the last target exits. -o DIR/ "
 	"(or an existing directory) writes one file per rank, DIR/rank-R.json, or per process "
-	"without a rank, DIR/pid-P.json, as Holistic Trace Analysis loads them.\n\n"
+	"without a rank, DIR/pid-P.json (DIR/no-rank/pid-P.json beside ranks), as Holistic Trace "
+	"Analysis loads them.\n\n"
 	"EVENTS is a comma list of " GS_EVENT_FAMILY_NAMES ", cpu, gpu, nvtx. nvtx: NVTX ranges "
 	"and marks (on with gpu) of processes started with NVTX_INJECTION64_PATH set, as -- CMD "
 	"is. Without -e:\n"

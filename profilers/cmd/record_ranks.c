@@ -14,6 +14,8 @@
 #include "user/log.h"
 #include "user/out_file.h"
 
+#define NO_RANK_DIR "no-rank"
+
 bool gs_record_ranks_wanted(const char *output)
 {
 	struct stat st;
@@ -196,6 +198,50 @@ void gs_record_ranks__top_level(const struct gs_record_file *f, struct gs_json *
 	gs_json__raw(j, "distributedInfo", info);
 }
 
+/*
+ * Holistic Trace Analysis loads every *.json of DIR as a rank, a file without "rank" as
+ * rank 0: beside rank files, a rankless process's (the launcher's, sampled with -e cpu)
+ * would take rank 0's place. With ranks in DIR such files move to DIR/no-rank/, once
+ * complete; one that cannot stays where it is, said once.
+ */
+static void move_rankless(struct gs_record_ranks *rr)
+{
+	const char *sep = rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/";
+	bool ranks = false, rankless = false;
+	char name[64];
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0; i < rr->nr; i++)
+		rr->files[i].rank >= 0 ? (ranks = true) : (rankless = true);
+	if (!ranks || !rankless)
+		return;
+	if (mkdirat(rr->dirfd, NO_RANK_DIR, 0777) && errno != EEXIST)
+		goto out_warn;
+	fd = openat(rr->dirfd, NO_RANK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		goto out_warn;
+	/* as DIR: root's or the caller's, whoever made it */
+	if (fstat(fd, &st) || (st.st_uid && st.st_uid != getuid() && st.st_uid != geteuid())) {
+		close(fd);
+		errno = EPERM;
+		goto out_warn;
+	}
+	for (size_t i = 0; i < rr->nr; i++) {
+		if (rr->files[i].rank >= 0)
+			continue;
+		snprintf(name, sizeof(name), "pid-%d.json", (int)rr->files[i].pid);
+		if (renameat2(rr->dirfd, name, fd, name, RENAME_NOREPLACE))
+			gs_warn("%s%s%s: not moved to %s/: %s", rr->dir, sep, name, NO_RANK_DIR,
+				strerror(errno));
+	}
+	close(fd);
+	return;
+out_warn:
+	gs_warn("%s%s%s/: %s: the pid-P.json files stay beside the ranks'", rr->dir, sep,
+		NO_RANK_DIR, strerror(errno));
+}
+
 int gs_record_ranks__close(struct gs_record_ranks *rr)
 {
 	int ret = 0;
@@ -207,6 +253,8 @@ int gs_record_ranks__close(struct gs_record_ranks *rr)
 		if (err && !ret)
 			ret = err;
 	}
+	if (!ret)
+		move_rankless(rr);
 	return ret;
 }
 

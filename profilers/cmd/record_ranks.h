@@ -13,7 +13,8 @@
  * Each process's events go to DIR/rank-R.json when its environment names a rank (RANK,
  * OMPI_COMM_WORLD_RANK, SLURM_PROCID), else to DIR/pid-P.json. A file is opened when its
  * first event comes, written to a temporary beside its name and renamed into place when the
- * recording ends well (user/out_file.h), so Holistic Trace Analysis can load DIR.
+ * recording ends well (user/out_file.h), so Holistic Trace Analysis can load DIR; then, when
+ * DIR has rank files, the pid files move to DIR/no-rank/ (HTA would read one as rank 0).
  */
 struct gs_record_file {
 	long rank;	 /* -1: none, pid names the file */

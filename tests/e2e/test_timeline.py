@@ -18,6 +18,12 @@ HTA_PYTHON = os.environ.get("GS_HTA_PYTHON", "/var/cache/gpusnoop-tests/venv/bin
 PYTHON = "/usr/bin/python3"  # Debian's, not a shim that runs shell scripts first
 # busy on the CPU for half a second, then exits: its last samples come with its exit
 SPIN = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 0.5:\n    pass\n"
+# torchrun's part: starts two ranks that SPIN, and is busy itself meanwhile (sampled too)
+LAUNCHER = ("import os, subprocess, sys, time\n"
+            "ps = [subprocess.Popen([sys.executable, '-c', sys.argv[1]], env=dict(os.environ, "
+            "RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE='2')) for r in range(2)]\n"
+            "t = time.monotonic()\nwhile time.monotonic() - t < 0.3:\n    pass\n"
+            "for p in ps:\n    p.wait()\n")
 
 
 def hta_load(trace_dir):
@@ -73,6 +79,30 @@ def timeline_cpu_rank_directory_is_one_file_per_rank():
     hta = hta_load(out_dir)
     expect_eq(hta["ranks"], [0], "the rank HTA finds")
     assert hta["rows"]["0"] > 0, hta
+
+
+@test
+def timeline_cpu_ranks_beside_their_launcher_load_in_holistic_trace_analysis():
+    """record -e cpu -o DIR/ -- a torchrun-like launcher: the launcher, sampled but rankless,
+    gets its file under DIR/no-rank/, not beside the ranks' (HTA reads a file without a rank
+    as rank 0, and one of the two rank 0s would be lost)."""
+    out_dir = os.path.join(tempfile.mkdtemp(), "ranks") + "/"
+    status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "499", "-o", out_dir, "--",
+                                  PYTHON, "-c", LAUNCHER, SPIN, timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    expect_eq(sorted(os.listdir(out_dir)), ["no-rank", "rank-0.json", "rank-1.json"], "files")
+    moved = os.listdir(os.path.join(out_dir, "no-rank"))
+    expect_eq(len(moved), 1, f"the launcher's file: {moved}")
+    launcher = load(os.path.join(out_dir, "no-rank", moved[0]))
+    expect_eq(moved[0], f"pid-{process_names(launcher)[0][0]}.json", "named by its process")
+    assert "distributedInfo" not in launcher, launcher["distributedInfo"]
+    samples = {}
+    for rank in (0, 1):
+        trace = load(os.path.join(out_dir, f"rank-{rank}.json"))
+        expect_eq(trace["distributedInfo"], {"rank": rank, "world_size": 2}, "distributedInfo")
+        samples[str(rank)] = len(expect_samples_only(trace))
+    hta = hta_load(out_dir)
+    expect_eq((hta["ranks"], hta["rows"]), ([0, 1], samples), "HTA's ranks and rows: the ranks'")
 
 
 @test
