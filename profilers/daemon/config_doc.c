@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "profilers/daemon/config.h"
+#include "profilers/daemon/event_list.h"
 
 #define START_ONLY                                                              \
 	"read at start only: a reload keeps the running value and logs that a " \
@@ -83,9 +84,8 @@ void gs_daemon_config__print_doc(FILE *f, const char *version)
 	fputs(".PP\n", f);
 	roff_line(f, "DURATION is decimal seconds with an optional s, m, h or d suffix (30, 30s, "
 		     "15m, 2h, 1d). SIZE is bytes with an optional K, M, G or T suffix "
-		     "(1024-based). LIST is a comma list of the events gpusnoop record -e takes: "
-		     "cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, cuda-memcpy, "
-		     "torch-mem, cpu, gpu.");
+		     "(1024-based). LIST is a comma list of the events gpusnoop record -e "
+		     "takes: " GS_RECORD_EVENT_NAMES ".");
 	fputs(".SH SETTINGS\n", f);
 	for (size_t i = 0; i < nr; i++)
 		print_setting_doc(f, &settings[i]);

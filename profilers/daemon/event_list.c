@@ -10,7 +10,7 @@
 #define SHOW_MAX 32
 
 _Static_assert(sizeof(GS_RECORD_EVENT_NAMES) > sizeof(GS_EVENT_FAMILY_NAMES),
-	       "record's names are the CUDA families, cpu and gpu");
+	       "record's names are the CUDA families, cpu, gpu and nvtx");
 
 /* One name of the list, as `record -e` reads it (profilers/cmd/record.c parse_events). */
 static bool is_event(const char *name, size_t len)
@@ -22,7 +22,7 @@ static bool is_event(const char *name, size_t len)
 		return false;
 	memcpy(one, name, len);
 	one[len] = '\0';
-	return !strcmp(one, "cpu") || !strcmp(one, "gpu") ||
+	return !strcmp(one, "cpu") || !strcmp(one, "gpu") || !strcmp(one, "nvtx") ||
 	       !gs_parse_event_families(one, &families);
 }
 

@@ -8,7 +8,7 @@
 /* what `record -e` takes, for messages */
 #define GS_RECORD_EVENT_NAMES                                     \
 	"cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, " \
-	"cuda-memcpy, torch-mem, cpu, gpu"
+	"cuda-memcpy, torch-mem, cpu, gpu, nvtx"
 
 /*
  * Whether list is a comma list of names `gpusnoop record -e` accepts (GS_RECORD_EVENT_NAMES,

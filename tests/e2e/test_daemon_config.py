@@ -19,7 +19,7 @@ from harness import (BIN, GPUSNOOP, LIB, NOBODY, ROOT, TIMEOUT, AS_NOBODY, Gpusn
 from test_daemon import OOM_ENV, Daemon, oom_workload
 
 EVENT_NAMES = ("cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, cuda-memcpy, torch-mem, "
-               "cpu, gpu")
+               "cpu, gpu, nvtx")
 
 # Every setting of the daemon's table: a good value, a bad one and the bad one's message. The
 # names are read from gpusnoop.conf(5) as the binary makes it, so a new row without data here

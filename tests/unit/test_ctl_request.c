@@ -133,7 +133,7 @@ GS_TEST(record_lengths_range_checked)
 
 #define NAMES                                                                                   \
 	"(cuda-mem, cuda-launch, cuda-launch-latency, cuda-sync, cuda-memcpy, torch-mem, cpu, " \
-	"gpu)"
+	"gpu, nvtx)"
 
 GS_TEST(formats_and_event_lists)
 {
@@ -149,6 +149,7 @@ GS_TEST(formats_and_event_lists)
 	GS_EXPECT_STR_EQ(reason("record 1 1 cpu,,gpu"), "'' is not an event " NAMES);
 	GS_EXPECT_STR_EQ(reason("record 1 1 cpu,"), "'' is not an event " NAMES);
 	GS_EXPECT_STR_EQ(reason("record 1 1 cuda-mem,cuda-launch-latency,torch-mem,gpu"), "ok");
+	GS_EXPECT_STR_EQ(reason("record 1 1 nvtx,cuda-launch"), "ok"); /* as record -e nvtx */
 	memset(events, 'a', 128);
 	events[128] = '\0';
 	snprintf(line, sizeof(line), "record 1 1 %s", events);

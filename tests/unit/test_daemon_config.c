@@ -426,15 +426,16 @@ GS_TEST(event_lists_are_checked_up_front)
 {
 	GS_EXPECT_STR_EQ(set("schedule", "every 1h record 1s events=cuda-foo"),
 			 "'cuda-foo' is not an event (cuda-mem, cuda-launch, cuda-launch-latency, "
-			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu)");
+			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu, nvtx)");
 	GS_EXPECT_STR_EQ(set("oom-record", "1s events=cpu,,gpu"),
 			 "'' is not an event (cuda-mem, cuda-launch, cuda-launch-latency, "
-			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu)");
+			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu, nvtx)");
 	GS_EXPECT_STR_EQ(set("oom-record", "1s events=torch-mem,cuda-launch-latency,gpu,cpu"),
 			 "ok");
+	GS_EXPECT_STR_EQ(set("schedule", "every 1h record 1s events=nvtx,cuda-launch"), "ok");
 	GS_EXPECT_STR_EQ(set("oom-record", "1s events="),
 			 "an empty event list (cuda-mem, cuda-launch, cuda-launch-latency, "
-			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu)");
+			 "cuda-sync, cuda-memcpy, torch-mem, cpu, gpu, nvtx)");
 	/* a unix socket's path has 108 bytes: a longer one would fail only at bind() */
 	GS_EXPECT_STR_EQ(set("socket",
 			     "/run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
