@@ -32,7 +32,7 @@ GS_TEST(a_directory_is_a_name_ending_in_slash_or_an_existing_one)
 
 GS_TEST(one_file_per_rank_else_per_pid_in_place_only_when_closed)
 {
-	char dir[] = "/tmp/gs_ranks_XXXXXX", sub[64];
+	char dir[] = "/tmp/gs_ranks_XXXXXX", sub[64], path[128];
 	struct gs_record_ranks *rr;
 
 	if (!GS_EXPECT(mkdtemp(dir)))
@@ -51,19 +51,40 @@ GS_TEST(one_file_per_rank_else_per_pid_in_place_only_when_closed)
 		gs_trace_writer__finish(rr->files[i].writer);
 	GS_EXPECT_EQ(gs_record_ranks__close(rr), 0);
 	GS_EXPECT(exists(sub, "rank-1.json"));
-	GS_EXPECT(exists(sub, "pid-200.json"));
-	GS_EXPECT(exists(sub, "pid-201.json"));
+	/* beside ranks, the rankless files in no-rank/: HTA would read one as rank 0 */
+	GS_EXPECT(!exists(sub, "pid-200.json"));
+	GS_EXPECT(exists(sub, "no-rank/pid-200.json"));
+	GS_EXPECT(exists(sub, "no-rank/pid-201.json"));
 	gs_record_ranks__free(rr);
 	for (size_t i = 0; i < 3; i++) {
-		static const char *const names[] = { "rank-1.json", "pid-200.json",
-						     "pid-201.json" };
-		char path[128];
+		static const char *const names[] = { "rank-1.json", "no-rank/pid-200.json",
+						     "no-rank/pid-201.json" };
 
 		snprintf(path, sizeof(path), "%s%s", sub, names[i]);
 		unlink(path);
 	}
+	snprintf(path, sizeof(path), "%sno-rank", sub);
+	GS_EXPECT_EQ(rmdir(path), 0);
 	GS_EXPECT_EQ(rmdir(sub), 0); /* nothing else in it */
 	rmdir(dir);
+}
+
+GS_TEST(rankless_files_stay_in_place_without_ranks)
+{
+	char dir[] = "/tmp/gs_ranks_XXXXXX", path[64];
+	struct gs_record_ranks *rr;
+
+	if (!GS_EXPECT(mkdtemp(dir)) || !GS_EXPECT_EQ(gs_record_ranks__open(&rr, dir, 1000), 0))
+		return;
+	GS_EXPECT_EQ(gs_record_ranks__file(rr, -1, 300), 0);
+	gs_trace_writer__finish(rr->files[0].writer);
+	GS_EXPECT_EQ(gs_record_ranks__close(rr), 0);
+	gs_record_ranks__free(rr);
+	GS_EXPECT(exists(dir, "pid-300.json"));
+	GS_EXPECT(!exists(dir, "no-rank"));
+	snprintf(path, sizeof(path), "%s/pid-300.json", dir);
+	unlink(path);
+	GS_EXPECT_EQ(rmdir(dir), 0);
 }
 
 GS_TEST(a_failed_recording_leaves_no_file)
@@ -88,4 +109,5 @@ GS_TEST(a_file_where_the_directory_should_be_is_refused)
 
 GS_TEST_MAIN(a_directory_is_a_name_ending_in_slash_or_an_existing_one,
 	     one_file_per_rank_else_per_pid_in_place_only_when_closed,
-	     a_failed_recording_leaves_no_file, a_file_where_the_directory_should_be_is_refused)
+	     rankless_files_stay_in_place_without_ranks, a_failed_recording_leaves_no_file,
+	     a_file_where_the_directory_should_be_is_refused)
