@@ -99,9 +99,9 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 		gs_record_gpu__top_level(r->tl.gpu,
 					 gs_chrome_trace__top_level(gs_trace_writer__trace(w)),
 					 output, rank ? &no_rank : NULL);
-	if (rank)
-		gs_record_ranks__top_level(&r->tl.ranks->files[output - 1],
-					   gs_chrome_trace__top_level(gs_trace_writer__trace(w)));
+	if (rank || !r->tl.gpu) /* -e gpu writes the one file's own */
+		gs_timeline__distributed_info(
+			&r->tl, output, gs_chrome_trace__top_level(gs_trace_writer__trace(w)));
 	j = gs_trace_writer__metadata(w);
 	gs_tracker__stats(r->tl.tracker, stats);
 	uname(&u);

@@ -123,6 +123,25 @@ static void render_end(struct gs_timeline *tl)
 		fatal(tl, -ENOMEM);
 }
 
+/* A one-file trace's rank: its ranked processes', when they have one. */
+static void note_rank(struct gs_timeline *tl, pid_t pid)
+{
+	const struct gs_proc_tree_entry *e = proc_of(tl, pid);
+	int32_t rank, local_rank, world_size;
+
+	if (tl->ranks || !e || e->rank < 0)
+		return;
+	if (tl->rank_seen) {
+		tl->ranks_mixed |= e->rank != tl->rank;
+		return;
+	}
+	tl->rank_seen = true;
+	tl->rank = e->rank;
+	tl->world_size = -1;
+	if (!gs_read_rank_env(pid, &rank, &local_rank, &world_size) && world_size > 0)
+		tl->world_size = world_size;
+}
+
 /* Labels the process (named at its file's end) and names the thread track at first sight. */
 static void name_tracks(struct gs_timeline *tl, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
@@ -135,6 +154,7 @@ static void name_tracks(struct gs_timeline *tl, pid_t pid, pid_t tid, uint64_t t
 				   sizeof(label));
 		if (gs_timeline_names__set_process(tl->named, pid, output_of(tl, pid), label))
 			fatal(tl, -ENOMEM);
+		note_rank(tl, pid);
 	}
 	if (gs_timeline_names__thread_wanted(tl->named, pid, tid)) {
 		gs_read_comm(pid, tid, comm, sizeof(comm));
@@ -721,6 +741,16 @@ void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec)
 	gs_timeline_names__gone(tl->named, pid, exec, tl->ranks);
 	if (exec)
 		gs_addr_map__forget_pid(tl->outputs, pid, NULL);
+}
+
+void gs_timeline__distributed_info(struct gs_timeline *tl, size_t output, struct gs_json *j)
+{
+	struct gs_record_file one = { .rank = tl->rank, .world_size = tl->world_size };
+
+	if (output)
+		gs_record_ranks__top_level(&tl->ranks->files[output - 1], j);
+	else if (!tl->ranks && tl->rank_seen && !tl->ranks_mixed)
+		gs_record_ranks__top_level(&one, j);
 }
 
 /* Every file's events older than the reorder window into the file. */

@@ -45,7 +45,10 @@ struct gs_timeline {
 	char **stack_json;		/* by stack id: the JSON array of its frames, made once */
 	size_t nr_stack_json;
 	uint64_t events, cpu_samples;
-	int error; /* the first failure (-errno): the recording stops */
+	/* the rank of a one-file trace's processes, for its distributedInfo (-o DIR/: per file) */
+	bool rank_seen, ranks_mixed; /* mixed: two ranks in the file, none is written */
+	int32_t rank, world_size;    /* world_size -1: unknown */
+	int error;		     /* the first failure (-errno): the recording stops */
 	/* called at a process's end before the memory model forgets it (NULL: none) */
 	void (*before_forget)(void *ctx, pid_t pid, bool exec);
 	void *hook_ctx;
@@ -62,6 +65,11 @@ void gs_timeline__trigger(struct gs_timeline *tl, pid_t pid, uint64_t ts_ns, con
 void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec);
 /* output's writer: 0, the one file (or the sink of -o DIR/); i + 1, the i-th rank file. */
 struct gs_trace_writer *gs_timeline__writer(struct gs_timeline *tl, size_t output);
+/*
+ * output's distributedInfo (HTA finds the rank there) into j, its top-level object: a rank
+ * file's; the one file's when its processes have one rank (tl->rank); else none.
+ */
+void gs_timeline__distributed_info(struct gs_timeline *tl, size_t output, struct gs_json *j);
 /* Writes the process names of output (each process once, its last label) to its file. */
 void gs_timeline__write_names(struct gs_timeline *tl, size_t output);
 /* Every file's events older than the reorder window into the file; all of them. */

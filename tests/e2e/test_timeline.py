@@ -106,6 +106,23 @@ def timeline_cpu_ranks_beside_their_launcher_load_in_holistic_trace_analysis():
 
 
 @test
+def timeline_one_file_of_a_rank_says_its_rank():
+    """-o FILE (not DIR/) of one rank's processes, without -e gpu: its distributedInfo too, as
+    -e gpu's file has it (else HTA reads each such file, one per host, as rank 0)."""
+    out_dir = tempfile.mkdtemp()
+    out = os.path.join(out_dir, "host3.json")
+    status, _, err = run_gpusnoop("record", "-e", "cpu", "-F", "499", "-o", out, "--",
+                                  PYTHON, "-c", SPIN, env={"RANK": "3", "WORLD_SIZE": "4"},
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    trace = load(out)
+    expect_eq(trace.get("distributedInfo"), {"rank": 3, "world_size": 4}, "distributedInfo")
+    samples = expect_samples_only(trace)
+    hta = hta_load(out_dir)
+    expect_eq((hta["ranks"], hta["rows"]), ([3], {"3": len(samples)}), "HTA's rank and rows")
+
+
+@test
 def timeline_cpu_only_trace_loads_in_holistic_trace_analysis():
     out_dir = tempfile.mkdtemp()
     out = os.path.join(out_dir, "cpu.json")
