@@ -10,6 +10,7 @@
 #include "profilers/leak_report.h"
 #include "profilers/timeline/engine.h"
 #include "profilers/timeline/names.h"
+#include "stitch/chrome_trace.h"
 #include "stitch/trace_writer.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
@@ -193,8 +194,13 @@ static void write_metadata(struct replay *r)
 {
 	const struct gs_flight_trace *ft = r->ft;
 	uint64_t real_ns = gs_clock_ns(CLOCK_REALTIME), mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
-	struct gs_json *j = gs_trace_writer__metadata(r->tl.writer);
+	struct gs_json *j;
 	char host[256];
+
+	/* a rank's process: its rank, where HTA finds it, as record's files have it */
+	gs_timeline__distributed_info(
+		&r->tl, 0, gs_chrome_trace__top_level(gs_trace_writer__trace(r->tl.writer)));
+	j = gs_trace_writer__metadata(r->tl.writer);
 
 	if (gethostname(host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");

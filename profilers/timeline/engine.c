@@ -123,23 +123,30 @@ static void render_end(struct gs_timeline *tl)
 		fatal(tl, -ENOMEM);
 }
 
-/* A one-file trace's rank: its ranked processes', when they have one. */
+/*
+ * A one-file trace's rank: its ranked processes', when they have one. -a and the daemon keep
+ * no process tree: the environment tells, read while the process lives.
+ */
 static void note_rank(struct gs_timeline *tl, pid_t pid)
 {
 	const struct gs_proc_tree_entry *e = proc_of(tl, pid);
-	int32_t rank, local_rank, world_size;
+	int32_t rank = e ? e->rank : -1, env_rank, local_rank, world_size;
 
-	if (tl->ranks || !e || e->rank < 0)
+	if (tl->ranks || (e && rank < 0))
+		return;
+	if (gs_read_rank_env(pid, &env_rank, &local_rank, &world_size))
+		world_size = -1;
+	else if (!e)
+		rank = env_rank;
+	if (rank < 0)
 		return;
 	if (tl->rank_seen) {
-		tl->ranks_mixed |= e->rank != tl->rank;
+		tl->ranks_mixed |= rank != tl->rank;
 		return;
 	}
 	tl->rank_seen = true;
-	tl->rank = e->rank;
-	tl->world_size = -1;
-	if (!gs_read_rank_env(pid, &rank, &local_rank, &world_size) && world_size > 0)
-		tl->world_size = world_size;
+	tl->rank = rank;
+	tl->world_size = world_size > 0 ? world_size : -1;
 }
 
 /* Labels the process (named at its file's end) and names the thread track at first sight. */

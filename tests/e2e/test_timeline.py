@@ -160,12 +160,17 @@ def timeline_counters_trace_loads_in_holistic_trace_analysis():
 @test
 def timeline_daemon_flight_trace_loads_in_holistic_trace_analysis():
     """The daemon's OOM report's flight-recorder trace: its memory calls, counter and trigger
-    marker are rows HTA keeps, in the same vocabulary as record's."""
-    from test_daemon import Daemon, oom_workload  # its daemon and held OOM workload
+    marker are rows HTA keeps, in the same vocabulary as record's; a rank's process's trace
+    has its distributedInfo, as record's do."""
+    from harness import Workload
+    from test_daemon import OOM_ENV, Daemon  # its daemon and OOM workload's environment
     d = Daemon()
     w = None
     try:
-        w = oom_workload(d)
+        w = Workload("gs_oom", env=dict(OOM_ENV, RANK="2", WORLD_SIZE="4"))
+        d.wait_probed()
+        w.release()
+        w.wait_line("oom 2")
         deadline = time.monotonic() + 10
         while not d.reports("cuda-oom-*.trace.json") and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -174,12 +179,13 @@ def timeline_daemon_flight_trace_loads_in_holistic_trace_analysis():
         trace = load(traces[0])
         cats = sorted({e.get("cat") for e in trace["traceEvents"] if e["ph"] in "XiC"})
         expect_eq(cats, ["counter", "cuda_runtime", "trigger"], "the vocabulary's categories")
+        expect_eq(trace.get("distributedInfo"), {"rank": 2, "world_size": 4}, "distributedInfo")
         tmp = tempfile.mkdtemp()
-        shutil.copy(traces[0], os.path.join(tmp, "rank0.json"))
+        shutil.copy(traces[0], os.path.join(tmp, "oom.json"))
         hta = hta_load(tmp)
         kept = [e for e in trace["traceEvents"] if e["ph"] in "XiC"]
-        expect_eq((hta["ranks"], hta["rows"]["0"]), ([0], len(kept)),
-                  "HTA's rows: the calls, the counter samples, the marker")
+        expect_eq((hta["ranks"], hta["rows"].get("2")), ([2], len(kept)),
+                  "HTA's rank and rows: the calls, the counter samples, the marker")
     finally:
         if w:
             w.kill()
