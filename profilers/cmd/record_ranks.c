@@ -208,6 +208,7 @@ static void move_rankless(struct gs_record_ranks *rr)
 {
 	const char *sep = rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/";
 	bool ranks = false, rankless = false;
+	size_t moved = 0;
 	char name[64];
 	struct stat st;
 	int fd;
@@ -234,8 +235,13 @@ static void move_rankless(struct gs_record_ranks *rr)
 		if (renameat2(rr->dirfd, name, fd, name, RENAME_NOREPLACE))
 			gs_warn("%s%s%s: not moved to %s/: %s", rr->dir, sep, name, NO_RANK_DIR,
 				strerror(errno));
+		else
+			moved++;
 	}
 	close(fd);
+	if (moved)
+		gs_info("%s%s%s/: %zu trace%s of processes without a rank, apart from the ranks'",
+			rr->dir, sep, NO_RANK_DIR, moved, moved == 1 ? "" : "s");
 	return;
 out_warn:
 	gs_warn("%s%s%s/: %s: the pid-P.json files stay beside the ranks'", rr->dir, sep,
