@@ -139,8 +139,8 @@ FUZZ_SRCS_gpu_record := profilers/cuda/gpu_activity.c profilers/cuda/gpu_correla
 	user/array.c user/hash_index.c
 FUZZ_SRCS_python_lines := user/python_lines.c
 FUZZ_SRCS_pickle := user/pickle_writer.c
-FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/cmd/trace_stats.c \
-	profilers/cmd/record_summary.c profilers/cmd/record_gpu_summary.c profilers/cuda/api.c \
+FUZZ_SRCS_stats := profilers/cmd/stats_reader.c profilers/timeline/trace_stats.c \
+	profilers/timeline/record_summary.c profilers/timeline/gpu_summary.c profilers/cuda/api.c \
 	profilers/cuda/gpu_activity.c stitch/trace_parse.c user/text_escape.c user/addr_map.c \
 	user/histogram.c user/json.c user/json_tape.c user/pid_index.c user/hash_index.c user/busy_union.c \
 	user/array.c user/units.c

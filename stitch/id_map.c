@@ -1,84 +1,64 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* id_map.c: an open-addressing table of (input, id) -> sequential new id. */
+/* id_map.c: (input, id) pairs in order of first appearance; a pair's new id is its place + 1. */
 #include <errno.h>
 #include <stdlib.h>
 #include "stitch/id_map.h"
+#include "user/array.h"
 
-struct gs_id_slot {
+struct gs_id_pair {
 	int64_t id;
 	uint32_t input;
-	uint32_t out; /* 0: an empty slot (new ids start at 1) */
 };
 
-/* splitmix64's finalizer: sparse ids (pid << 32 | n) spread over the table */
-static size_t slot_of(uint32_t input, int64_t id, size_t cap)
-{
-	uint64_t x = (uint64_t)id ^ ((uint64_t)input << 56 | (uint64_t)input);
+struct pair_key {
+	const struct gs_id_map *m;
+	uint32_t input;
+	int64_t id;
+};
 
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return (size_t)(x ^ (x >> 31)) & (cap - 1);
+static uint64_t pair_hash(uint32_t input, int64_t id)
+{
+	return gs_hash_combine(gs_hash_u64((uint64_t)id), input);
 }
 
-static struct gs_id_slot *probe(struct gs_id_slot *slots, size_t cap, uint32_t input, int64_t id)
+static bool same_pair(const void *ctx, size_t pos)
 {
-	size_t i = slot_of(input, id, cap);
+	const struct pair_key *k = ctx;
 
-	while (slots[i].out && (slots[i].id != id || slots[i].input != input))
-		i = (i + 1) & (cap - 1);
-	return &slots[i];
-}
-
-/* doubles the table (kept at most half full, so a probe always ends at an empty slot) */
-static int grow(struct gs_id_map *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	struct gs_id_slot *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].out)
-			*probe(slots, cap, m->slots[i].input, m->slots[i].id) = m->slots[i];
-	free(m->slots);
-	m->slots = slots;
-	m->cap = cap;
-	return 0;
+	return k->m->pairs[pos].id == k->id && k->m->pairs[pos].input == k->input;
 }
 
 void gs_id_map__init(struct gs_id_map *m, size_t max)
 {
-	/* new ids are 32-bit in the table */
+	/* new ids stay 32-bit: the index holds positions as uint32 */
 	*m = (struct gs_id_map){ .max = max < UINT32_MAX ? max : UINT32_MAX - 1 };
 }
 
 int gs_id_map__get(struct gs_id_map *m, uint32_t input, int64_t id, int64_t *out)
 {
-	struct gs_id_slot *s;
+	struct pair_key k = { .m = m, .input = input, .id = id };
+	uint64_t hash = pair_hash(input, id);
+	size_t pos;
 	int err;
 
-	if (m->cap) {
-		s = probe(m->slots, m->cap, input, id);
-		if (s->out) {
-			*out = s->out;
-			return 0;
-		}
-	}
-	if (m->nr >= m->max)
-		return -E2BIG;
-	if (2 * (m->nr + 1) > m->cap) {
-		err = grow(m);
+	if (!gs_hash_index__find(&m->index, hash, same_pair, &k, &pos)) {
+		if (m->nr >= m->max)
+			return -E2BIG;
+		err = GS_ARRAY_RESERVE(m->pairs, m->nr, m->cap, 1024);
+		if (!err)
+			err = gs_hash_index__add(&m->index, hash, m->nr);
 		if (err)
 			return err;
+		m->pairs[m->nr] = (struct gs_id_pair){ .id = id, .input = input };
+		pos = m->nr++;
 	}
-	s = probe(m->slots, m->cap, input, id);
-	*s = (struct gs_id_slot){ .id = id, .input = input, .out = (uint32_t)++m->nr };
-	*out = s->out;
+	*out = (int64_t)pos + 1;
 	return 0;
 }
 
 void gs_id_map__release(struct gs_id_map *m)
 {
-	free(m->slots);
+	free(m->pairs);
+	gs_hash_index__release(&m->index);
 	*m = (struct gs_id_map){ .max = m->max };
 }

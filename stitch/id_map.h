@@ -5,20 +5,21 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "user/hash_index.h"
 
 /*
  * (input, id) -> a new id, given in order of first appearance from 1: the same pair always
  * gets the same id (a flow's start and end, an async begin and end stay matched), two pairs
  * never do, whatever the ids were (gpusnoop's are sparse, up to 2^53). New ids stay small,
- * exact as JSON numbers. Memory: 16 bytes a slot, the table kept between a quarter and half
- * full: 32 to 64 bytes per distinct pair, up to max pairs.
+ * exact as JSON numbers. Memory: 16 bytes a pair (up to twice that as the array doubles) and
+ * 32 to 64 in the hash index: under 100 bytes per distinct pair, up to max pairs.
  */
-struct gs_id_slot;
+struct gs_id_pair;
 
 struct gs_id_map {
-	struct gs_id_slot *slots;
-	size_t nr, cap; /* cap: 0 or a power of two */
-	size_t max;
+	struct gs_id_pair *pairs; /* by new id - 1 */
+	size_t nr, cap, max;
+	struct gs_hash_index index;
 };
 
 /* An empty map taking at most max distinct pairs. */

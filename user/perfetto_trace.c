@@ -135,7 +135,7 @@ struct gs_perfetto {
 	uint64_t end_seq;
 	uint64_t rows, skipped, packets;
 	uint64_t seen[SEEN_SLOTS]; /* hashes of string values met once (not interned yet) */
-	uint64_t devices;	   /* bit pid: the rows of pid are a GPU's (record_gpu.c) */
+	uint64_t devices;	   /* bit pid: the rows of pid are a GPU's (timeline/gpu_rows.c) */
 	/*
 	 * The last slice or instant, built but not written: a flow row of the same thread and
 	 * time that follows it (a launch's "ac2g" start, a kernel's end) goes on it as its
@@ -907,7 +907,7 @@ static int flow(struct gs_perfetto *p, uint64_t uuid, const struct gs_perfetto_r
 	return emit_event(p, row->ts_ns);
 }
 
-/* Whether a process name is record_gpu.c's of a GPU: "GPU <pid>", the device's number. */
+/* Whether a process name is timeline/gpu_rows.c's of a GPU: "GPU <pid>", the device's number. */
 static bool gpu_name(int64_t pid, const char *name)
 {
 	char want[32];

@@ -16,17 +16,18 @@
 #include "profilers/snapshot_file.h"
 #include "profilers/options.h"
 #include "profilers/run_loop.h"
-#include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/record_nvtx.h"
+#include "profilers/cmd/record_inject.h"
 #include "profilers/cmd/record_options.h"
-#include "profilers/cmd/record_summary.h"
-#include "profilers/cmd/trace_stats.h"
 #include "profilers/cmd/subcommands.h"
+#include "profilers/timeline/engine.h"
+#include "profilers/timeline/gpu_rows.h"
+#include "profilers/timeline/names.h"
+#include "profilers/timeline/nvtx_rows.h"
+#include "profilers/timeline/rank_files.h"
+#include "profilers/timeline/record_summary.h"
+#include "profilers/timeline/trace_stats.h"
 #include "profilers/tracker.h"
 #include "stitch/trace_writer.h"
-#include "profilers/cmd/record_ranks.h"
-#include "profilers/timeline/engine.h"
-#include "profilers/timeline/names.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
 #include "user/kallsyms.h"
@@ -96,9 +97,9 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_timeline__write_names(&r->tl, output);
 	/* Kineto's top-level keys, where HTA looks for them; a rank file's rank whatever -e */
 	if (r->tl.gpu)
-		gs_record_gpu__top_level(r->tl.gpu,
-					 gs_chrome_trace__top_level(gs_trace_writer__trace(w)),
-					 output, rank ? &no_rank : NULL);
+		gs_gpu_rows__top_level(r->tl.gpu,
+				       gs_chrome_trace__top_level(gs_trace_writer__trace(w)),
+				       output, rank ? &no_rank : NULL);
 	if (rank || !r->tl.gpu) /* -e gpu writes the one file's own */
 		gs_timeline__distributed_info(
 			&r->tl, output, gs_chrome_trace__top_level(gs_trace_writer__trace(w)));
@@ -140,9 +141,9 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	gs_json__u64(j, "peak_held_bytes", gs_trace_writer__peak_bytes(w));
 	gs_json__end_object(j);
 	if (r->tl.gpu)
-		gs_record_gpu__metadata(r->tl.gpu, j);
+		gs_gpu_rows__metadata(r->tl.gpu, j);
 	if (r->tl.nvtx)
-		gs_record_nvtx__metadata(r->tl.nvtx, j);
+		gs_nvtx_rows__metadata(r->tl.nvtx, j);
 	/* names and handles past a process's cap: their launches read "unknown 0x..." */
 	gs_json__u64(j, "kernel_names_not_kept", gs_kernel_names__refused(r->tl.names));
 	if (r->capped) {
@@ -238,7 +239,7 @@ static int tick(void *ctx, uint64_t now_ns)
 	struct loop_state *st = ctx;
 
 	if (st->r->tl.gpu)
-		gs_record_gpu__advance(st->r->tl.gpu, now_ns);
+		gs_gpu_rows__advance(st->r->tl.gpu, now_ns);
 	gs_timeline__advance(&st->r->tl, now_ns);
 	check_size(st->r);
 	show_status(st->r, now_ns, &st->last_status, &st->last_events);
@@ -260,9 +261,9 @@ static int run_loop(struct record *r)
 	int err = gs_run_loop(&loop, NULL);
 
 	gs_status_line__clear();
-	gs_record_nvtx__finish(r->tl.nvtx, gs_clock_ns(CLOCK_MONOTONIC));
+	gs_nvtx_rows__finish(r->tl.nvtx, gs_clock_ns(CLOCK_MONOTONIC));
 	if (r->tl.gpu)
-		gs_record_gpu__advance(r->tl.gpu, UINT64_MAX);
+		gs_gpu_rows__advance(r->tl.gpu, UINT64_MAX);
 	gs_timeline__flush(&r->tl);
 	return err ?: r->tl.error;
 }
@@ -276,8 +277,8 @@ static int open_parts(struct record *r)
 	if (r->opts.output_fd >= 0)
 		err = gs_out__open_fd(&r->out, r->opts.output_fd, "the output descriptor",
 				      r->opts.output_fd_gz ? GS_OUT_GZIP : GS_OUT_PLAIN);
-	else if (gs_record_ranks_wanted(r->opts.common.output))
-		err = gs_record_ranks__open(&r->tl.ranks, r->opts.common.output, REORDER_WINDOW_NS)
+	else if (gs_rank_files_wanted(r->opts.common.output))
+		err = gs_rank_files__open(&r->tl.ranks, r->opts.common.output, REORDER_WINDOW_NS)
 			      ?: gs_out__open(&r->out, "/dev/null", GS_OUT_PLAIN); /* the sink */
 	else
 		err = gs_out__open(&r->out, r->opts.common.output, 0);
@@ -302,16 +303,16 @@ static int open_parts(struct record *r)
 	if (r->tl.writer && r->opts.max_bytes)
 		gs_trace_writer__watch_size(r->tl.writer, size_capped, r);
 	if (r->opts.gpu) {
-		struct gs_record_gpu_emit emit = gs_timeline__gpu_emit(&r->tl);
+		struct gs_gpu_rows_emit emit = gs_timeline__gpu_emit(&r->tl);
 
-		r->tl.gpu = gs_record_gpu__new(&emit);
+		r->tl.gpu = gs_gpu_rows__new(&emit);
 		if (r->tl.gpu && r->opts.common.argv)
-			gs_record_gpu__default_rank(r->tl.gpu);
+			gs_gpu_rows__default_rank(r->tl.gpu);
 	}
 	if (r->opts.nvtx) {
-		struct gs_record_nvtx_emit emit = gs_timeline__nvtx_emit(&r->tl);
+		struct gs_nvtx_rows_emit emit = gs_timeline__nvtx_emit(&r->tl);
 
-		r->tl.nvtx = gs_record_nvtx__new(&emit);
+		r->tl.nvtx = gs_nvtx_rows__new(&emit);
 	}
 	if (!r->tl.stacks || !r->tl.names || !r->tl.named || !r->tl.outputs || !r->tl.stats ||
 	    !r->tl.writer || (r->opts.gpu && !r->tl.gpu) || (r->opts.nvtx && !r->tl.nvtx)) {
@@ -373,8 +374,8 @@ static int print_summary(const struct record *r)
 			dropped);
 	/* record's own lines: what the trace holds no rows of */
 	gs_record_summary__print_torch(gs_trace_stats__record_summary(r->tl.stats), stderr);
-	gs_record_gpu__summary(r->tl.gpu, stderr);
-	gs_record_nvtx__summary(r->tl.nvtx, stderr, r->opts.nvtx_named);
+	gs_gpu_rows__summary(r->tl.gpu, stderr);
+	gs_nvtx_rows__summary(r->tl.nvtx, stderr, r->opts.nvtx_named);
 	return 0;
 }
 
@@ -430,7 +431,7 @@ int gs_cmd_record(int argc, char **argv)
 	topts.free_returns = true;	       /* every free is a slice with its duration */
 	topts.gpu = r.opts.gpu || r.opts.nvtx; /* both come through the injection library */
 	/* a rank's file is chosen by its environment, read at its exec: held there, always */
-	topts.stop_every_exec = gs_record_ranks_wanted(r.opts.common.output);
+	topts.stop_every_exec = gs_rank_files_wanted(r.opts.common.output);
 	if (gs_tracker__open(&r.tl.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */
@@ -443,7 +444,7 @@ int gs_cmd_record(int argc, char **argv)
 	r.start_mono_ns = gs_clock_ns(CLOCK_MONOTONIC);
 	r.start_real_ns = gs_clock_ns(CLOCK_REALTIME);
 	if (r.tl.gpu)
-		gs_record_gpu__set_clock(r.tl.gpu, (int64_t)(r.start_real_ns - r.start_mono_ns));
+		gs_gpu_rows__set_clock(r.tl.gpu, (int64_t)(r.start_real_ns - r.start_mono_ns));
 	/* from here on the file is always finished, whatever stops the recording */
 	err = start_targets(&r);
 	if (!err) {
@@ -456,7 +457,7 @@ int gs_cmd_record(int argc, char **argv)
 	if (err || !saw_cuda(&r))
 		goto out_free;
 	/* finished means finished: the file is complete and in place before probes go */
-	err = r.tl.ranks ? gs_record_ranks__close(r.tl.ranks) : 0;
+	err = r.tl.ranks ? gs_rank_files__close(r.tl.ranks) : 0;
 	err = gs_out__close(r.out) ?: err ?: end_snapshots(&r);
 	r.out = NULL;
 	if (err)
@@ -467,12 +468,12 @@ out_free:
 	gs_cpu_sampler__free(r.sampler);
 	gs_kallsyms__free(r.tl.kallsyms);
 	gs_trace_writer__free(r.tl.writer);
-	gs_record_ranks__free(r.tl.ranks);
+	gs_rank_files__free(r.tl.ranks);
 	gs_timeline__release(&r.tl);
 	gs_mem_model__release(&r.tl.mem);
 	gs_trace_stats__free(r.tl.stats);
-	gs_record_gpu__free(r.tl.gpu);
-	gs_record_nvtx__free(r.tl.nvtx);
+	gs_gpu_rows__free(r.tl.gpu);
+	gs_nvtx_rows__free(r.tl.nvtx);
 	gs_timeline_names__free(r.tl.named);
 	gs_addr_map__free(r.tl.outputs);
 	gs_kernel_names__free(r.tl.names);

@@ -4,10 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/record_nvtx.h"
+#include "profilers/cmd/record_inject.h"
 #include "profilers/cmd/record_options.h"
-#include "profilers/cmd/record_ranks.h"
+#include "profilers/timeline/rank_files.h"
 #include "profilers/cpu_sampler.h"
 #include "profilers/cuda/api.h"
 #include "user/log.h"
@@ -188,11 +187,11 @@ int gs_record_opts__check(struct record_opts *o, unsigned int *hz)
 		gs_err("--max-bytes: it needs --output-fd");
 		return -EINVAL;
 	}
-	if (o->common.all && gs_record_ranks_wanted(o->common.output)) {
+	if (o->common.all && gs_rank_files_wanted(o->common.output)) {
 		gs_err("-o DIR/ writes a file per process or rank: not with -a; name a file");
 		return -EINVAL;
 	}
-	if (o->perfetto && gs_record_ranks_wanted(o->common.output)) {
+	if (o->perfetto && gs_rank_files_wanted(o->common.output)) {
 		gs_err("--format perfetto: one file, not -o DIR/");
 		return -EINVAL;
 	}

@@ -13,7 +13,7 @@
 #include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/cmd/stats_reader.h"
-#include "profilers/cmd/trace_stats.h"
+#include "profilers/timeline/trace_stats.h"
 #include "stitch/trace_parse.h"
 #include "user/log.h"
 #include "user/out_file.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 #include "profilers/cmd/stats_reader.h"
-#include "profilers/cmd/trace_stats.h"
+#include "profilers/timeline/trace_stats.h"
 #include "stitch/trace_parse.h"
 
 /* "cat":"..." of the categories counted: other rows skip the tree parse */

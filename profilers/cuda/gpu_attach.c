@@ -36,7 +36,7 @@ struct gs_gpu_attach {
 	bool has_own;
 };
 
-/* The library installed with this binary (record_gpu_setup.c's places), if there is one. */
+/* The library installed with this binary (cmd/record_inject.c's places), if there is one. */
 static void find_own_library(struct gs_gpu_attach *ga)
 {
 	static const char *const dirs[] = { "", "/../lib/gpusnoop" };

@@ -10,7 +10,7 @@
 #include "profilers/cuda/api.h"
 #include "profilers/cuda/call.h"
 #include "profilers/cuda/kernel_names.h"
-#include "profilers/cmd/record_summary.h"
+#include "profilers/timeline/record_summary.h"
 #include "profilers/proc_tree.h"
 #include "profilers/timeline/engine.h"
 #include "profilers/timeline/names.h"
@@ -93,7 +93,7 @@ static size_t output_of(struct gs_timeline *tl, pid_t pid)
 	if (rank < 0 && (rank = rank_again(tl, e, pid, &known)) == -2)
 		i = (long)known - 1;
 	else
-		i = gs_record_ranks__file(tl->ranks, rank < 0 ? -1 : rank, pid);
+		i = gs_rank_files__file(tl->ranks, rank < 0 ? -1 : rank, pid);
 	if (i < 0) {
 		fatal(tl, (int)i);
 		return 0; /* the sink: the recording stops and removes its files */
@@ -456,13 +456,13 @@ static void dims_arg(struct gs_json *j, const char *key, const uint32_t dims[3])
 static void gpu_slice_end(struct gs_timeline *tl, struct gs_json *j, const struct gs_cuda_api *api,
 			  const struct gs_cuda_call *e)
 {
-	uint32_t id = tl->gpu ? gs_record_gpu__slice_args(tl->gpu, j, &e->hdr, e->entry_ts_ns,
-							  api->lib == GS_LIB_DRIVER)
+	uint32_t id = tl->gpu ? gs_gpu_rows__slice_args(tl->gpu, j, &e->hdr, e->entry_ts_ns,
+							api->lib == GS_LIB_DRIVER)
 			      : 0;
 
 	end_slice(tl, j);
 	if (id)
-		gs_record_gpu__slice_flow(tl->gpu, &e->hdr, e->entry_ts_ns, id);
+		gs_gpu_rows__slice_flow(tl->gpu, &e->hdr, e->entry_ts_ns, id);
 }
 
 static void record_launch(struct gs_timeline *tl, const struct gs_cuda_api *api,
@@ -660,15 +660,15 @@ static void on_gpu_event(void *ctx, const struct gs_event_hdr *hdr, size_t size)
 
 	if (hdr->type == GS_EV_NVTX) {
 		if (tl->nvtx)
-			gs_record_nvtx__event(tl->nvtx, hdr, size);
+			gs_nvtx_rows__event(tl->nvtx, hdr, size);
 		return;
 	}
-	err = tl->gpu ? gs_record_gpu__event(tl->gpu, hdr, size) : 0;
+	err = tl->gpu ? gs_gpu_rows__event(tl->gpu, hdr, size) : 0;
 	if (err)
 		fatal(tl, err);
 }
 
-/* record_nvtx.c's rows go on the tracks of the threads that made the calls */
+/* nvtx_rows.c's rows go on the tracks of the threads that made the calls */
 static void nvtx_track(void *ctx, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
 	name_tracks(ctx, pid, tid, ts_ns);
@@ -686,7 +686,7 @@ static void nvtx_name_thread(void *ctx, pid_t pid, pid_t tid, const char *name, 
 	render_end(tl);
 }
 
-/* How record_gpu.c renders into the ordered output: an event of its own per call. */
+/* How gpu_rows.c renders into the ordered output: an event of its own per call. */
 static struct gs_chrome_trace *gpu_render_begin(void *ctx, pid_t pid, uint64_t ts_ns)
 {
 	return render_begin(ctx, pid, ts_ns);
@@ -729,8 +729,8 @@ void gs_timeline__trigger(struct gs_timeline *tl, pid_t pid, uint64_t ts_ns, con
 void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec)
 {
 	if (tl->gpu)
-		gs_record_gpu__proc_gone(tl->gpu, pid);
-	gs_record_nvtx__proc_gone(tl->nvtx, pid, gs_clock_ns(CLOCK_MONOTONIC));
+		gs_gpu_rows__proc_gone(tl->gpu, pid);
+	gs_nvtx_rows__proc_gone(tl->nvtx, pid, gs_clock_ns(CLOCK_MONOTONIC));
 
 	gs_kernel_names__forget(tl->names, pid);
 	/* the caller's last look at an exited process's memory, before the model forgets it */
@@ -752,12 +752,12 @@ void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec)
 
 void gs_timeline__distributed_info(struct gs_timeline *tl, size_t output, struct gs_json *j)
 {
-	struct gs_record_file one = { .rank = tl->rank, .world_size = tl->world_size };
+	struct gs_rank_file one = { .rank = tl->rank, .world_size = tl->world_size };
 
 	if (output)
-		gs_record_ranks__top_level(&tl->ranks->files[output - 1], j);
+		gs_rank_files__top_level(&tl->ranks->files[output - 1], j);
 	else if (!tl->ranks && tl->rank_seen && !tl->ranks_mixed)
-		gs_record_ranks__top_level(&one, j);
+		gs_rank_files__top_level(&one, j);
 }
 
 /* Every file's events older than the reorder window into the file. */
@@ -788,22 +788,22 @@ void gs_timeline__tracker_ops(struct gs_timeline *tl, struct gs_tracker_ops *ops
 	ops->gpu_event = on_gpu_event;
 }
 
-struct gs_record_gpu_emit gs_timeline__gpu_emit(struct gs_timeline *tl)
+struct gs_gpu_rows_emit gs_timeline__gpu_emit(struct gs_timeline *tl)
 {
-	return (struct gs_record_gpu_emit){ .ctx = tl,
-					    .begin = gpu_render_begin,
-					    .end = gpu_render_end,
-					    .output = gpu_output,
-					    .row = gpu_row };
+	return (struct gs_gpu_rows_emit){ .ctx = tl,
+					  .begin = gpu_render_begin,
+					  .end = gpu_render_end,
+					  .output = gpu_output,
+					  .row = gpu_row };
 }
 
-struct gs_record_nvtx_emit gs_timeline__nvtx_emit(struct gs_timeline *tl)
+struct gs_nvtx_rows_emit gs_timeline__nvtx_emit(struct gs_timeline *tl)
 {
-	return (struct gs_record_nvtx_emit){ .ctx = tl,
-					     .begin = gpu_render_begin,
-					     .end = gpu_render_end,
-					     .track = nvtx_track,
-					     .name_thread = nvtx_name_thread };
+	return (struct gs_nvtx_rows_emit){ .ctx = tl,
+					   .begin = gpu_render_begin,
+					   .end = gpu_render_end,
+					   .track = nvtx_track,
+					   .name_thread = nvtx_name_thread };
 }
 
 void gs_timeline__write_names(struct gs_timeline *tl, size_t output)

@@ -7,11 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/record_nvtx.h"
-#include "profilers/cmd/record_ranks.h"
-#include "profilers/cmd/trace_stats.h"
 #include "profilers/mem_model.h"
+#include "profilers/timeline/gpu_rows.h"
+#include "profilers/timeline/nvtx_rows.h"
+#include "profilers/timeline/rank_files.h"
+#include "profilers/timeline/trace_stats.h"
 #include "profilers/tracker.h"
 #include "stitch/trace_writer.h"
 
@@ -32,13 +32,13 @@ struct gs_timeline {
 	struct gs_addr_map *outputs;	 /* -o DIR/: (pid, 0) -> its output, kept past its exit */
 	/* the summary, counted from the rows as written (gpusnoop stats: from the file) */
 	struct gs_trace_stats *stats;
-	struct gs_stats_row row;     /* the slice being written; ph 0: none */
-	struct gs_record_gpu *gpu;   /* -e gpu */
-	struct gs_record_nvtx *nvtx; /* -e nvtx */
+	struct gs_stats_row row;   /* the slice being written; ph 0: none */
+	struct gs_gpu_rows *gpu;   /* -e gpu */
+	struct gs_nvtx_rows *nvtx; /* -e nvtx */
 	/* the output file: each event rendered alone, then written in timestamp order; with
 	 * -o DIR/ a sink for what comes after a failure, the events going to ranks' files */
 	struct gs_trace_writer *writer;
-	struct gs_record_ranks *ranks;	/* -o DIR/: one file per rank */
+	struct gs_rank_files *ranks;	/* -o DIR/: one file per rank */
 	struct gs_trace_writer *cur;	/* the writer of the event being rendered */
 	struct gs_chrome_trace *render; /* the event being rendered */
 	struct gs_kallsyms *kallsyms;	/* kernel frames of CPU samples; NULL: unnamed */
@@ -56,9 +56,9 @@ struct gs_timeline {
 
 /* The handlers of the events the engine renders (ctx: tl); the caller adds proc_gone. */
 void gs_timeline__tracker_ops(struct gs_timeline *tl, struct gs_tracker_ops *ops);
-/* How record_gpu.c and record_nvtx.c render through tl's ordered output. */
-struct gs_record_gpu_emit gs_timeline__gpu_emit(struct gs_timeline *tl);
-struct gs_record_nvtx_emit gs_timeline__nvtx_emit(struct gs_timeline *tl);
+/* How gpu_rows.c and nvtx_rows.c render through tl's ordered output. */
+struct gs_gpu_rows_emit gs_timeline__gpu_emit(struct gs_timeline *tl);
+struct gs_nvtx_rows_emit gs_timeline__nvtx_emit(struct gs_timeline *tl);
 /* What made the daemon write a trace (kind: "cuda-oom", ...): an instant over pid at ts_ns. */
 void gs_timeline__trigger(struct gs_timeline *tl, pid_t pid, uint64_t ts_ns, const char *kind);
 /* A process's image is gone (exit, or exec: a new one follows). */

@@ -2,7 +2,7 @@
 /* fuzz_stats.c: libFuzzer harness for `gpusnoop stats`: a trace's rows through the summary engine. */
 #include <errno.h>
 #include "profilers/cmd/stats_reader.h"
-#include "profilers/cmd/trace_stats.h"
+#include "profilers/timeline/trace_stats.h"
 #include "stitch/trace_parse.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/cmd/record_ranks.h"
+#include "profilers/timeline/rank_files.h"
 #include "profilers/timeline/names.h"
 #include "stitch/chrome_trace.h"
 #include "tests/unit/harness.h"
@@ -108,7 +108,7 @@ GS_TEST(a_thread_is_named_once_and_nvtx_names_stay)
 }
 
 /* Kineto's distributedInfo of a rank file, with the world's size when its environment said it */
-static char *top_level(const struct gs_record_file *f)
+static char *top_level(const struct gs_rank_file *f)
 {
 	struct gs_json j;
 	char *text = NULL;
@@ -119,7 +119,7 @@ static char *top_level(const struct gs_record_file *f)
 		return NULL;
 	gs_json__init(&j, m);
 	gs_json__begin_object(&j, NULL);
-	gs_record_ranks__top_level(f, &j);
+	gs_rank_files__top_level(f, &j);
 	gs_json__end_object(&j);
 	fclose(m);
 	return text;
@@ -127,14 +127,14 @@ static char *top_level(const struct gs_record_file *f)
 
 GS_TEST(a_rank_file_says_its_rank_whatever_the_events)
 {
-	char *text = top_level(&(struct gs_record_file){ .rank = 3, .world_size = 8 });
+	char *text = top_level(&(struct gs_rank_file){ .rank = 3, .world_size = 8 });
 
 	GS_EXPECT(text && strstr(text, "\"distributedInfo\":{\"rank\": 3, \"world_size\": 8}"));
 	free(text);
-	text = top_level(&(struct gs_record_file){ .rank = 0, .world_size = -1 });
+	text = top_level(&(struct gs_rank_file){ .rank = 0, .world_size = -1 });
 	GS_EXPECT(text && strstr(text, "\"distributedInfo\":{\"rank\": 0}"));
 	free(text);
-	text = top_level(&(struct gs_record_file){ .rank = -1, .pid = 7 });
+	text = top_level(&(struct gs_rank_file){ .rank = -1, .pid = 7 });
 	GS_EXPECT(text && !strstr(text, "distributedInfo"));
 	free(text);
 }

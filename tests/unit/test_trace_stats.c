@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/cmd/stats_reader.h"
-#include "profilers/cmd/trace_stats.h"
+#include "profilers/timeline/trace_stats.h"
 #include "stitch/trace_parse.h"
 #include "tests/unit/harness.h"
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* record_gpu.c: GPU records as Kineto-style trace rows, linked to their launch slices. */
+/* gpu_rows.c: GPU records as Kineto-style trace rows, linked to their launch slices. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/trace_stats.h"
+#include "profilers/timeline/gpu_rows.h"
+#include "profilers/timeline/trace_stats.h"
 #include "profilers/cuda/cupti_clock.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/cuda/gpu_correlate.h"
@@ -41,8 +41,8 @@ struct counts {
 	uint64_t beyond_tracks; /* on a device past MAX_DEVICES or a track past MAX_TRACKS */
 };
 
-struct gs_record_gpu {
-	struct gs_record_gpu_emit emit;
+struct gs_gpu_rows {
+	struct gs_gpu_rows_emit emit;
 	struct gs_gpu_correlate *corr;
 	/* (output, track_key()) of the tracks named in each output */
 	struct gs_addr_map *named;
@@ -56,9 +56,9 @@ struct gs_record_gpu {
 	long rank, world_size; /* -1: unknown */
 };
 
-struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit)
+struct gs_gpu_rows *gs_gpu_rows__new(const struct gs_gpu_rows_emit *emit)
 {
-	struct gs_record_gpu *g = calloc(1, sizeof(*g));
+	struct gs_gpu_rows *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return NULL;
@@ -68,19 +68,19 @@ struct gs_record_gpu *gs_record_gpu__new(const struct gs_record_gpu_emit *emit)
 	g->named = gs_addr_map__new();
 	g->flow_procs = gs_addr_map__new();
 	if (!g->corr || !g->named || !g->flow_procs) {
-		gs_record_gpu__free(g);
+		gs_gpu_rows__free(g);
 		errno = ENOMEM;
 		return NULL;
 	}
 	return g;
 }
 
-void gs_record_gpu__set_clock(struct gs_record_gpu *g, int64_t monotonic_to_realtime_ns)
+void gs_gpu_rows__set_clock(struct gs_gpu_rows *g, int64_t monotonic_to_realtime_ns)
 {
 	gs_cupti_clock__init(&g->clock, monotonic_to_realtime_ns);
 }
 
-void gs_record_gpu__free(struct gs_record_gpu *g)
+void gs_gpu_rows__free(struct gs_gpu_rows *g)
 {
 	if (!g)
 		return;
@@ -99,7 +99,7 @@ void gs_record_gpu__free(struct gs_record_gpu *g)
  * number (1, 2, ... in order of its first flow, a new one after an exit or exec) goes above
  * them, so that Perfetto never joins one process's launch to another's kernel.
  */
-static uint64_t flow_id(struct gs_record_gpu *g, pid_t pid, uint32_t correlation)
+static uint64_t flow_id(struct gs_gpu_rows *g, pid_t pid, uint32_t correlation)
 {
 	uint64_t nr;
 
@@ -112,7 +112,7 @@ static uint64_t flow_id(struct gs_record_gpu *g, pid_t pid, uint32_t correlation
 }
 
 /* pid's ranks through proc_tree's bounded reader: RANK or its MPI/Slurm kin, else the local one */
-static int read_rank(struct gs_record_gpu *g, pid_t pid)
+static int read_rank(struct gs_gpu_rows *g, pid_t pid)
 {
 	int32_t rank, local_rank, world_size;
 	int err = gs_read_rank_env(pid, &rank, &local_rank, &world_size);
@@ -124,7 +124,7 @@ static int read_rank(struct gs_record_gpu *g, pid_t pid)
 	return 0;
 }
 
-void gs_record_gpu__default_rank(struct gs_record_gpu *g)
+void gs_gpu_rows__default_rank(struct gs_gpu_rows *g)
 {
 	/* gpusnoop's own environment: a recording started inside a rank's job step */
 	if (!g->rank_read)
@@ -141,7 +141,7 @@ static uint64_t track_key(uint32_t device, const uint32_t *stream)
  * The track names of a device (pid) and a stream (tid), once each in each output. False,
  * with nothing named, for a device past MAX_DEVICES or a new track past MAX_TRACKS.
  */
-static bool name_tracks(struct gs_record_gpu *g, const struct gs_gpu_op *op, pid_t pid)
+static bool name_tracks(struct gs_gpu_rows *g, const struct gs_gpu_op *op, pid_t pid)
 {
 	pid_t out = g->emit.output ? (pid_t)g->emit.output(g->emit.ctx, pid) : 0;
 	char name[32];
@@ -197,7 +197,7 @@ static void op_args(struct gs_json *j, const struct gs_gpu_op *op)
 }
 
 /* An X event on the device's row of the stream; a flow's end when its launch was seen. */
-static void render_op(struct gs_record_gpu *g, const struct pending *p, bool linked)
+static void render_op(struct gs_gpu_rows *g, const struct pending *p, bool linked)
 {
 	const struct gs_gpu_op *op = &p->op;
 	const char *name = p->name ? p->name : "[unnamed kernel]";
@@ -249,7 +249,7 @@ static void render_op(struct gs_record_gpu *g, const struct pending *p, bool lin
 }
 
 /* Links, counts and writes the oldest pending record. */
-static void write_pending(struct gs_record_gpu *g, struct pending *p)
+static void write_pending(struct gs_gpu_rows *g, struct pending *p)
 {
 	bool linked = gs_gpu_correlate__launched(g->corr, p->pid, p->op.correlation);
 
@@ -265,13 +265,13 @@ static void write_pending(struct gs_record_gpu *g, struct pending *p)
 	p->name = NULL;
 }
 
-void gs_record_gpu__advance(struct gs_record_gpu *g, uint64_t now_ns)
+void gs_gpu_rows__advance(struct gs_gpu_rows *g, uint64_t now_ns)
 {
 	while (g->first_pending < g->nr_pending) {
 		struct pending *p = &g->pending[g->first_pending];
 
 		if (!p->written && now_ns != UINT64_MAX &&
-		    p->arrived_ns + GS_RECORD_GPU_LINK_DELAY_NS > now_ns)
+		    p->arrived_ns + GS_GPU_ROWS_LINK_DELAY_NS > now_ns)
 			break;
 		write_pending(g, p);
 		g->first_pending++;
@@ -286,7 +286,7 @@ void gs_record_gpu__advance(struct gs_record_gpu *g, uint64_t now_ns)
 }
 
 /* Takes name (owned, may be NULL) with the record into the queue. */
-static int queue(struct gs_record_gpu *g, const struct gs_gpu_record *e, const struct gs_gpu_op *op,
+static int queue(struct gs_gpu_rows *g, const struct gs_gpu_record *e, const struct gs_gpu_op *op,
 		 char *name)
 {
 	struct pending *p, *grown;
@@ -326,7 +326,7 @@ static char *kernel_name(const struct gs_gpu_op *op, int *err)
 	return name;
 }
 
-static int on_record(struct gs_record_gpu *g, const struct gs_gpu_record *e, size_t size)
+static int on_record(struct gs_gpu_rows *g, const struct gs_gpu_record *e, size_t size)
 {
 	struct gs_gpu_op op;
 	int err = gs_gpu_op_decode(e, size, &op);
@@ -357,7 +357,7 @@ static int on_record(struct gs_record_gpu *g, const struct gs_gpu_record *e, siz
 	return queue(g, e, &op, name);
 }
 
-int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr, size_t size)
+int gs_gpu_rows__event(struct gs_gpu_rows *g, const struct gs_event_hdr *hdr, size_t size)
 {
 	const struct gs_gpu_api *api = (const void *)hdr;
 
@@ -385,8 +385,8 @@ int gs_record_gpu__event(struct gs_record_gpu *g, const struct gs_event_hdr *hdr
 	}
 }
 
-uint32_t gs_record_gpu__slice_args(struct gs_record_gpu *g, struct gs_json *j,
-				   const struct gs_event_hdr *hdr, uint64_t entry_ns, bool driver)
+uint32_t gs_gpu_rows__slice_args(struct gs_gpu_rows *g, struct gs_json *j,
+				 const struct gs_event_hdr *hdr, uint64_t entry_ns, bool driver)
 {
 	uint32_t id = gs_gpu_correlate__slice(
 		g->corr, (pid_t)hdr->pid, (pid_t)hdr->tid, entry_ns, hdr->ts_ns,
@@ -397,8 +397,8 @@ uint32_t gs_record_gpu__slice_args(struct gs_record_gpu *g, struct gs_json *j,
 	return id;
 }
 
-void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hdr *hdr,
-			       uint64_t entry_ns, uint32_t correlation)
+void gs_gpu_rows__slice_flow(struct gs_gpu_rows *g, const struct gs_event_hdr *hdr,
+			     uint64_t entry_ns, uint32_t correlation)
 {
 	uint64_t flow = correlation ? flow_id(g, (pid_t)hdr->pid, correlation) : 0;
 	struct gs_chrome_trace *t;
@@ -413,20 +413,20 @@ void gs_record_gpu__slice_flow(struct gs_record_gpu *g, const struct gs_event_hd
 	g->emit.end(g->emit.ctx);
 }
 
-void gs_record_gpu__proc_gone(struct gs_record_gpu *g, pid_t pid)
+void gs_gpu_rows__proc_gone(struct gs_gpu_rows *g, pid_t pid)
 {
 	/* its launches were all seen: the process made no call after its last record */
 	for (size_t i = g->first_pending; i < g->nr_pending; i++)
 		if (g->pending[i].pid == pid)
 			write_pending(g, &g->pending[i]);
-	gs_record_gpu__advance(g, 0); /* only drops what was written from the front */
+	gs_gpu_rows__advance(g, 0); /* only drops what was written from the front */
 	gs_gpu_correlate__forget_pid(g->corr, pid);
 	/* a new image, or a new process with this pid, counts its correlation ids anew */
 	gs_addr_map__forget_pid(g->flow_procs, pid, NULL);
 }
 
-void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j, size_t output,
-			      const long *rank)
+void gs_gpu_rows__top_level(struct gs_gpu_rows *g, struct gs_json *j, size_t output,
+			    const long *rank)
 {
 	long r = rank ? *rank : g->rank;
 	char info[96];
@@ -452,7 +452,7 @@ void gs_record_gpu__top_level(struct gs_record_gpu *g, struct gs_json *j, size_t
 	gs_json__raw(j, "distributedInfo", info);
 }
 
-void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j)
+void gs_gpu_rows__metadata(struct gs_gpu_rows *g, struct gs_json *j)
 {
 	gs_json__begin_object(j, "gpu");
 	gs_json__u64(j, "records", g->n.records);
@@ -473,7 +473,7 @@ void gs_record_gpu__metadata(struct gs_record_gpu *g, struct gs_json *j)
 	gs_json__end_object(j);
 }
 
-void gs_record_gpu__summary(struct gs_record_gpu *g, FILE *f)
+void gs_gpu_rows__summary(struct gs_gpu_rows *g, FILE *f)
 {
 	if (!g)
 		return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* record_gpu_summary.h: record's summary of GPU activity: kernels, busy time, copy throughput. */
-#ifndef GS_RECORD_GPU_SUMMARY_H
-#define GS_RECORD_GPU_SUMMARY_H
+/* gpu_summary.h: record's summary of GPU activity: kernels, busy time, copy throughput. */
+#ifndef GS_TIMELINE_GPU_SUMMARY_H
+#define GS_TIMELINE_GPU_SUMMARY_H
 
 #include <stdio.h>
 #include "profilers/cuda/gpu_activity.h"
@@ -19,4 +19,4 @@ int gs_gpu_summary__add(struct gs_gpu_summary *s, const struct gs_gpu_op *op);
  */
 void gs_gpu_summary__print(struct gs_gpu_summary *s, FILE *f);
 
-#endif /* GS_RECORD_GPU_SUMMARY_H */
+#endif /* GS_TIMELINE_GPU_SUMMARY_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* record_ranks.h: `record -o DIR/`: one trace file per rank, as Kineto writes them. */
-#ifndef GS_RECORD_RANKS_H
-#define GS_RECORD_RANKS_H
+/* rank_files.h: `record -o DIR/`: one trace file per rank, as Kineto writes them. */
+#ifndef GS_TIMELINE_RANK_FILES_H
+#define GS_TIMELINE_RANK_FILES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@
  * recording ends well (user/out_file.h), so Holistic Trace Analysis can load DIR; then, when
  * DIR has rank files, the pid files move to DIR/no-rank/ (HTA would read one as rank 0).
  */
-struct gs_record_file {
+struct gs_rank_file {
 	long rank;	 /* -1: none, pid names the file */
 	long world_size; /* WORLD_SIZE or its kin in its processes' environment; -1 */
 	int size_reads;	 /* reads of it so far */
@@ -25,26 +25,26 @@ struct gs_record_file {
 	struct gs_trace_writer *writer;
 };
 
-struct gs_record_ranks {
+struct gs_rank_files {
 	int dirfd;
 	char *dir;
 	uint64_t window_ns; /* each file's reorder window */
-	struct gs_record_file *files;
+	struct gs_rank_file *files;
 	size_t nr, cap;
 	int error; /* the first file that could not be opened: said once, not retried */
 };
 
 /* Whether output names a directory: it ends in '/' or is one already. */
-bool gs_record_ranks_wanted(const char *output);
+bool gs_rank_files_wanted(const char *output);
 /* Opens dir (made when missing). Returns 0 or -errno (logged); free with __free(). */
-int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t window_ns);
+int gs_rank_files__open(struct gs_rank_files **rr, const char *dir, uint64_t window_ns);
 /* The file of rank (>= 0) or else of pid, opened on first use: its index, or -errno (logged). */
-long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid);
+long gs_rank_files__file(struct gs_rank_files *rr, long rank, pid_t pid);
 /* A rank file's "distributedInfo" (Kineto's, where HTA finds the rank); none for a pid file. */
-void gs_record_ranks__top_level(const struct gs_record_file *f, struct gs_json *j);
+void gs_rank_files__top_level(const struct gs_rank_file *f, struct gs_json *j);
 /* Renames every file into place. Returns 0 or the first -errno (logged); frees nothing. */
-int gs_record_ranks__close(struct gs_record_ranks *rr);
+int gs_rank_files__close(struct gs_rank_files *rr);
 /* Removes the temporaries of files not closed; NULL is ignored. */
-void gs_record_ranks__free(struct gs_record_ranks *rr);
+void gs_rank_files__free(struct gs_rank_files *rr);
 
-#endif /* GS_RECORD_RANKS_H */
+#endif /* GS_TIMELINE_RANK_FILES_H */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profilers/leak_report.h"
-#include "profilers/cmd/record_summary.h"
+#include "profilers/timeline/record_summary.h"
 #include "user/array.h"
 #include "user/pid_index.h"
 #include "user/text_escape.h"

@@ -4,9 +4,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/cmd/record_gpu_summary.h"
-#include "profilers/cmd/record_summary.h"
-#include "profilers/cmd/trace_stats.h"
+#include "profilers/timeline/gpu_summary.h"
+#include "profilers/timeline/record_summary.h"
+#include "profilers/timeline/trace_stats.h"
 #include "profilers/cuda/api.h"
 #include "profilers/cuda/gpu_activity.h"
 #include "profilers/leak_report.h"

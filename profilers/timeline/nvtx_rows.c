@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* record_nvtx.c: NVTX ranges, marks and thread names as trace rows (record_nvtx.h). */
+/* nvtx_rows.c: NVTX ranges, marks and thread names as trace rows (nvtx_rows.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "profilers/cmd/record_gpu.h"
-#include "profilers/cmd/record_nvtx.h"
+#include "profilers/timeline/nvtx_rows.h"
 #include "profilers/timeline/vocab.h"
 #include "bpf/gs_nvtx.h"
 #include "user/addr_map.h"
@@ -34,8 +33,8 @@ struct counts {
 	uint64_t unmatched_pops, unmatched_ends, unfinished, beyond_cap, truncated, malformed;
 };
 
-struct gs_record_nvtx {
-	struct gs_record_nvtx_emit emit;
+struct gs_nvtx_rows {
+	struct gs_nvtx_rows_emit emit;
 	struct open *open; /* push ranges, in the order they were pushed */
 	size_t nr_open;
 	struct open *async; /* start/end ranges, unordered */
@@ -46,9 +45,9 @@ struct gs_record_nvtx {
 	struct counts n;
 };
 
-struct gs_record_nvtx *gs_record_nvtx__new(const struct gs_record_nvtx_emit *emit)
+struct gs_nvtx_rows *gs_nvtx_rows__new(const struct gs_nvtx_rows_emit *emit)
 {
-	struct gs_record_nvtx *n = calloc(1, sizeof(*n));
+	struct gs_nvtx_rows *n = calloc(1, sizeof(*n));
 
 	if (!n)
 		return NULL;
@@ -57,14 +56,14 @@ struct gs_record_nvtx *gs_record_nvtx__new(const struct gs_record_nvtx_emit *emi
 	n->async = calloc(MAX_ASYNC, sizeof(*n->async));
 	n->procs = gs_addr_map__new();
 	if (!n->open || !n->async || !n->procs) {
-		gs_record_nvtx__free(n);
+		gs_nvtx_rows__free(n);
 		errno = ENOMEM;
 		return NULL;
 	}
 	return n;
 }
 
-void gs_record_nvtx__free(struct gs_record_nvtx *n)
+void gs_nvtx_rows__free(struct gs_nvtx_rows *n)
 {
 	if (!n)
 		return;
@@ -75,7 +74,7 @@ void gs_record_nvtx__free(struct gs_record_nvtx *n)
 }
 
 /* The id of pid's start/end range in the trace: the process's number above NVTX's id. */
-static uint64_t async_id(struct gs_record_nvtx *n, pid_t pid, uint64_t range_id)
+static uint64_t async_id(struct gs_nvtx_rows *n, pid_t pid, uint64_t range_id)
 {
 	uint64_t nr;
 
@@ -87,7 +86,7 @@ static uint64_t async_id(struct gs_record_nvtx *n, pid_t pid, uint64_t range_id)
 	return nr << 32 | (range_id & 0xffffffffu);
 }
 
-static uint64_t held(const struct gs_record_nvtx *n, __u32 pid, uint64_t key)
+static uint64_t held(const struct gs_nvtx_rows *n, __u32 pid, uint64_t key)
 {
 	uint64_t nr = 0;
 
@@ -95,7 +94,7 @@ static uint64_t held(const struct gs_record_nvtx *n, __u32 pid, uint64_t key)
 	return nr;
 }
 
-static void add_held(struct gs_record_nvtx *n, __u32 pid, uint64_t key, int delta)
+static void add_held(struct gs_nvtx_rows *n, __u32 pid, uint64_t key, int delta)
 {
 	gs_addr_map__set(n->procs, (pid_t)pid, key, held(n, pid, key) + (uint64_t)(int64_t)delta);
 }
@@ -157,8 +156,8 @@ static const char *name_of(const struct gs_nvtx_event *e)
 }
 
 /* The X row of a push range, from its push to end_ns. */
-static void render_range(struct gs_record_nvtx *n, const struct gs_nvtx_event *push,
-			 uint64_t end_ns, bool unfinished)
+static void render_range(struct gs_nvtx_rows *n, const struct gs_nvtx_event *push, uint64_t end_ns,
+			 bool unfinished)
 {
 	pid_t pid = (pid_t)push->hdr.pid;
 	struct gs_chrome_trace *t = n->emit.begin(n->emit.ctx, pid, push->hdr.ts_ns);
@@ -177,7 +176,7 @@ static void render_range(struct gs_record_nvtx *n, const struct gs_nvtx_event *p
 }
 
 /* The "b" (start) or "e" (end) of a start/end range; e is the range's start. */
-static void render_async(struct gs_record_nvtx *n, const char *ph, const struct gs_nvtx_event *e,
+static void render_async(struct gs_nvtx_rows *n, const char *ph, const struct gs_nvtx_event *e,
 			 pid_t tid, uint64_t ts_ns, bool unfinished)
 {
 	pid_t pid = (pid_t)e->hdr.pid;
@@ -196,7 +195,7 @@ static void render_async(struct gs_record_nvtx *n, const char *ph, const struct 
 	n->emit.end(n->emit.ctx);
 }
 
-static void render_mark(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
+static void render_mark(struct gs_nvtx_rows *n, const struct gs_nvtx_event *e)
 {
 	struct gs_chrome_trace *t = n->emit.begin(n->emit.ctx, (pid_t)e->hdr.pid, e->hdr.ts_ns);
 	struct gs_json *j = gs_chrome_trace__event(t, "i", name_of(e), CAT, e->hdr.pid, e->hdr.tid,
@@ -210,7 +209,7 @@ static void render_mark(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
 }
 
 /* A pop closes its thread's newest push of the same domain. */
-static void pop(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
+static void pop(struct gs_nvtx_rows *n, const struct gs_nvtx_event *e)
 {
 	for (size_t i = n->nr_open; i-- > 0;) {
 		const struct gs_nvtx_event *o = &n->open[i].ev;
@@ -226,7 +225,7 @@ static void pop(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
 	n->n.unmatched_pops++; /* pushed before the recording began, or past MAX_OPEN */
 }
 
-static void end(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
+static void end(struct gs_nvtx_rows *n, const struct gs_nvtx_event *e)
 {
 	for (size_t i = 0; i < n->nr_async; i++) {
 		struct open *o = &n->async[i];
@@ -243,7 +242,7 @@ static void end(struct gs_record_nvtx *n, const struct gs_nvtx_event *e)
 }
 
 /* Keeps an open range while the recording and its process have room (key: its kind). */
-static void keep(struct gs_record_nvtx *n, struct open *slots, size_t *nr, size_t cap, uint64_t key,
+static void keep(struct gs_nvtx_rows *n, struct open *slots, size_t *nr, size_t cap, uint64_t key,
 		 const struct gs_nvtx_event *e)
 {
 	if (*nr == cap || held(n, e->hdr.pid, key) >= MAX_HELD) {
@@ -264,7 +263,7 @@ static bool has_thread(pid_t pid, pid_t tid)
 	       !access(path, F_OK);
 }
 
-void gs_record_nvtx__event(struct gs_record_nvtx *n, const struct gs_event_hdr *hdr, size_t size)
+void gs_nvtx_rows__event(struct gs_nvtx_rows *n, const struct gs_event_hdr *hdr, size_t size)
 {
 	struct gs_nvtx_event e;
 
@@ -320,7 +319,7 @@ void gs_record_nvtx__event(struct gs_record_nvtx *n, const struct gs_event_hdr *
 }
 
 /* Ends pid's open ranges (every process's for pid 0) at now_ns. */
-static void close_open(struct gs_record_nvtx *n, pid_t pid, uint64_t now_ns)
+static void close_open(struct gs_nvtx_rows *n, pid_t pid, uint64_t now_ns)
 {
 	size_t kept = 0;
 
@@ -346,7 +345,7 @@ static void close_open(struct gs_record_nvtx *n, pid_t pid, uint64_t now_ns)
 	n->nr_async = kept;
 }
 
-void gs_record_nvtx__proc_gone(struct gs_record_nvtx *n, pid_t pid, uint64_t now_ns)
+void gs_nvtx_rows__proc_gone(struct gs_nvtx_rows *n, pid_t pid, uint64_t now_ns)
 {
 	if (!n || pid <= 0)
 		return;
@@ -354,13 +353,13 @@ void gs_record_nvtx__proc_gone(struct gs_record_nvtx *n, pid_t pid, uint64_t now
 	gs_addr_map__forget_pid(n->procs, pid, NULL);
 }
 
-void gs_record_nvtx__finish(struct gs_record_nvtx *n, uint64_t now_ns)
+void gs_nvtx_rows__finish(struct gs_nvtx_rows *n, uint64_t now_ns)
 {
 	if (n)
 		close_open(n, 0, now_ns);
 }
 
-void gs_record_nvtx__metadata(const struct gs_record_nvtx *n, struct gs_json *j)
+void gs_nvtx_rows__metadata(const struct gs_nvtx_rows *n, struct gs_json *j)
 {
 	gs_json__begin_object(j, "nvtx");
 	gs_json__u64(j, "events", n->n.events);
@@ -378,7 +377,7 @@ void gs_record_nvtx__metadata(const struct gs_record_nvtx *n, struct gs_json *j)
 	gs_json__end_object(j);
 }
 
-void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f, bool named)
+void gs_nvtx_rows__summary(const struct gs_nvtx_rows *n, FILE *f, bool named)
 {
 	if (!n || (!n->n.events && !named))
 		return;
@@ -391,26 +390,4 @@ void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f, bool named
 		"  NVTX: %" PRIu64 " push/pop ranges, %" PRIu64 " start/end ranges, %" PRIu64
 		" marks\n",
 		n->n.ranges, n->n.async_ranges, n->n.marks);
-}
-
-int gs_record_nvtx_setenv(bool required)
-{
-	const char *set = getenv("NVTX_INJECTION64_PATH");
-	char lib[PATH_MAX], same[PATH_MAX];
-	int err = gs_record_gpu_library(lib, sizeof(lib));
-
-	if (err)
-		return err;
-	if (set && *set && !(realpath(set, same) && !strcmp(same, lib))) {
-		if (!required) { /* -e gpu: its GPU rows still come */
-			gs_warn("NVTX_INJECTION64_PATH names %s: no NVTX ranges (unset it to "
-				"record them)",
-				set);
-			return 0;
-		}
-		gs_err("-e nvtx: NVTX_INJECTION64_PATH already names %s; unset it to use %s", set,
-		       lib);
-		return -EEXIST;
-	}
-	return setenv("NVTX_INJECTION64_PATH", lib, 1) ? -errno : 0;
 }

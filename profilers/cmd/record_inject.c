@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* record_gpu_setup.c: where the injection library is, and how a target gets it (env, --inject). */
+/* record_inject.c: where the injection library is, and how a target gets it (env, --inject). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "profilers/cmd/record_gpu.h"
+#include "profilers/cmd/record_inject.h"
 #include "profilers/cuda/gpu_inject.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "profilers/proc_tree.h"
@@ -109,4 +109,26 @@ int gs_record_gpu_inject(const pid_t *pids, size_t nr_pids)
 			err = 0; /* said; the recording goes on without its GPU activity */
 	}
 	return err;
+}
+
+int gs_record_nvtx_setenv(bool required)
+{
+	const char *set = getenv("NVTX_INJECTION64_PATH");
+	char lib[PATH_MAX], same[PATH_MAX];
+	int err = gs_record_gpu_library(lib, sizeof(lib));
+
+	if (err)
+		return err;
+	if (set && *set && !(realpath(set, same) && !strcmp(same, lib))) {
+		if (!required) { /* -e gpu: its GPU rows still come */
+			gs_warn("NVTX_INJECTION64_PATH names %s: no NVTX ranges (unset it to "
+				"record them)",
+				set);
+			return 0;
+		}
+		gs_err("-e nvtx: NVTX_INJECTION64_PATH already names %s; unset it to use %s", set,
+		       lib);
+		return -EEXIST;
+	}
+	return setenv("NVTX_INJECTION64_PATH", lib, 1) ? -errno : 0;
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* record_gpu_summary.c: per-kernel GPU time, device busy fraction, copy throughput. */
+/* gpu_summary.c: per-kernel GPU time, device busy fraction, copy throughput. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/cmd/record_gpu_summary.h"
+#include "profilers/timeline/gpu_summary.h"
 #include "profilers/leak_report.h"
 #include "user/addr_map.h"
 #include "user/busy_union.h"

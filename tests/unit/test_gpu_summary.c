@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* test_record_gpu_summary.c: kernel times, device busy fraction and copy throughput, printed. */
+/* test_gpu_summary.c: kernel times, device busy fraction and copy throughput, printed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/cmd/record_gpu_summary.h"
+#include "profilers/timeline/gpu_summary.h"
 #include "profilers/cupti/cupti_abi.h"
 #include "tests/unit/harness.h"
 

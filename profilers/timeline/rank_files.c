@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* record_ranks.c: the files of `record -o DIR/`, one per rank or rankless process. */
+/* rank_files.c: the files of `record -o DIR/`, one per rank or rankless process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "profilers/cmd/record_ranks.h"
+#include "profilers/timeline/rank_files.h"
 #include "profilers/proc_tree.h"
 #include "user/json.h"
 #include "user/log.h"
@@ -16,7 +16,7 @@
 
 #define NO_RANK_DIR "no-rank"
 
-bool gs_record_ranks_wanted(const char *output)
+bool gs_rank_files_wanted(const char *output)
 {
 	struct stat st;
 	size_t len = output ? strlen(output) : 0;
@@ -63,9 +63,9 @@ static int open_dir(const char *dir)
 	return fd;
 }
 
-int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t window_ns)
+int gs_rank_files__open(struct gs_rank_files **rr, const char *dir, uint64_t window_ns)
 {
-	struct gs_record_ranks *r = calloc(1, sizeof(*r));
+	struct gs_rank_files *r = calloc(1, sizeof(*r));
 	int err;
 
 	*rr = NULL;
@@ -79,7 +79,7 @@ int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		err = -errno;
 		gs_err("%s: %s", dir, strerror(errno));
-		gs_record_ranks__free(r);
+		gs_rank_files__free(r);
 		return err;
 	}
 	/* every file is made relative to this one descriptor: a directory swapped in later
@@ -87,17 +87,17 @@ int gs_record_ranks__open(struct gs_record_ranks **rr, const char *dir, uint64_t
 	r->dirfd = open_dir(dir);
 	if (r->dirfd < 0) {
 		err = r->dirfd;
-		gs_record_ranks__free(r);
+		gs_rank_files__free(r);
 		return err;
 	}
 	*rr = r;
 	return 0;
 }
 
-static long find(const struct gs_record_ranks *rr, long rank, pid_t pid)
+static long find(const struct gs_rank_files *rr, long rank, pid_t pid)
 {
 	for (size_t i = 0; i < rr->nr; i++) {
-		const struct gs_record_file *f = &rr->files[i];
+		const struct gs_rank_file *f = &rr->files[i];
 
 		if (rank >= 0 ? f->rank == rank : f->rank < 0 && f->pid == pid)
 			return (long)i;
@@ -105,7 +105,7 @@ static long find(const struct gs_record_ranks *rr, long rank, pid_t pid)
 	return -1;
 }
 
-static int open_file(struct gs_record_ranks *rr, struct gs_record_file *f)
+static int open_file(struct gs_rank_files *rr, struct gs_rank_file *f)
 {
 	char name[64], display[4096];
 	struct stat st;
@@ -140,7 +140,7 @@ static int open_file(struct gs_record_ranks *rr, struct gs_record_file *f)
  * A rank file says its world's size: read from the environment of its processes while they
  * live (their first events), a few times at most (a read can come up empty mid-exec).
  */
-static void read_world_size(struct gs_record_file *f, pid_t pid)
+static void read_world_size(struct gs_rank_file *f, pid_t pid)
 {
 	int32_t rank, local_rank, world_size;
 
@@ -151,10 +151,10 @@ static void read_world_size(struct gs_record_file *f, pid_t pid)
 		f->world_size = world_size;
 }
 
-long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
+long gs_rank_files__file(struct gs_rank_files *rr, long rank, pid_t pid)
 {
 	long i = find(rr, rank, pid);
-	struct gs_record_file *f;
+	struct gs_rank_file *f;
 	int err;
 
 	if (i >= 0) {
@@ -165,7 +165,7 @@ long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 		return rr->error;
 	if (rr->nr == rr->cap) {
 		size_t cap = rr->cap ? 2 * rr->cap : 8;
-		struct gs_record_file *files = realloc(rr->files, cap * sizeof(*files));
+		struct gs_rank_file *files = realloc(rr->files, cap * sizeof(*files));
 
 		if (!files) {
 			gs_err("out of memory");
@@ -175,7 +175,7 @@ long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 		rr->cap = cap;
 	}
 	f = &rr->files[rr->nr];
-	*f = (struct gs_record_file){ .rank = rank < 0 ? -1 : rank, .world_size = -1, .pid = pid };
+	*f = (struct gs_rank_file){ .rank = rank < 0 ? -1 : rank, .world_size = -1, .pid = pid };
 	read_world_size(f, pid);
 	err = open_file(rr, f);
 	if (err)
@@ -183,7 +183,7 @@ long gs_record_ranks__file(struct gs_record_ranks *rr, long rank, pid_t pid)
 	return (long)rr->nr++;
 }
 
-void gs_record_ranks__top_level(const struct gs_record_file *f, struct gs_json *j)
+void gs_rank_files__top_level(const struct gs_rank_file *f, struct gs_json *j)
 {
 	char info[96];
 
@@ -204,7 +204,7 @@ void gs_record_ranks__top_level(const struct gs_record_file *f, struct gs_json *
  * would take rank 0's place. With ranks in DIR such files move to DIR/no-rank/, once
  * complete; one that cannot stays where it is, said once.
  */
-static void move_rankless(struct gs_record_ranks *rr)
+static void move_rankless(struct gs_rank_files *rr)
 {
 	const char *sep = rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/";
 	bool ranks = false, rankless = false;
@@ -248,7 +248,7 @@ out_warn:
 		NO_RANK_DIR, strerror(errno));
 }
 
-int gs_record_ranks__close(struct gs_record_ranks *rr)
+int gs_rank_files__close(struct gs_rank_files *rr)
 {
 	int ret = 0;
 
@@ -264,7 +264,7 @@ int gs_record_ranks__close(struct gs_record_ranks *rr)
 	return ret;
 }
 
-void gs_record_ranks__free(struct gs_record_ranks *rr)
+void gs_rank_files__free(struct gs_rank_files *rr)
 {
 	if (!rr)
 		return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* record_nvtx.h: `record -e nvtx`: NVTX ranges and marks as trace rows (category "nvtx"). */
-#ifndef GS_RECORD_NVTX_H
-#define GS_RECORD_NVTX_H
+/* nvtx_rows.h: `record -e nvtx`: NVTX ranges and marks as trace rows (category "nvtx"). */
+#ifndef GS_TIMELINE_NVTX_ROWS_H
+#define GS_TIMELINE_NVTX_ROWS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,7 +25,7 @@
  */
 
 /* How record renders one event of a process into its time-ordered output. */
-struct gs_record_nvtx_emit {
+struct gs_nvtx_rows_emit {
 	void *ctx;
 	struct gs_chrome_trace *(*begin)(void *ctx, pid_t pid, uint64_t ts_ns);
 	void (*end)(void *ctx);
@@ -35,28 +35,20 @@ struct gs_record_nvtx_emit {
 	void (*name_thread)(void *ctx, pid_t pid, pid_t tid, const char *name, uint64_t ts_ns);
 };
 
-struct gs_record_nvtx;
-
-/*
- * For `record -e nvtx -- CMD`: NVTX_INJECTION64_PATH names the injection library, which the
- * command inherits (NVTX reads it at its first call, so only a command started so gets it).
- * 0, or -EEXIST when it names another library and required (else a warning and 0), -ENOENT
- * when none is installed (logged).
- */
-int gs_record_nvtx_setenv(bool required);
+struct gs_nvtx_rows;
 
 /* NULL with errno set. */
-struct gs_record_nvtx *gs_record_nvtx__new(const struct gs_record_nvtx_emit *emit);
-void gs_record_nvtx__free(struct gs_record_nvtx *n);
+struct gs_nvtx_rows *gs_nvtx_rows__new(const struct gs_nvtx_rows_emit *emit);
+void gs_nvtx_rows__free(struct gs_nvtx_rows *n);
 /* A GS_EV_NVTX record as it came from the tracker (size checked here too). */
-void gs_record_nvtx__event(struct gs_record_nvtx *n, const struct gs_event_hdr *hdr, size_t size);
+void gs_nvtx_rows__event(struct gs_nvtx_rows *n, const struct gs_event_hdr *hdr, size_t size);
 /* pid exited or replaced its image: its open ranges end at now_ns. */
-void gs_record_nvtx__proc_gone(struct gs_record_nvtx *n, pid_t pid, uint64_t now_ns);
+void gs_nvtx_rows__proc_gone(struct gs_nvtx_rows *n, pid_t pid, uint64_t now_ns);
 /* The recording stops: every open range ends at now_ns. */
-void gs_record_nvtx__finish(struct gs_record_nvtx *n, uint64_t now_ns);
+void gs_nvtx_rows__finish(struct gs_nvtx_rows *n, uint64_t now_ns);
 /* An "nvtx" object in the trace's metadata: counts and losses. */
-void gs_record_nvtx__metadata(const struct gs_record_nvtx *n, struct gs_json *j);
+void gs_nvtx_rows__metadata(const struct gs_nvtx_rows *n, struct gs_json *j);
 /* One line of record's summary; nothing for n NULL, or without NVTX calls unless named (-e nvtx). */
-void gs_record_nvtx__summary(const struct gs_record_nvtx *n, FILE *f, bool named);
+void gs_nvtx_rows__summary(const struct gs_nvtx_rows *n, FILE *f, bool named);
 
-#endif /* GS_RECORD_NVTX_H */
+#endif /* GS_TIMELINE_NVTX_ROWS_H */

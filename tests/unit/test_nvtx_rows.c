@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* test_record_nvtx.c: NVTX pushes matched to pops per thread and domain, async pairs, caps. */
+/* test_nvtx_rows.c: NVTX pushes matched to pops per thread and domain, async pairs, caps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "profilers/cmd/record_nvtx.h"
+#include "profilers/timeline/nvtx_rows.h"
 #include "bpf/gs_nvtx.h"
 #include "tests/unit/harness.h"
 
@@ -43,19 +43,19 @@ static void sink_name(void *ctx, pid_t pid, pid_t tid, const char *name, uint64_
 	((struct sink *)ctx)->names++;
 }
 
-static struct gs_record_nvtx *open_sink(struct sink *s)
+static struct gs_nvtx_rows *open_sink(struct sink *s)
 {
 	s->f = open_memstream(&s->text, &s->len);
-	return gs_record_nvtx__new(&(struct gs_record_nvtx_emit){ .ctx = s,
-								  .begin = sink_begin,
-								  .end = sink_end,
-								  .track = sink_track,
-								  .name_thread = sink_name });
+	return gs_nvtx_rows__new(&(struct gs_nvtx_rows_emit){ .ctx = s,
+							      .begin = sink_begin,
+							      .end = sink_end,
+							      .track = sink_track,
+							      .name_thread = sink_name });
 }
 
-static void close_sink(struct gs_record_nvtx *n, struct sink *s)
+static void close_sink(struct gs_nvtx_rows *n, struct sink *s)
 {
-	gs_record_nvtx__free(n);
+	gs_nvtx_rows__free(n);
 	fclose(s->f);
 	free(s->text);
 }
@@ -71,8 +71,8 @@ static int count(const char *text, const char *what)
 
 static uint32_t cur_pid = 10; /* the process call() speaks for */
 
-static void call(struct gs_record_nvtx *n, uint32_t kind, uint32_t tid, uint64_t domain,
-		 uint64_t id, uint64_t ts, const char *msg)
+static void call(struct gs_nvtx_rows *n, uint32_t kind, uint32_t tid, uint64_t domain, uint64_t id,
+		 uint64_t ts, const char *msg)
 {
 	static struct gs_nvtx_event e;
 
@@ -85,11 +85,11 @@ static void call(struct gs_record_nvtx *n, uint32_t kind, uint32_t tid, uint64_t
 	e.range_id = id;
 	if (msg)
 		snprintf(e.message, sizeof(e.message), "%s", msg);
-	gs_record_nvtx__event(n, &e.hdr, sizeof(e));
+	gs_nvtx_rows__event(n, &e.hdr, sizeof(e));
 }
 
 /* The metadata object as text. */
-static char *metadata(struct gs_record_nvtx *n)
+static char *metadata(struct gs_nvtx_rows *n)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -98,7 +98,7 @@ static char *metadata(struct gs_record_nvtx *n)
 
 	gs_json__init(&j, f);
 	gs_json__begin_object(&j, NULL);
-	gs_record_nvtx__metadata(n, &j);
+	gs_nvtx_rows__metadata(n, &j);
 	gs_json__end_object(&j);
 	fclose(f);
 	return text;
@@ -107,7 +107,7 @@ static char *metadata(struct gs_record_nvtx *n)
 GS_TEST(pop_closes_the_newest_push_of_its_domain_on_its_thread)
 {
 	struct sink s = { 0 };
-	struct gs_record_nvtx *n = open_sink(&s);
+	struct gs_nvtx_rows *n = open_sink(&s);
 	char *md;
 
 	call(n, GS_NVTX_PUSH, 11, 0, 0, 1000, "outer");
@@ -126,7 +126,7 @@ GS_TEST(pop_closes_the_newest_push_of_its_domain_on_its_thread)
 	GS_EXPECT(strstr(s.text, "\"name\":\"outer\",\"cat\":\"nvtx\",\"pid\":10,\"tid\":11,"
 				 "\"ts\":1.000,\"dur\":8.000") != NULL);
 	/* thread 12's range ends with its process, marked unfinished */
-	gs_record_nvtx__proc_gone(n, 10, 12000);
+	gs_nvtx_rows__proc_gone(n, 10, 12000);
 	GS_EXPECT_EQ(s.events, 4);
 	GS_EXPECT(strstr(s.text,
 			 "\"name\":\"other thread\",\"cat\":\"nvtx\",\"pid\":10,\"tid\":12,"
@@ -141,7 +141,7 @@ GS_TEST(pop_closes_the_newest_push_of_its_domain_on_its_thread)
 GS_TEST(start_and_end_pair_across_threads_by_id)
 {
 	struct sink s = { 0 };
-	struct gs_record_nvtx *n = open_sink(&s);
+	struct gs_nvtx_rows *n = open_sink(&s);
 	char *md;
 
 	call(n, GS_NVTX_START, 11, 0, 7, 1000, "load");
@@ -153,7 +153,7 @@ GS_TEST(start_and_end_pair_across_threads_by_id)
 				   "\"tid\":13,\"ts\":4.000,\"id\":4294967303"),
 		     1);
 	GS_EXPECT_EQ(count(s.text, "\"id\":4294967303"), 2);
-	gs_record_nvtx__finish(n, 6000);
+	gs_nvtx_rows__finish(n, 6000);
 	GS_EXPECT_EQ(count(s.text, "\"ph\":\"e\",\"name\":\"never ended\""), 1);
 	GS_EXPECT_EQ(count(s.text, "\"unfinished\":true"), 1);
 	md = metadata(n);
@@ -165,7 +165,7 @@ GS_TEST(start_and_end_pair_across_threads_by_id)
 GS_TEST(marks_names_and_short_records)
 {
 	struct sink s = { 0 };
-	struct gs_record_nvtx *n = open_sink(&s);
+	struct gs_nvtx_rows *n = open_sink(&s);
 	struct gs_nvtx_event e = { 0 };
 	char *md;
 
@@ -184,7 +184,7 @@ GS_TEST(marks_names_and_short_records)
 	GS_EXPECT_EQ(s.names, 1024);
 	/* shorter than the struct: counted, nothing read */
 	e.hdr = (struct gs_event_hdr){ .type = GS_EV_NVTX, .size = 40, .pid = 10, .tid = 11 };
-	gs_record_nvtx__event(n, &e.hdr, 40);
+	gs_nvtx_rows__event(n, &e.hdr, 40);
 	md = metadata(n);
 	GS_EXPECT(strstr(md, "\"malformed\":1") && strstr(md, "\"marks\":1") &&
 		  strstr(md, "\"beyond_open_cap\":77"));
@@ -195,7 +195,7 @@ GS_TEST(marks_names_and_short_records)
 GS_TEST(pushes_past_a_process_cap_are_counted_others_kept)
 {
 	struct sink s = { 0 };
-	struct gs_record_nvtx *n = open_sink(&s);
+	struct gs_nvtx_rows *n = open_sink(&s);
 	char *md;
 
 	for (int i = 0; i < 1025; i++)
@@ -206,7 +206,7 @@ GS_TEST(pushes_past_a_process_cap_are_counted_others_kept)
 	md = metadata(n);
 	GS_EXPECT(strstr(md, "\"beyond_open_cap\":1") != NULL);
 	free(md);
-	gs_record_nvtx__finish(n, 10000);
+	gs_nvtx_rows__finish(n, 10000);
 	GS_EXPECT_EQ(s.events, 1025);
 	GS_EXPECT_EQ(count(s.text, "\"name\":\"another process\""), 1);
 	close_sink(n, &s);
