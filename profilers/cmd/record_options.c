@@ -39,15 +39,20 @@ static const struct argp_option record_options[] = {
 	{ 0 },
 };
 
-/* -e: the CUDA families, and "cpu" for CPU samples. Returns 0 or -EINVAL. */
-static int parse_events(const char *arg, struct record_opts *o)
+/*
+ * -e: the CUDA families, and "cpu" for CPU samples. Returns 0 or -EINVAL, the first name
+ * that is not an event in bad (or the whole list, too long).
+ */
+static int parse_events(const char *arg, struct record_opts *o, char *bad, size_t bad_len)
 {
 	char *list = strdup(arg), *tok, *save = NULL, cuda[256] = "";
+	uint32_t one;
 	size_t len = 0;
 	int err = 0;
 
 	if (!list)
 		return -ENOMEM;
+	snprintf(bad, bad_len, "%s", arg);
 	o->cpu = o->gpu = o->nvtx = o->nvtx_named = false;
 	for (tok = strtok_r(list, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "cpu"))
@@ -56,6 +61,8 @@ static int parse_events(const char *arg, struct record_opts *o)
 			o->gpu = o->nvtx = true;
 		else if (!strcmp(tok, "nvtx"))
 			o->nvtx = o->nvtx_named = true;
+		else if (gs_parse_event_families(tok, &one) && (err = -EINVAL))
+			snprintf(bad, bad_len, "%s", tok);
 		else if (len + strlen(tok) + 2 < sizeof(cuda))
 			len += (size_t)snprintf(cuda + len, sizeof(cuda) - len, "%s%s",
 						len ? "," : "", tok);
@@ -77,6 +84,7 @@ static int parse_events(const char *arg, struct record_opts *o)
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
+	char bad[64];
 
 	switch (key) {
 	case ARGP_KEY_INIT:
@@ -85,8 +93,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		state->child_inputs[2] = &o->common;
 		break;
 	case 'e':
-		if (parse_events(arg, o))
-			argp_error(state, "unknown events '%s' (%s, cpu, gpu, nvtx)", arg,
+		if (parse_events(arg, o, bad, sizeof(bad)))
+			argp_error(state, "unknown event '%s' (%s, cpu, gpu, nvtx)", bad,
 				   GS_EVENT_FAMILY_NAMES);
 		break;
 	case 'F':
@@ -216,6 +224,8 @@ int gs_record_opts__check(struct record_opts *o, unsigned int *hz)
 
 int gs_record_opts__parse(struct record_opts *o, int argc, char **argv)
 {
-	return parse_events(DEFAULT_EVENTS, o) ||
+	char bad[64];
+
+	return parse_events(DEFAULT_EVENTS, o, bad, sizeof(bad)) ||
 	       argp_parse(&record_argp, argc, argv, ARGP_IN_ORDER, NULL, o);
 }

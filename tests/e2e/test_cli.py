@@ -109,6 +109,14 @@ def record_default_events_are_one_list():
 
 
 @test
+def record_names_the_unknown_event():
+    """-e cpu,cuda: the usage error names 'cuda', not the whole list."""
+    status, _, err = run_gpusnoop("record", "-e", "cpu,cuda", "-o", "/dev/null", "--", "true")
+    expect_eq(status, 64, f"status ({err})")
+    assert "unknown event 'cuda' (cuda-mem, " in err, err
+
+
+@test
 def duration_zero_is_documented_as_no_limit():
     for cmd in ("leaks", "record", "profile"):
         _, out, _ = run_gpusnoop(cmd, "--help")
