@@ -691,6 +691,10 @@ bool gs_is_perfetto_data(const void *buf, size_t len)
 	 */
 	if (len < 2 || b[0] != 0x0a)
 		return false;
+	/* a packet's field 1 is a message (ftrace_events): one that opens with a varint field
+	 * 1 (0x08) is another protobuf, a pprof profile's sample_type */
+	if (len > 2 && b[1] < 0x80 && b[2] == 0x08)
+		return false;
 	while (i < len && strchr(" \t\r\n", b[i]) && b[i])
 		i++;
 	return i < len && b[i] != '{' && b[i] != '[';

@@ -480,7 +480,7 @@ GS_TEST(perfetto_paths)
 	GS_EXPECT(!gs_is_perfetto_path("t.json"));
 	GS_EXPECT(!gs_is_perfetto_path("pftrace"));
 	GS_EXPECT(!gs_is_perfetto_path(NULL));
-	GS_EXPECT(gs_is_perfetto_data("\x0a\x17\x08", 3));
+	GS_EXPECT(gs_is_perfetto_data("\x0a\x17\x40", 3)); /* its first field: timestamp */
 	GS_EXPECT(!gs_is_perfetto_data("\n{\"traceEvents\"", 4));
 	GS_EXPECT(!gs_is_perfetto_data("\n\n", 2));
 	/* a first packet of 13 or 32 bytes: its length byte is JSON whitespace */
@@ -488,6 +488,8 @@ GS_TEST(perfetto_paths)
 	GS_EXPECT(gs_is_perfetto_data("\x0a\x20\x50\x01", 4));
 	GS_EXPECT(!gs_is_perfetto_data("\n\r\n  [{", 6));
 	GS_EXPECT(!gs_is_perfetto_data("\x0a", 1));
+	/* a pprof profile (gzip'd or not) opens with sample_type: field 1 holding a varint 1 */
+	GS_EXPECT(!gs_is_perfetto_data("\x0a\x04\x08\x01\x10\x02", 6));
 }
 
 GS_TEST_MAIN(varints_and_fields, nested_lengths_are_exact, intern_ids_and_bounds,
