@@ -17,9 +17,10 @@
  * tracks have caps beyond which output is only larger, never lost.
  *
  * Rows map as: X -> SLICE_BEGIN + SLICE_END (an X of no duration -> INSTANT), B/E -> SLICE_BEGIN/
- * SLICE_END, b/e -> SLICE_BEGIN/SLICE_END on a track per (pid, id) under the process, i -> INSTANT, C -> one counter track per (pid, name, series), s/t/f -> an INSTANT
- * named after the flow carrying flow_ids / terminating_flow_ids, M process_name/thread_name ->
- * named track descriptors. args.stack (and args.kernel_stack) -> an interned callstack.
+ * SLICE_END, b/e -> SLICE_BEGIN/SLICE_END on a track per (pid, id) under the process, i ->
+ * INSTANT, C -> one counter track per (pid, name, series), s/t/f -> an INSTANT named after the
+ * flow carrying flow_ids / terminating_flow_ids, M process_name/thread_name -> named track
+ * descriptors. args.stack (and args.kernel_stack) -> an interned callstack.
  */
 struct gs_perfetto;
 

@@ -61,9 +61,10 @@ static int parse_events(const char *arg, struct record_opts *o, char *bad, size_
 			o->gpu = o->nvtx = true;
 		else if (!strcmp(tok, "nvtx"))
 			o->nvtx = o->nvtx_named = true;
-		else if (gs_parse_event_families(tok, &one) && (err = -EINVAL))
+		else if (gs_parse_event_families(tok, &one)) {
+			err = -EINVAL;
 			snprintf(bad, bad_len, "%s", tok);
-		else if (len + strlen(tok) + 2 < sizeof(cuda))
+		} else if (len + strlen(tok) + 2 < sizeof(cuda))
 			len += (size_t)snprintf(cuda + len, sizeof(cuda) - len, "%s%s",
 						len ? "," : "", tok);
 		else

@@ -13,6 +13,7 @@
 #include "profilers/options.h"
 #include "profilers/cmd/subcommands.h"
 #include "profilers/cmd/stats_reader.h"
+#include "profilers/timeline/rank_files.h"
 #include "profilers/timeline/trace_stats.h"
 #include "stitch/trace_parse.h"
 #include "user/log.h"
@@ -90,7 +91,8 @@ static const char stats_doc[] =
 	"of the summary `gpusnoop record` printed at the end of the recording: both are counted "
 	"from the trace's rows by the same code.\v"
 	"TRACE is a gpusnoop trace (.json or .json.gz), a directory of them (record -o DIR/: "
-	"one file per rank), or a stitched trace, of which the gpusnoop rows are counted (rows "
+	"one file per rank, and those of processes without a rank in DIR/no-rank/), or a stitched "
+	"trace, of which the gpusnoop rows are counted (rows "
 	"with Kineto's \"External id\" or \"cbid\" are PyTorch's own). Several are summed. A "
 	"malformed trace is one line of error and exit status 65; an unreadable one, 66.\n\n"
 	"EXAMPLES:\n"
@@ -222,11 +224,20 @@ static int read_dir(struct gs_stats_reader *rd, const char *path)
 
 static int read_input(struct gs_stats_reader *rd, const char *path)
 {
+	char no_rank[4096];
 	struct stat st;
+	int status;
 
-	if (!stat(path, &st) && S_ISDIR(st.st_mode))
-		return read_dir(rd, path);
-	return read_trace(rd, path);
+	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		return read_trace(rd, path);
+	status = read_dir(rd, path);
+	if (status || (size_t)snprintf(no_rank, sizeof(no_rank), "%s/%s", path,
+				       GS_RANK_FILES_NO_RANK_DIR) >= sizeof(no_rank))
+		return status;
+	/* record -o DIR/ keeps rankless processes' files apart from the ranks' (rank_files.h) */
+	if (!lstat(no_rank, &st) && S_ISDIR(st.st_mode))
+		status = read_dir(rd, no_rank);
+	return status;
 }
 
 static void on_stop_signal(int sig)

@@ -14,8 +14,6 @@
 #include "user/log.h"
 #include "user/out_file.h"
 
-#define NO_RANK_DIR "no-rank"
-
 bool gs_rank_files_wanted(const char *output)
 {
 	struct stat st;
@@ -217,9 +215,10 @@ static void move_rankless(struct gs_rank_files *rr)
 		rr->files[i].rank >= 0 ? (ranks = true) : (rankless = true);
 	if (!ranks || !rankless)
 		return;
-	if (mkdirat(rr->dirfd, NO_RANK_DIR, 0777) && errno != EEXIST)
+	if (mkdirat(rr->dirfd, GS_RANK_FILES_NO_RANK_DIR, 0777) && errno != EEXIST)
 		goto out_warn;
-	fd = openat(rr->dirfd, NO_RANK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(rr->dirfd, GS_RANK_FILES_NO_RANK_DIR,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		goto out_warn;
 	/* as DIR: root's or the caller's, whoever made it */
@@ -233,19 +232,19 @@ static void move_rankless(struct gs_rank_files *rr)
 			continue;
 		snprintf(name, sizeof(name), "pid-%d.json", (int)rr->files[i].pid);
 		if (renameat2(rr->dirfd, name, fd, name, RENAME_NOREPLACE))
-			gs_warn("%s%s%s: not moved to %s/: %s", rr->dir, sep, name, NO_RANK_DIR,
-				strerror(errno));
+			gs_warn("%s%s%s: not moved to %s/: %s", rr->dir, sep, name,
+				GS_RANK_FILES_NO_RANK_DIR, strerror(errno));
 		else
 			moved++;
 	}
 	close(fd);
 	if (moved)
 		gs_info("%s%s%s/: %zu trace%s of processes without a rank, apart from the ranks'",
-			rr->dir, sep, NO_RANK_DIR, moved, moved == 1 ? "" : "s");
+			rr->dir, sep, GS_RANK_FILES_NO_RANK_DIR, moved, moved == 1 ? "" : "s");
 	return;
 out_warn:
 	gs_warn("%s%s%s/: %s: the pid-P.json files stay beside the ranks'", rr->dir, sep,
-		NO_RANK_DIR, strerror(errno));
+		GS_RANK_FILES_NO_RANK_DIR, strerror(errno));
 }
 
 int gs_rank_files__close(struct gs_rank_files *rr)

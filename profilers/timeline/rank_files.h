@@ -16,6 +16,8 @@
  * recording ends well (user/out_file.h), so Holistic Trace Analysis can load DIR; then, when
  * DIR has rank files, the pid files move to DIR/no-rank/ (HTA would read one as rank 0).
  */
+#define GS_RANK_FILES_NO_RANK_DIR "no-rank"
+
 struct gs_rank_file {
 	long rank;	 /* -1: none, pid names the file */
 	long world_size; /* WORLD_SIZE or its kin in its processes' environment; -1 */

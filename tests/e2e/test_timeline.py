@@ -105,6 +105,36 @@ def timeline_cpu_ranks_beside_their_launcher_load_in_holistic_trace_analysis():
     expect_eq((hta["ranks"], hta["rows"]), ([0, 1], samples), "HTA's ranks and rows: the ranks'")
 
 
+# two ranks and one rankless helper, each a stand-in CUDA process (gs_kernels: 4,010 launches)
+CUDA_LAUNCHER = ("import os, subprocess, sys\n"
+                 "env = lambda r: dict(os.environ, RANK=str(r), WORLD_SIZE='2')\n"
+                 "ps = [subprocess.Popen([sys.argv[1]], env=env(r)) for r in range(2)]\n"
+                 "ps.append(subprocess.Popen([sys.argv[1]]))\n"
+                 "for p in ps:\n    p.wait()\n")
+
+
+@test
+def timeline_stats_of_a_rank_directory_counts_its_rankless_files():
+    """record -o DIR/ moves a rankless CUDA process's file to DIR/no-rank/; `stats DIR/` still
+    counts every call record wrote: the ranks' and that process's (3 x 4,010 launches)."""
+    out_dir = os.path.join(tempfile.mkdtemp(), "job") + "/"
+    status, _, err = run_gpusnoop("record", "-e", "cuda-launch", "-o", out_dir, "--", PYTHON,
+                                  "-c", CUDA_LAUNCHER, os.path.join(BIN, "gs_kernels"),
+                                  timeout=LOAD_TIMEOUT)
+    expect_eq(status, 0, f"record status; stderr:\n{err}")
+    expect_eq(sorted(os.listdir(out_dir)), ["no-rank", "rank-0.json", "rank-1.json"], "files")
+    rankless = os.listdir(os.path.join(out_dir, "no-rank"))
+    expect_eq(len(rankless), 1, "the rankless file")
+    files = ["rank-0.json", "rank-1.json", os.path.join("no-rank", rankless[0])]
+    want = [sum(1 for e in load(os.path.join(out_dir, f))["traceEvents"]
+                if e["ph"] == "X" and e.get("cat") == "cuda_runtime") for f in files]
+    expect_eq(want, [4010] * 3, "launches in each file")
+    status, text, err = run_gpusnoop("stats", "-f", "json", out_dir)
+    expect_eq(status, 0, f"stats status ({err})")
+    calls = json.loads(text)["tables"]["cuda_api"]["rows"]
+    expect_eq(sum(r["count"] for r in calls), 3 * 4010, "calls counted in DIR/ and DIR/no-rank/")
+
+
 @test
 def timeline_one_file_of_a_rank_says_its_rank():
     """-o FILE (not DIR/) of one rank's processes, without -e gpu: its distributedInfo too, as
