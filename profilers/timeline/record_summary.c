@@ -210,10 +210,10 @@ void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f)
 		const struct gs_histogram *h = &s->syncs[i].durations;
 
 		fprintf(f,
-			"  sync: pid %d (%s): %" PRIu64 " calls, total %.3f ms, p50 %.3f ms, "
+			"  sync: pid %d (%s): %" PRIu64 " call%s, total %.3f ms, p50 %.3f ms, "
 			"p99 %.3f ms\n",
 			(int)s->syncs[i].pid, gs_text_safe(s->syncs[i].comm, comm, sizeof(comm)),
-			h->count, (double)h->sum / 1e6,
+			h->count, h->count == 1 ? "" : "s", (double)h->sum / 1e6,
 			(double)gs_histogram__quantile(h, 0.50) / 1e6,
 			(double)gs_histogram__quantile(h, 0.99) / 1e6);
 	}
@@ -221,8 +221,8 @@ void gs_record_summary__print_tables(const struct gs_record_summary *s, FILE *f)
 		if (!s->copy_calls[k])
 			continue;
 		gs_format_bytes(s->copy_bytes[k], bytes, sizeof(bytes));
-		fprintf(f, "  copies %-7s %12s in %" PRIu64 " calls\n", gs_copy_kind_name(k), bytes,
-			s->copy_calls[k]);
+		fprintf(f, "  copies %-7s %12s in %" PRIu64 " call%s\n", gs_copy_kind_name(k),
+			bytes, s->copy_calls[k], s->copy_calls[k] == 1 ? "" : "s");
 	}
 }
 

@@ -106,8 +106,8 @@ GS_TEST(summary_is_records_from_rows)
 	if (GS_EXPECT(text)) {
 		GS_EXPECT(strstr(text, "  kernels by launches:\n             2  gemm\n"));
 		/* the sync's process named by its process_name row, wherever that row came */
-		GS_EXPECT(strstr(text, "  sync: pid 42 (train): 1 calls, total 0.100 ms"));
-		GS_EXPECT(strstr(text, "  copies HtoD         1.0 MiB in 1 calls\n"));
+		GS_EXPECT(strstr(text, "  sync: pid 42 (train): 1 call, total 0.100 ms"));
+		GS_EXPECT(strstr(text, "  copies HtoD         1.0 MiB in 1 call\n"));
 		GS_EXPECT(strstr(text, "  GPU kernels by device time:\n"));
 	}
 	free(text);
