@@ -83,11 +83,14 @@ static void parse_pids(struct argp_state *state, struct gs_common_opts *o, const
 		argp_error(state, "invalid pid list '%s' (PID[,PID...])", arg);
 }
 
+bool gs_writes_stdout(const char *output)
+{
+	return !output || !strcmp(output, "-") || !strcmp(output, "/dev/stdout");
+}
+
 int gs_refuse_binary_tty(const char *output, const char *format)
 {
-	if (output && strcmp(output, "-") && strcmp(output, "/dev/stdout"))
-		return 0;
-	if (!isatty(STDOUT_FILENO))
+	if (!gs_writes_stdout(output) || !isatty(STDOUT_FILENO))
 		return 0;
 	gs_err("%s is binary: not written to a terminal; give -o FILE or redirect stdout", format);
 	return -EINVAL;

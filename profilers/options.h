@@ -72,6 +72,8 @@ int gs_common_opts__finish(struct gs_common_opts *opts);
 /* The tracker's view of the common options, probing the given API families. */
 struct gs_tracker_opts gs_common_opts__tracker(const struct gs_common_opts *opts,
 					       uint32_t families);
+/* Whether -o names stdout: none, "-" or /dev/stdout. */
+bool gs_writes_stdout(const char *output);
 /*
  * A binary format (pprof, gzip) is not written to a terminal: with output NULL, "-" or
  * /dev/stdout while stdout is one, logs and returns -EINVAL (a usage error), else 0.

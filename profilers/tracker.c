@@ -989,7 +989,8 @@ static int start_command(struct gs_tracker *t)
 		gs_err("cannot run '%s': %s is not an ELF executable", t->opts.argv[0], exe);
 		return -ENOEXEC;
 	}
-	err = gs_spawn(t->opts.argv, &t->child);
+	err = gs_spawn(t->opts.argv, t->opts.command_stdout_to_stderr ? STDERR_FILENO : -1,
+		       &t->child);
 	if (err) {
 		gs_err("cannot start '%s': %s", t->opts.argv[0], strerror(-err));
 		gs_elf__free(elf);

@@ -31,6 +31,9 @@ struct gs_tracker_opts {
 	bool all;      /* -a */
 	bool children; /* the targets' new processes too, at any depth (-- CMD; -p --children) */
 	char *const *argv; /* -- CMD ARGS */
+	/* CMD's stdout goes to gpusnoop's stderr: gpusnoop's stdout carries one document (a
+	 * trace, a profile) that CMD's prints would corrupt */
+	bool command_stdout_to_stderr;
 	size_t ringbuf_bytes;
 	uint32_t families; /* GS_FAM_BIT()s of the APIs to probe; 0: no CUDA probes at all */
 	uint32_t counted_families; /* of those, the ones only counted: no stacks, no Python */

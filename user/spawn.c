@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include "user/spawn.h"
 
-int gs_spawn(char *const argv[], struct gs_child *child)
+int gs_spawn(char *const argv[], int stdout_fd, struct gs_child *child)
 {
 	int hold[2], err_pipe[2];
 	pid_t pid;
@@ -43,7 +43,8 @@ int gs_spawn(char *const argv[], struct gs_child *child)
 		/* EOF (parent closed or died) releases us */
 		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
 			;
-		execvp(argv[0], argv);
+		if (stdout_fd < 0 || dup2(stdout_fd, STDOUT_FILENO) >= 0)
+			execvp(argv[0], argv);
 		e = errno;
 		if (write(err_pipe[1], &e, sizeof(e)) < 0)
 			_exit(127);

@@ -12,8 +12,11 @@ struct gs_child {
 	int error_fd;	/* read end: carries errno if exec fails */
 };
 
-/* Forks a child that waits, then execs argv (PATH searched). Returns 0 or -errno. */
-int gs_spawn(char *const argv[], struct gs_child *child);
+/*
+ * Forks a child that waits, then execs argv (PATH searched), its stdout on stdout_fd (-1: the
+ * one it inherits). Returns 0 or -errno.
+ */
+int gs_spawn(char *const argv[], int stdout_fd, struct gs_child *child);
 /* Lets the child exec. Returns 0, or -errno of a failed exec (the child is reaped). */
 int gs_spawn__release(struct gs_child *child);
 

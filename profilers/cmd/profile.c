@@ -480,6 +480,7 @@ int gs_cmd_profile(int argc, char **argv)
 	if (err)
 		return gs_exit_status(err);
 	topts = gs_common_opts__tracker(&p.opts.common, 0); /* no CUDA probes */
+	topts.command_stdout_to_stderr = gs_writes_stdout(p.opts.common.output);
 	if (gs_tracker__open(&p.tracker, &topts, &ops))
 		return 1;
 	if (open_output(&p))

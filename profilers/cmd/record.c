@@ -432,6 +432,8 @@ int gs_cmd_record(int argc, char **argv)
 	topts.gpu = r.opts.gpu || r.opts.nvtx; /* both come through the injection library */
 	/* a rank's file is chosen by its environment, read at its exec: held there, always */
 	topts.stop_every_exec = gs_rank_files_wanted(r.opts.common.output);
+	topts.command_stdout_to_stderr = r.opts.output_fd < 0 && /* --output-fd: not stdout */
+					 gs_writes_stdout(r.opts.common.output);
 	if (gs_tracker__open(&r.tl.tracker, &topts, &ops))
 		goto out_free;
 	/* after the targets were checked: a bad -p leaves an existing file as it was */

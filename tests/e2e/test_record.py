@@ -5,6 +5,7 @@ import collections
 import gzip
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -117,6 +118,24 @@ def record_command_until_it_exits_gzip():
     assert f"      3000  {GEMM}" in err and f"      1000  {RELU}" in err, err
     assert "sync: pid" in err and "102 calls" in err, err
     assert "copies HtoD" in err, err
+
+
+@test
+def command_prints_stay_out_of_a_trace_on_stdout():
+    """record and profile without -o: the trace (the folded stacks) is gpusnoop's stdout, whole
+    and valid; what the command itself prints goes to stderr, never into it."""
+    cmd = ["/bin/sh", "-c", f"echo printed-by-the-command; exec {BIN}/gs_kernels"]
+    status, out, err = run_gpusnoop("record", "--", *cmd, timeout=120)
+    expect_eq(status, 0, f"gpusnoop status ({err})")
+    assert "printed-by-the-command" in err, err
+    trace = json.loads(out)
+    expect_kernels_workload(trace, slices(trace)[0]["pid"])
+    status, out, err = run_gpusnoop("profile", "-F", "999", "--", *cmd, timeout=120)
+    expect_eq(status, 0, f"profile status ({err})")
+    assert "printed-by-the-command" in err, err
+    folded = out.splitlines()
+    assert folded, err
+    assert all(re.fullmatch(r"[^ ].* \d+", line) for line in folded), folded[:5]
 
 
 def script(directory, name, text):

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* test_spawn.c: the file the kernel loads for a command: itself, or its scripts' interpreter. */
+/* test_spawn.c: a held command's start and its stdout; the file the kernel loads for it. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "tests/unit/harness.h"
 #include "user/spawn.h"
@@ -88,6 +90,39 @@ GS_TEST(bad_scripts_are_refused_with_the_kernels_errors)
 	teardown();
 }
 
-GS_TEST_MAIN(an_elf_file_is_its_own_image,
+/* what the command prints on stdout, spawned with stdout_fd (-1: inherited) */
+static void run_echo(int stdout_fd, int *status)
+{
+	char *const argv[] = { "/bin/sh", "-c", "echo spawned", NULL };
+	struct gs_child child;
+
+	GS_EXPECT_EQ(gs_spawn(argv, stdout_fd, &child), 0);
+	GS_EXPECT_EQ(gs_spawn__release(&child), 0);
+	GS_EXPECT_EQ(waitpid(child.pid, status, 0), child.pid);
+}
+
+GS_TEST(a_command_prints_where_it_is_told)
+{
+	int out[2], status = -1;
+	char buf[32] = "";
+
+	GS_EXPECT_EQ(pipe(out), 0);
+	run_echo(out[1], &status);
+	close(out[1]);
+	GS_EXPECT_EQ(read(out[0], buf, sizeof(buf) - 1), 8);
+	GS_EXPECT(!strcmp(buf, "spawned\n"));
+	GS_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(out[0]);
+	/* a descriptor that is not open: the exec fails with its errno, nothing runs */
+	{
+		char *const argv[] = { "/bin/true", NULL };
+		struct gs_child child;
+
+		GS_EXPECT_EQ(gs_spawn(argv, 1000, &child), 0);
+		GS_EXPECT_EQ(gs_spawn__release(&child), -EBADF);
+	}
+}
+
+GS_TEST_MAIN(a_command_prints_where_it_is_told, an_elf_file_is_its_own_image,
 	     scripts_are_followed_to_their_interpreter_as_the_kernel_does,
 	     bad_scripts_are_refused_with_the_kernels_errors)
