@@ -7,13 +7,14 @@ Checks: the file parses as a Trace; every interned id an event uses was defined 
 since the last SEQ_INCREMENTAL_STATE_CLEARED; every event's track was described before; a thread
 track's parent is its process's track, a counter track's parent a process track; every
 SLICE_END closes a SLICE_BEGIN of its track (an event without track_uuid is on its sequence's
-TrackEventDefaults track). A named track whose parent is a process's is an async range's
-(the JSON's b/e, an NVTX start/end range): its slice comes back as rows b and e. An annotation named "args" whose value is a JSON object's text is a
-row's args packed as one (interned): read back into the row's args. Flow ids on a slice are
-record's "ac2g" flows (rows s/f after the slice's). A track named "GPU N" (no parent) is device
-N, its children "stream S" the device's streams: rows there have pid N, tid S, as in the JSON. Rows come back in the JSON's terms: ph X (begin and
-end paired, dur in ns), I (an instant), C, s/f (flows), with name, cat, pid, tid, ts (ns), args
-and stack (innermost frame first, as the JSON's args.stack)."""
+TrackEventDefaults track). A named track whose parent is a process's is an async range's (the
+JSON's b/e, an NVTX start/end range): its slice comes back as rows b and e. An annotation named
+"args" whose value is a JSON object's text is a row's args packed as one (interned): read back
+into the row's args. Flow ids on a slice are record's "ac2g" flows (rows s/f after the slice's).
+A track named "GPU N" (no parent) is device N, its children "stream S" the device's streams:
+rows there have pid N, tid S, as in the JSON. Rows come back in the JSON's terms: ph X (begin
+and end paired, dur in ns), I (an instant), C, s/f (flows), with name, cat, pid, tid, ts (ns),
+args and stack (innermost frame first, as the JSON's args.stack)."""
 import json
 import re
 import sys
