@@ -43,6 +43,7 @@ struct gs_reorder {
 	uint64_t late, emitted;
 	size_t held_bytes, max_bytes, peak_bytes; /* what the held events take; the cap (0: none) */
 	uint64_t early; /* emitted before their window passed, to stay under max_bytes */
+	struct gs_reorder_budget *budget; /* shared with other windows; NULL: max_bytes alone */
 };
 
 /* What one held event takes: its copy, malloc's header, its slot. */
@@ -154,6 +155,26 @@ static const struct slot *earliest(const struct gs_reorder *r)
 	return f && before(f, &r->heap[0]) ? f : &r->heap[0];
 }
 
+/* Counts bytes r now holds (add) or no longer holds, in r and in its shared budget. */
+static void hold_bytes(struct gs_reorder *r, size_t bytes, bool add)
+{
+	r->held_bytes = add ? r->held_bytes + bytes : r->held_bytes - bytes;
+	if (r->held_bytes > r->peak_bytes)
+		r->peak_bytes = r->held_bytes;
+	if (!r->budget)
+		return;
+	r->budget->held = add ? r->budget->held + bytes : r->budget->held - bytes;
+	if (r->budget->held > r->budget->peak)
+		r->budget->peak = r->budget->held;
+}
+
+static bool over_cap(const struct gs_reorder *r)
+{
+	if (r->budget)
+		return r->budget->held > r->budget->max;
+	return r->max_bytes && r->held_bytes > r->max_bytes;
+}
+
 /* Removes the earliest held event and emits it. */
 static void pop_emit(struct gs_reorder *r)
 {
@@ -168,7 +189,7 @@ static void pop_emit(struct gs_reorder *r)
 	}
 	r->last_ts = top.ts_ns;
 	r->emitted_any = true;
-	r->held_bytes -= cost(top.e->len);
+	hold_bytes(r, cost(top.e->len), false);
 	emit_one(r, top.e, top.ts_ns);
 	free(top.e);
 }
@@ -210,11 +231,9 @@ int gs_reorder__push(struct gs_reorder *r, uint64_t ts_ns, const void *rec, size
 	}
 	if (r->nr + r->fifo_nr > r->max_held)
 		r->max_held = r->nr + r->fifo_nr;
-	r->held_bytes += cost(len);
-	if (r->held_bytes > r->peak_bytes)
-		r->peak_bytes = r->held_bytes;
+	hold_bytes(r, cost(len), true);
 	/* over the cap: the oldest go out now, the window shorter for as long as it takes */
-	while (r->max_bytes && r->held_bytes > r->max_bytes && r->nr + r->fifo_nr) {
+	while (over_cap(r) && r->nr + r->fifo_nr) {
 		r->early++;
 		pop_emit(r);
 	}
@@ -226,6 +245,11 @@ void gs_reorder__cap_bytes(struct gs_reorder *r, size_t max_bytes)
 	r->max_bytes = max_bytes;
 }
 
+void gs_reorder__share_budget(struct gs_reorder *r, struct gs_reorder_budget *b)
+{
+	r->budget = b;
+}
+
 uint64_t gs_reorder__early(const struct gs_reorder *r)
 {
 	return r->early;
@@ -233,7 +257,7 @@ uint64_t gs_reorder__early(const struct gs_reorder *r)
 
 size_t gs_reorder__peak_bytes(const struct gs_reorder *r)
 {
-	return r->peak_bytes;
+	return r->budget ? r->budget->peak : r->peak_bytes;
 }
 
 void gs_reorder__advance(struct gs_reorder *r, uint64_t now_ns)
@@ -282,6 +306,8 @@ void gs_reorder__free(struct gs_reorder *r)
 		free(r->heap[i].e);
 	for (size_t i = 0; i < r->fifo_nr; i++)
 		free(fifo_at(r, i)->e);
+	if (r->budget) /* the other windows keep their room */
+		r->budget->held -= r->held_bytes;
 	free(r->fifo);
 	free(r->heap);
 	free(r);

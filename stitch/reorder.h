@@ -42,8 +42,23 @@ size_t gs_reorder__max_held(const struct gs_reorder *r);
  * 0: no cap (the default).
  */
 void gs_reorder__cap_bytes(struct gs_reorder *r, size_t max_bytes);
+/*
+ * One cap for several windows (record -o DIR/: one window per rank file, however many ranks):
+ * a push that takes their total past max emits the pushing window's oldest events early (the
+ * one just pushed last of all) until the total is under max again or that window is empty.
+ * The caller owns it (max set, the rest zero) and keeps it until every window sharing it is
+ * freed. The total stays under max plus one event, however many windows share it.
+ */
+struct gs_reorder_budget {
+	size_t max, held, peak;
+};
+/* r's held events count in b, which then caps r instead of r's own cap. Before any push. */
+void gs_reorder__share_budget(struct gs_reorder *r, struct gs_reorder_budget *b);
 uint64_t gs_reorder__early(const struct gs_reorder *r);
-/* The most bytes the held events took at once (a peak past the cap by one event at most). */
+/*
+ * The most bytes the held events took at once (a peak past the cap by one event at most);
+ * with a shared budget, those of all its windows together.
+ */
 size_t gs_reorder__peak_bytes(const struct gs_reorder *r);
 void gs_reorder__free(struct gs_reorder *r); /* frees held events without emitting them */
 

@@ -66,6 +66,11 @@ struct gs_trace_writer *gs_trace_writer__new(FILE *out, uint64_t window_ns)
 	return w;
 }
 
+void gs_trace_writer__share_budget(struct gs_trace_writer *w, struct gs_reorder_budget *b)
+{
+	gs_reorder__share_budget(w->reorder, b);
+}
+
 void gs_trace_writer__free(struct gs_trace_writer *w)
 {
 	if (!w)

@@ -24,10 +24,17 @@ struct gs_trace_writer;
  */
 #define GS_TRACE_WRITER_MAX_HELD_BYTES (16u << 20)
 
+struct gs_reorder_budget;
+
 /* Begins the document on out (borrowed). Caller frees with gs_trace_writer__free(). NULL
  * with errno set. */
 struct gs_trace_writer *gs_trace_writer__new(FILE *out, uint64_t window_ns);
 void gs_trace_writer__free(struct gs_trace_writer *w); /* what is still held is not written */
+/*
+ * w's window counts its events in b (stitch/reorder.h), shared with other writers, instead of
+ * its own GS_TRACE_WRITER_MAX_HELD_BYTES: several files, one bound. Before the first event.
+ */
+void gs_trace_writer__share_budget(struct gs_trace_writer *w, struct gs_reorder_budget *b);
 
 /*
  * Starts rendering one event that goes out in order of ts_ns: write exactly one event

@@ -74,6 +74,7 @@ int gs_rank_files__open(struct gs_rank_files **rr, const char *dir, uint64_t win
 	}
 	r->dirfd = -1;
 	r->window_ns = window_ns;
+	r->held.max = GS_TRACE_WRITER_MAX_HELD_BYTES;
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		err = -errno;
 		gs_err("%s: %s", dir, strerror(errno));
@@ -131,6 +132,7 @@ static int open_file(struct gs_rank_files *rr, struct gs_rank_file *f)
 		gs_err("out of memory");
 		return -ENOMEM;
 	}
+	gs_trace_writer__share_budget(f->writer, &rr->held);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "stitch/reorder.h"
 #include "stitch/trace_writer.h"
 
 /*
@@ -31,6 +32,9 @@ struct gs_rank_files {
 	int dirfd;
 	char *dir;
 	uint64_t window_ns; /* each file's reorder window */
+	/* what all the files' windows hold, under one GS_TRACE_WRITER_MAX_HELD_BYTES whatever
+	 * the number of ranks */
+	struct gs_reorder_budget held;
 	struct gs_rank_file *files;
 	size_t nr, cap;
 	int error; /* the first file that could not be opened: said once, not retried */

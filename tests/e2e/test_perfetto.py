@@ -218,11 +218,15 @@ def memory_kib(pid):
     return hwm, rb
 
 
-def flood(path, fmt, seconds):
-    """record -e cuda-launch,cuda-mem of a gs_bench flood: (its stderr, peak KiB beyond the
-    ring buffers, sampled until it exits)."""
+def flood(path, fmt, seconds, ranks=0):
+    """record -e cuda-launch,cuda-mem of a gs_bench flood (of one per rank, with ranks, each
+    with its RANK: -o DIR/ makes a file of each): (its stderr, peak MiB beyond the ring
+    buffers, sampled until it exits)."""
+    cmd = [os.path.join(BIN, "gs_bench"), "flood", str(seconds)]
+    if ranks:
+        cmd = ["/usr/bin/python3", "-c", RANKS_FLOOD, str(ranks)] + cmd
     p = subprocess.Popen([GPUSNOOP, "record", "-e", "cuda-launch,cuda-mem", "--format", fmt,
-                          "-o", path, "--", os.path.join(BIN, "gs_bench"), "flood", str(seconds)],
+                          "-o", path, "--"] + cmd,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak, rb, stop = [0], [0], threading.Event()
 
@@ -243,6 +247,33 @@ def flood(path, fmt, seconds):
         t.join()
     expect_eq(p.returncode, 0, f"record status; stderr:\n{err[-2000:]}")
     return err, (peak[0] - rb[0]) / 1024
+
+
+# a torchrun-like launcher: argv[1] ranks, each running the rest of argv with its RANK
+RANKS_FLOOD = ("import os, subprocess, sys\n"
+               "n = int(sys.argv[1])\n"
+               "env = lambda r: dict(os.environ, RANK=str(r), WORLD_SIZE=str(n))\n"
+               "ps = [subprocess.Popen(sys.argv[2:], env=env(r)) for r in range(n)]\n"
+               "sys.exit(max(p.wait() for p in ps))\n")
+
+
+@test
+def record_memory_bounded_under_a_flood_of_eight_ranks():
+    """-o DIR/ of eight flooding ranks, a file each: one bound for all their reorder windows
+    (16 MiB, not 16 MiB a file): record's peak resident memory beyond its ring buffers stays
+    under 48 MiB (about 36 here; 64 with a cap per file), and each file's metadata gives the
+    windows' peak together, under the cap."""
+    out_dir = os.path.join(tempfile.mkdtemp(), "ranks") + "/"
+    err, mib = flood(out_dir, "json", 3, ranks=8)
+    assert mib < 48, f"{mib:.1f} MiB beyond the ring buffers"
+    expect_eq(sorted(os.listdir(out_dir)), [f"rank-{r}.json" for r in range(8)], "files")
+    events = 0
+    for r in range(8):
+        md = load_trace(os.path.join(out_dir, f"rank-{r}.json"))["metadata"]
+        reorder = md["reorder"]
+        assert reorder["peak_held_bytes"] <= reorder["max_held_bytes"] + 65536, reorder
+        events = md["events"]
+    assert events > 30000, f"a flood: {events} events"
 
 
 @test

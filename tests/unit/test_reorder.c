@@ -289,8 +289,47 @@ GS_TEST(byte_cap_emits_the_oldest_early)
 	gs_reorder__free(r);
 }
 
-GS_TEST_MAIN(byte_cap_emits_the_oldest_early, new_rejects_missing_callback,
-	     flush_emits_in_timestamp_order, ties_keep_push_order,
+GS_TEST(windows_sharing_a_budget_stay_under_it_together)
+{
+	static struct sink sa, sb;
+	struct gs_reorder_budget budget = { .max = 3000 };
+	struct gs_reorder *a = gs_reorder__new(1000, record, &sa);
+	struct gs_reorder *b = gs_reorder__new(1000, record, &sb);
+	char big[1000] = { 0 };
+
+	if (!GS_EXPECT(a && b))
+		goto out;
+	gs_reorder__share_budget(a, &budget);
+	gs_reorder__share_budget(b, &budget);
+	/* a takes the room of two events; b's pushes then find none: b writes its own, a keeps its */
+	for (int i = 0; i < 2; i++)
+		GS_EXPECT_EQ(gs_reorder__push(a, 100 + (uint64_t)i, big, sizeof(big)), 0);
+	for (int i = 0; i < 5; i++)
+		GS_EXPECT_EQ(gs_reorder__push(b, 200 + (uint64_t)i, big, sizeof(big)), 0);
+	GS_EXPECT_EQ(sa.nr, 0);
+	GS_EXPECT_EQ(gs_reorder__held(a), 2);
+	GS_EXPECT_EQ(sb.nr, 5);
+	GS_EXPECT_EQ(gs_reorder__held(b), 0);
+	GS_EXPECT_EQ(gs_reorder__early(b), 5);
+	GS_EXPECT(budget.held <= budget.max);
+	GS_EXPECT(budget.peak > 3000 && budget.peak < 4500);  /* past it by one event at most */
+	GS_EXPECT_EQ(gs_reorder__peak_bytes(b), budget.peak); /* the windows' peak together */
+	/* a's events gone (freed here), b holds two again */
+	gs_reorder__free(a);
+	a = NULL;
+	GS_EXPECT_EQ(budget.held, 0);
+	for (int i = 0; i < 2; i++)
+		GS_EXPECT_EQ(gs_reorder__push(b, 300 + (uint64_t)i, big, sizeof(big)), 0);
+	GS_EXPECT_EQ(gs_reorder__held(b), 2);
+	GS_EXPECT_EQ(sb.nr, 5);
+out:
+	gs_reorder__free(a);
+	gs_reorder__free(b);
+	GS_EXPECT_EQ(budget.held, 0);
+}
+
+GS_TEST_MAIN(byte_cap_emits_the_oldest_early, windows_sharing_a_budget_stay_under_it_together,
+	     new_rejects_missing_callback, flush_emits_in_timestamp_order, ties_keep_push_order,
 	     advance_emits_only_what_left_the_window, advance_near_uint64_max_does_not_wrap,
 	     late_event_is_emitted_at_once_and_counted, records_are_copied_with_their_length,
 	     free_with_held_events_emits_nothing, many_jittered_events_come_out_sorted)
