@@ -80,8 +80,8 @@ static void snapshot_at_exit(void *ctx, pid_t pid, bool exec)
 					"exit", gs_clock_ns(CLOCK_MONOTONIC));
 }
 
-/* One file's end: Kineto's top-level keys (rank NULL: the recording's) and the metadata. */
-static void write_file_metadata(struct record *r, size_t output, const long *rank)
+/* One file's end (output: gs_timeline__writer()'s): Kineto's top-level keys and the metadata. */
+static void write_file_metadata(struct record *r, size_t output)
 {
 	struct gs_json *j;
 	uint64_t stats[GS_STAT__MAX];
@@ -91,18 +91,9 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 	time_t secs = (time_t)(r->start_real_ns / 1000000000ULL);
 	struct gs_trace_writer *w = gs_timeline__writer(&r->tl, output);
 
-	long no_rank = -1;
-
 	gs_trace_writer__flush(w);
 	gs_timeline__write_names(&r->tl, output);
-	/* Kineto's top-level keys, where HTA looks for them; a rank file's rank whatever -e */
-	if (r->tl.gpu)
-		gs_gpu_rows__top_level(r->tl.gpu,
-				       gs_chrome_trace__top_level(gs_trace_writer__trace(w)),
-				       output, rank ? &no_rank : NULL);
-	if (rank || !r->tl.gpu) /* -e gpu writes the one file's own */
-		gs_timeline__distributed_info(
-			&r->tl, output, gs_chrome_trace__top_level(gs_trace_writer__trace(w)));
+	gs_timeline__top_level(&r->tl, output);
 	j = gs_trace_writer__metadata(w);
 	gs_tracker__stats(r->tl.tracker, stats);
 	uname(&u);
@@ -166,9 +157,9 @@ static void write_file_metadata(struct record *r, size_t output, const long *ran
 static void write_metadata(struct record *r)
 {
 	gs_timeline__count_names(&r->tl);
-	write_file_metadata(r, 0, NULL);
+	write_file_metadata(r, 0);
 	for (size_t i = 0; r->tl.ranks && i < r->tl.ranks->nr; i++)
-		write_file_metadata(r, i + 1, &r->tl.ranks->files[i].rank);
+		write_file_metadata(r, i + 1);
 }
 
 /* --format perfetto: the encoder ends the trace into the output. Returns 0 or -errno (logged). */

@@ -10,7 +10,6 @@
 #include "profilers/leak_report.h"
 #include "profilers/timeline/engine.h"
 #include "profilers/timeline/names.h"
-#include "stitch/chrome_trace.h"
 #include "stitch/trace_writer.h"
 #include "user/addr_map.h"
 #include "user/clock.h"
@@ -198,8 +197,7 @@ static void write_metadata(struct replay *r)
 	char host[256];
 
 	/* a rank's process: its rank, where HTA finds it, as record's files have it */
-	gs_timeline__distributed_info(
-		&r->tl, 0, gs_chrome_trace__top_level(gs_trace_writer__trace(r->tl.writer)));
+	gs_timeline__top_level(&r->tl, 0);
 	j = gs_trace_writer__metadata(r->tl.writer);
 
 	if (gethostname(host, sizeof(host)))

@@ -132,7 +132,8 @@ static void note_rank(struct gs_timeline *tl, pid_t pid)
 	const struct gs_proc_tree_entry *e = proc_of(tl, pid);
 	int32_t rank = e ? e->rank : -1, env_rank, local_rank, world_size;
 
-	if (tl->ranks || (e && rank < 0))
+	/* -o DIR/: each file's own; -e gpu: its records'; two ranks seen: none is written */
+	if (tl->ranks || tl->gpu || tl->ranks_mixed || (e && rank < 0))
 		return;
 	if (gs_read_rank_env(pid, &env_rank, &local_rank, &world_size))
 		world_size = -1;
@@ -750,14 +751,19 @@ void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec)
 		gs_addr_map__forget_pid(tl->outputs, pid, NULL);
 }
 
-void gs_timeline__distributed_info(struct gs_timeline *tl, size_t output, struct gs_json *j)
+void gs_timeline__top_level(struct gs_timeline *tl, size_t output)
 {
-	struct gs_rank_file one = { .rank = tl->rank, .world_size = tl->world_size };
+	struct gs_json *j =
+		gs_chrome_trace__top_level(gs_trace_writer__trace(gs_timeline__writer(tl, output)));
+	long no_rank = -1;
 
+	/* -e gpu: the output's devices, and the one file's rank as its GPU records found it */
+	if (tl->gpu)
+		gs_gpu_rows__top_level(tl->gpu, j, output, output ? &no_rank : NULL);
 	if (output)
 		gs_rank_files__top_level(&tl->ranks->files[output - 1], j);
-	else if (!tl->ranks && tl->rank_seen && !tl->ranks_mixed)
-		gs_rank_files__top_level(&one, j);
+	else if (!tl->gpu && !tl->ranks && tl->rank_seen && !tl->ranks_mixed)
+		gs_rank_files__distributed_info(j, tl->rank, tl->world_size);
 }
 
 /* Every file's events older than the reorder window into the file. */

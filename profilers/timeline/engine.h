@@ -66,10 +66,11 @@ void gs_timeline__proc_gone(struct gs_timeline *tl, pid_t pid, bool exec);
 /* output's writer: 0, the one file (or the sink of -o DIR/); i + 1, the i-th rank file. */
 struct gs_trace_writer *gs_timeline__writer(struct gs_timeline *tl, size_t output);
 /*
- * output's distributedInfo (HTA finds the rank there) into j, its top-level object: a rank
- * file's; the one file's when its processes have one rank (tl->rank); else none.
+ * Kineto's top-level keys of output, where HTA looks for them: -e gpu's deviceProperties, and
+ * distributedInfo: a rank file's; the one file's when its processes have one rank (tl->rank,
+ * or -e gpu's from its records); else none.
  */
-void gs_timeline__distributed_info(struct gs_timeline *tl, size_t output, struct gs_json *j);
+void gs_timeline__top_level(struct gs_timeline *tl, size_t output);
 /* Writes the process names of output (each process once, its last label) to its file. */
 void gs_timeline__write_names(struct gs_timeline *tl, size_t output);
 /* Every file's events older than the reorder window into the file; all of them. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "profilers/timeline/gpu_rows.h"
+#include "profilers/timeline/rank_files.h"
 #include "profilers/timeline/trace_stats.h"
 #include "profilers/cuda/cupti_clock.h"
 #include "profilers/cuda/gpu_activity.h"
@@ -428,8 +429,6 @@ void gs_gpu_rows__proc_gone(struct gs_gpu_rows *g, pid_t pid)
 void gs_gpu_rows__top_level(struct gs_gpu_rows *g, struct gs_json *j, size_t output,
 			    const long *rank)
 {
-	long r = rank ? *rank : g->rank;
-	char info[96];
 	uint64_t seen;
 
 	gs_json__begin_array(j, "deviceProperties");
@@ -441,15 +440,7 @@ void gs_gpu_rows__top_level(struct gs_gpu_rows *g, struct gs_json *j, size_t out
 		gs_json__end_object(j);
 	}
 	gs_json__end_array(j);
-	if (r < 0)
-		return;
-	/* HTA finds the rank by searching the text for "rank": N, space included */
-	if (g->world_size >= 0)
-		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", r,
-			 g->world_size);
-	else
-		snprintf(info, sizeof(info), "{\"rank\": %ld}", r);
-	gs_json__raw(j, "distributedInfo", info);
+	gs_rank_files__distributed_info(j, rank ? *rank : g->rank, g->world_size);
 }
 
 void gs_gpu_rows__metadata(struct gs_gpu_rows *g, struct gs_json *j)

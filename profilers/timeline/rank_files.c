@@ -183,19 +183,24 @@ long gs_rank_files__file(struct gs_rank_files *rr, long rank, pid_t pid)
 	return (long)rr->nr++;
 }
 
-void gs_rank_files__top_level(const struct gs_rank_file *f, struct gs_json *j)
+void gs_rank_files__distributed_info(struct gs_json *j, long rank, long world_size)
 {
 	char info[96];
 
-	if (f->rank < 0)
+	if (rank < 0)
 		return;
 	/* HTA finds the rank by searching the text for "rank": N, space included */
-	if (f->world_size > 0)
-		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", f->rank,
-			 f->world_size);
+	if (world_size >= 0)
+		snprintf(info, sizeof(info), "{\"rank\": %ld, \"world_size\": %ld}", rank,
+			 world_size);
 	else
-		snprintf(info, sizeof(info), "{\"rank\": %ld}", f->rank);
+		snprintf(info, sizeof(info), "{\"rank\": %ld}", rank);
 	gs_json__raw(j, "distributedInfo", info);
+}
+
+void gs_rank_files__top_level(const struct gs_rank_file *f, struct gs_json *j)
+{
+	gs_rank_files__distributed_info(j, f->rank, f->world_size > 0 ? f->world_size : -1);
 }
 
 /*

@@ -46,7 +46,12 @@ bool gs_rank_files_wanted(const char *output);
 int gs_rank_files__open(struct gs_rank_files **rr, const char *dir, uint64_t window_ns);
 /* The file of rank (>= 0) or else of pid, opened on first use: its index, or -errno (logged). */
 long gs_rank_files__file(struct gs_rank_files *rr, long rank, pid_t pid);
-/* A rank file's "distributedInfo" (Kineto's, where HTA finds the rank); none for a pid file. */
+/*
+ * Kineto's "distributedInfo" into j, a trace's top-level object (HTA finds the rank there):
+ * rank (nothing when < 0) and world_size (left out when < 0).
+ */
+void gs_rank_files__distributed_info(struct gs_json *j, long rank, long world_size);
+/* A rank file's "distributedInfo"; none for a pid file. */
 void gs_rank_files__top_level(const struct gs_rank_file *f, struct gs_json *j);
 /* Renames every file into place. Returns 0 or the first -errno (logged); frees nothing. */
 int gs_rank_files__close(struct gs_rank_files *rr);
