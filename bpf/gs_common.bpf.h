@@ -426,38 +426,15 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 	struct gs_stack_thread *t = NULL;
 	__u64 tramp = 0, end = gs_stack_end(task, lo, &t), win_lo = lo, win_n = 0;
 	struct return_instance *ri;
-	bool own = false;
 	__u16 n;
 
-	/* at a function's entry (at_entry): ip is the return address at lo, the stack's top */
-	if (!end || !t || t->busy) {
-		if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo)) {
-			gs_count(GS_STAT_STACK_FAILED);
-			return 0;
-		}
-	} else {
-		t->busy = 1; /* held until the walk's end */
-		own = true;
-		win_n = gs_stack_win_read(t, lo, end);
-		if (w) {
-			__builtin_memcpy(w->val, t->win, sizeof(w->val));
-			w->lo = lo;
-			w->n = win_n;
-		}
-		if (at_entry && win_n >= sizeof(ip))
-			ip = t->win[0];
-		else if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo))
-			end = 0; /* as a failed read before the walk: no frames */
-	}
-	if (at_entry)
-		lo += sizeof(ip);
 	/*
 	 * No stack mapping (or mmap_lock busy), or the thread's window is another walk's (a
 	 * sample that came in the middle of it) or missing: the kernel walks, faults and all.
+	 * At a function's entry (at_entry) ip is the return address at lo, the stack's top.
 	 */
-	if (!end || !own) {
-		if (own) {
-			t->busy = 0;
+	if (!end || !t || t->busy) {
+		if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo)) {
 			gs_count(GS_STAT_STACK_FAILED);
 			return 0;
 		}
@@ -466,6 +443,22 @@ static __always_inline __u16 gs_user_stack_from(void *ctx, __u64 *frames, __u64 
 			frames[0] = ip; /* at a function's entry the kernel's walk starts in it */
 		return n;
 	}
+	t->busy = 1; /* the window is this walk's until its end */
+	win_n = gs_stack_win_read(t, lo, end);
+	if (w) {
+		__builtin_memcpy(w->val, t->win, sizeof(w->val));
+		w->lo = lo;
+		w->n = win_n;
+	}
+	if (at_entry && win_n >= sizeof(ip)) {
+		ip = t->win[0];
+	} else if (at_entry && bpf_probe_read_user(&ip, sizeof(ip), (void *)lo)) {
+		t->busy = 0;
+		gs_count(GS_STAT_STACK_FAILED);
+		return 0;
+	}
+	if (at_entry)
+		lo += sizeof(ip);
 	/*
 	 * As the kernel's walk does since 6.11: a pending uretprobe's trampoline is not a
 	 * caller. Past gs_stack_end() task is a BTF pointer (not on the old kernels, whose
