@@ -827,7 +827,7 @@ def main():
             fmd = med["floor-min-daemon"]
             # The default daemon's floor is (b'), not (m'): its `ctl leaks` and reports count a
             # failed free and keep the allocation it left in place, which only the free's
-            # return probe sees (the lead kept that probe in leaks for the same reason).
+            # return probe sees (leaks keeps that probe for the same reason).
             rows.append(("(da)/(b'): daemon always-on (OOM + metrics) vs its floor, allocations "
                          "and frees entry + return", "%.3fx" % (med["daemon"] / bm),
                          "target <= 1.1x; /(m') %.3fx; /(a) %.3fx; added cost (da)-(a) / "
