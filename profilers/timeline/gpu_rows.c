@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "profilers/timeline/gpu_rows.h"
+#include "profilers/timeline/proc_ids.h"
 #include "profilers/timeline/rank_files.h"
 #include "profilers/timeline/trace_stats.h"
 #include "profilers/cuda/cupti_clock.h"
@@ -23,9 +24,7 @@
 /* device and stream tracks named over all outputs: the library's records choose them */
 #define MAX_TRACKS 1024
 #define FLOW_CAT   GS_TL_CAT_FLOW /* Kineto's flows from a CPU launch to its GPU work */
-/* processes numbered in flow ids, so that an id stays below 2^53 (exact as a JSON number) */
-#define FLOW_PROCS (1u << 21)
-#define FLOW_KEY   0
+#define FLOW_KEY   0 /* flow_procs key: the process's number in flow ids (proc_ids.h) */
 
 /* a record waiting for the slice of its launch */
 struct pending {
@@ -94,22 +93,10 @@ void gs_gpu_rows__free(struct gs_gpu_rows *g)
 	free(g);
 }
 
-/*
- * The id of the flow from pid's call with this CUPTI correlation id to its GPU work, or 0.
- * Correlation ids restart in every process, and a trace can hold several: the process's own
- * number (1, 2, ... in order of its first flow, a new one after an exit or exec) goes above
- * them, so that Perfetto never joins one process's launch to another's kernel.
- */
+/* The id of the flow from pid's call with this CUPTI correlation id to its GPU work, or 0. */
 static uint64_t flow_id(struct gs_gpu_rows *g, pid_t pid, uint32_t correlation)
 {
-	uint64_t nr;
-
-	if (!gs_addr_map__get(g->flow_procs, pid, FLOW_KEY, &nr)) {
-		nr = g->flow_procs_seen++ % (FLOW_PROCS - 1) + 1;
-		if (gs_addr_map__set(g->flow_procs, pid, FLOW_KEY, nr))
-			return 0; /* out of memory: no flow rather than a wrong one */
-	}
-	return nr << 32 | correlation;
+	return gs_proc_id(g->flow_procs, FLOW_KEY, &g->flow_procs_seen, pid, correlation);
 }
 
 /* pid's ranks through proc_tree's bounded reader: RANK or its MPI/Slurm kin, else the local one */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "profilers/timeline/nvtx_rows.h"
+#include "profilers/timeline/proc_ids.h"
 #include "profilers/timeline/vocab.h"
 #include "bpf/gs_nvtx.h"
 #include "user/addr_map.h"
@@ -14,14 +15,13 @@
 
 #define CAT	    GS_TL_CAT_NVTX
 #define UNNAMED	    "[unnamed range]"
-#define MAX_OPEN    16384      /* push ranges open at once, over all threads */
-#define MAX_ASYNC   16384      /* start/end ranges open at once */
-#define MAX_HELD    1024       /* of each kind, per process: one cannot fill the others' room */
-#define ASYNC_PROCS (1u << 21) /* processes numbered in async ids: ids stay below 2^53 */
-#define ASYNC_KEY   0
-#define PUSHES_HELD 1 /* procs key: its open push ranges */
-#define STARTS_HELD 2 /* ... its open start/end ranges */
-#define NAMES_GIVEN 3 /* ... the thread names it gave, at most MAX_HELD */
+#define MAX_OPEN    16384 /* push ranges open at once, over all threads */
+#define MAX_ASYNC   16384 /* start/end ranges open at once */
+#define MAX_HELD    1024  /* of each kind, per process: one cannot fill the others' room */
+#define ASYNC_KEY   0	  /* procs key: the process's number in async ids (proc_ids.h) */
+#define PUSHES_HELD 1	  /* procs key: its open push ranges */
+#define STARTS_HELD 2	  /* ... its open start/end ranges */
+#define NAMES_GIVEN 3	  /* ... the thread names it gave, at most MAX_HELD */
 
 /* an open range: the call that opened it, copied */
 struct open {
@@ -76,14 +76,7 @@ void gs_nvtx_rows__free(struct gs_nvtx_rows *n)
 /* The id of pid's start/end range in the trace: the process's number above NVTX's id. */
 static uint64_t async_id(struct gs_nvtx_rows *n, pid_t pid, uint64_t range_id)
 {
-	uint64_t nr;
-
-	if (!gs_addr_map__get(n->procs, pid, ASYNC_KEY, &nr)) {
-		nr = n->procs_seen++ % (ASYNC_PROCS - 1) + 1;
-		if (gs_addr_map__set(n->procs, pid, ASYNC_KEY, nr))
-			return 0;
-	}
-	return nr << 32 | (range_id & 0xffffffffu);
+	return gs_proc_id(n->procs, ASYNC_KEY, &n->procs_seen, pid, range_id);
 }
 
 static uint64_t held(const struct gs_nvtx_rows *n, __u32 pid, uint64_t key)
