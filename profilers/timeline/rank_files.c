@@ -93,6 +93,12 @@ int gs_rank_files__open(struct gs_rank_files **rr, const char *dir, uint64_t win
 	return 0;
 }
 
+/* What goes between DIR as given and a name in it, for messages: "/" unless it ends in one */
+static const char *dir_sep(const struct gs_rank_files *rr)
+{
+	return rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/";
+}
+
 static long find(const struct gs_rank_files *rr, long rank, pid_t pid)
 {
 	for (size_t i = 0; i < rr->nr; i++) {
@@ -114,8 +120,7 @@ static int open_file(struct gs_rank_files *rr, struct gs_rank_file *f)
 		snprintf(name, sizeof(name), "rank-%ld.json", f->rank);
 	else
 		snprintf(name, sizeof(name), "pid-%d.json", (int)f->pid);
-	snprintf(display, sizeof(display), "%s%s%s", rr->dir,
-		 rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/", name);
+	snprintf(display, sizeof(display), "%s%s%s", rr->dir, dir_sep(rr), name);
 	/* an existing file stays as it is; the rename at the end refuses one made meanwhile */
 	if (!fstatat(rr->dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		gs_err("%s: exists: not overwritten (remove it or name another directory)",
@@ -211,15 +216,19 @@ void gs_rank_files__top_level(const struct gs_rank_file *f, struct gs_json *j)
  */
 static void move_rankless(struct gs_rank_files *rr)
 {
-	const char *sep = rr->dir[strlen(rr->dir) - 1] == '/' ? "" : "/";
+	const char *sep = dir_sep(rr);
 	bool ranks = false, rankless = false;
 	size_t moved = 0;
 	char name[64];
 	struct stat st;
 	int fd;
 
-	for (size_t i = 0; i < rr->nr; i++)
-		rr->files[i].rank >= 0 ? (ranks = true) : (rankless = true);
+	for (size_t i = 0; i < rr->nr; i++) {
+		if (rr->files[i].rank >= 0)
+			ranks = true;
+		else
+			rankless = true;
+	}
 	if (!ranks || !rankless)
 		return;
 	if (mkdirat(rr->dirfd, GS_RANK_FILES_NO_RANK_DIR, 0777) && errno != EEXIST)
